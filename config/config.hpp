@@ -1,0 +1,111 @@
+// Typed run configuration: every default lives here, once. Parsed from YAML by load_config.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace petra::config {
+
+/// The network. `arch` names a preset (revnet18, revnet34, revnet50,
+/// fashion_small, tiny); the lists below, when non-empty, replace the preset's.
+struct model_config {
+  std::string arch = "fashion_small";
+  int num_classes = 10;
+  std::vector<int> input = {1, 28, 28};  // C, H, W
+  std::string stem = "";                  // "" = the preset's; cifar | imagenet
+  std::string block = "";                 // "" = the preset's; basic | bottleneck
+  int stem_width = 0;                     // 0 = the preset's stream width after the stem
+  std::vector<int> widths;                // stream width per group
+  std::vector<int> hidden;                // bottleneck hidden width per group
+  std::vector<int> blocks;                // blocks per group
+};
+
+struct data_config {
+  std::string dataset = "fashion-mnist";  // fashion-mnist | mnist | cifar10
+  std::string path = "/usr/share/datasets/fashion-mnist";
+  std::vector<float> mean = {0.2860f};    // per channel
+  std::vector<float> std = {0.3530f};     // per channel
+  int crop_padding = 2;                   // random crop to the input size after zero padding; 0 = off
+  bool flip = true;                       // random horizontal flip
+  int64_t train_limit = 0;                // use only the first N training images; 0 = all
+  int64_t test_limit = 0;                 // use only the first N test images; 0 = all
+};
+
+struct optimizer_config {
+  double base_lr = 0.1;                   // lr = base_lr · micro_batch · accumulation / 256 (Goyal)
+  double momentum = 0.9;
+  bool nesterov = true;
+  double weight_decay = 5e-4;             // on conv and linear weights only
+};
+
+struct schedule_config {
+  std::string kind = "cosine";            // cosine | step | constant
+  double warmup_epochs = 0.5;             // linear warm-up, per optimizer step
+  std::vector<double> milestones;         // step: epochs at which lr ×= gamma
+  double gamma = 0.1;
+};
+
+struct training_config {
+  std::string method = "petra";           // backprop | delayed | petra
+  bool stash_inputs = false;              // delayed only: keep every stage's inputs
+  bool stash_weights = false;             // delayed only: keep the weights of each forward
+  int epochs = 3;
+  int micro_batch = 64;
+  int accumulation = 2;                   // k: micro-batches averaged per optimizer step
+  uint64_t seed = 0;
+  optimizer_config optimizer;
+  schedule_config schedule;
+};
+
+/// How the model's blocks (stem, each coupling/downsampling block, head) are cut into stages.
+struct pipeline_config {
+  std::vector<int> stage_blocks;          // blocks per stage, in order; empty = one block per stage
+  std::vector<std::string> devices;       // per stage: cpu | cuda:N; empty = all cpu
+};
+
+struct runtime_config {
+  std::string mode = "simulate";          // simulate (the reference, one thread)
+  int threads = 2;                        // compute threads
+  int inversion_sample_every = 50;        // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches; 0 = never
+};
+
+struct output_config {
+  std::string dir = "runs";               // parent of the run directory
+  std::string name = "";                  // run directory name; "" = <preset or config>-<method>-<time>
+  int checkpoint_every_steps = 0;         // also checkpoint every N optimizer steps of stage 1; 0 = epoch ends only
+  bool progress = true;                   // a progress line when stdout is a terminal
+};
+
+struct run_config {
+  model_config model;
+  data_config data;
+  training_config training;
+  pipeline_config pipeline;
+  runtime_config runtime;
+  output_config output;
+};
+
+/// A bad config: `where` is the YAML path (training.micro_batch) and, when known, file:line.
+class config_error : public std::runtime_error {
+ public:
+  explicit config_error(const std::string& message) : std::runtime_error(message) {}
+};
+
+/// Loads a YAML file (or a preset name from config/presets, e.g. "default"), then applies
+/// `overrides` of the form "training.epochs=10". Unknown keys and bad values throw config_error
+/// naming the YAML path and line.
+run_config load_config(const std::string& path_or_preset, const std::vector<std::string>& overrides = {});
+
+/// The same, from YAML text (`origin` names it in messages).
+run_config parse_config(const std::string& yaml_text, const std::string& origin,
+                        const std::vector<std::string>& overrides = {});
+
+/// The resolved config as YAML, loadable again by load_config.
+std::string to_yaml(const run_config& config);
+
+/// Where the shipped presets live.
+std::string presets_dir();
+
+}  // namespace petra::config
