@@ -1,0 +1,48 @@
+// Block: one unit of a RevNet (stem, coupling, downsampling, head), the grain of pipeline stages.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compute/backend.hpp"
+#include "compute/parameter.hpp"
+#include "compute/tape.hpp"
+
+namespace petra {
+
+class block {
+ public:
+  virtual ~block() = default;
+
+  /// "stem", "coupling", "downsample" or "head".
+  virtual std::string kind() const = 0;
+  const std::string& name() const { return name_; }
+
+  /// y = F(x). With a tape, keeps what backward needs.
+  virtual activation forward(const activation& x, pass mode, tape* t) = 0;
+  /// dx from the tape of a forward; parameter gradients accumulate (+=).
+  virtual activation backward(tape& t, const activation& dy) = 0;
+
+  virtual bool reversible() const { return false; }
+  /// x = F⁻¹(y) with the current weights and batch statistics (reversible blocks only).
+  virtual activation inverse(const activation& y);
+  /// Rebuilds x from y and differentiates at it in one pass (≈ one forward and one
+  /// backward of F): returns (x, dx); parameter gradients accumulate.
+  virtual std::pair<activation, activation> backward_from_output(const activation& y, const activation& dy);
+
+  virtual activation_shape output_shape(const activation_shape& x) const = 0;
+  virtual std::vector<parameter*> parameters() = 0;
+  virtual std::vector<buffer_ref> buffers() = 0;
+
+ protected:
+  explicit block(std::string name) : name_(std::move(name)) {}
+
+ private:
+  std::string name_;
+};
+
+/// Checks that `x` has the stream structure a block expects, naming the block.
+void expect_streams(const block& b, const activation& x, bool two_streams, const char* what);
+
+}  // namespace petra

@@ -1,0 +1,49 @@
+// Coupling block: forward, inverse and the fused rebuild-and-backward.
+#include "compute/blocks/coupling.hpp"
+
+namespace petra {
+
+coupling_block::coupling_block(backend& be, const std::string& name, const std::vector<conv_unit_spec>& f,
+                               uint64_t seed)
+    : block(name), be_(be), f_(be, name + ".f", f, seed) {}
+
+activation coupling_block::forward(const activation& x, pass mode, tape* t) {
+  expect_streams(*this, x, true, "input");
+  const tensor fx = f_.forward(x.x1, mode, t);
+  return {be_.add(x.x2, fx), x.x1};
+}
+
+activation coupling_block::backward(tape& t, const activation& dy) {
+  tensor dx1 = f_.backward(t, dy.x1);  // J_F(x1)ᵀ dy1, fresh
+  be_.add_inplace(dx1, dy.x2);
+  return {dx1, dy.x1};
+}
+
+activation coupling_block::inverse(const activation& y) {
+  expect_streams(*this, y, true, "output");
+  const tensor fy2 = f_.forward(y.x2, pass::recompute, nullptr);
+  return {y.x2, be_.sub(y.x1, fy2)};
+}
+
+std::pair<activation, activation> coupling_block::backward_from_output(const activation& y, const activation& dy) {
+  expect_streams(*this, y, true, "output");
+  expect_streams(*this, dy, true, "output gradient");
+  tape t;
+  const tensor f = f_.forward(y.x2, pass::recompute, &t);  // F(x1) with x1 = y2, graph kept
+  activation x{y.x2, be_.sub(y.x1, f)};
+  return {x, backward(t, dy)};
+}
+
+std::vector<parameter*> coupling_block::parameters() {
+  std::vector<parameter*> out;
+  f_.collect(out);
+  return out;
+}
+
+std::vector<buffer_ref> coupling_block::buffers() {
+  std::vector<buffer_ref> out;
+  f_.collect_buffers(out);
+  return out;
+}
+
+}  // namespace petra

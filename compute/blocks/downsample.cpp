@@ -1,0 +1,97 @@
+// Downsampling blocks, basic and bottleneck.
+#include "compute/blocks/downsample.hpp"
+
+namespace petra {
+
+downsample_basic_block::downsample_basic_block(backend& be, const std::string& name, int in_width, int out_width,
+                                               int stride, uint64_t seed)
+    : block(name),
+      be_(be),
+      a_(be, name + ".a", {{in_width, out_width, 3, stride, true}}, seed),
+      b_(be, name + ".b", {{out_width, out_width, 3, 1, true}}, seed),
+      proj_(be, name + ".proj", {{in_width, out_width, 1, stride, false}}, seed) {}
+
+activation downsample_basic_block::forward(const activation& x, pass mode, tape* t) {
+  expect_streams(*this, x, true, "input");
+  tensor r = a_.forward(x.x1, mode, t);
+  tensor b = b_.forward(r, mode, t);
+  tensor c = proj_.forward(x.x2, mode, t);
+  be_.add_inplace(b, c);
+  return {b, r};
+}
+
+activation downsample_basic_block::backward(tape& t, const activation& dy) {
+  // Pops in reverse order of forward: proj, b, a.
+  tensor dx2 = proj_.backward(t, dy.x1);
+  tensor dr = b_.backward(t, dy.x1);
+  be_.add_inplace(dr, dy.x2);
+  tensor dx1 = a_.backward(t, dr);
+  return {dx1, dx2};
+}
+
+activation_shape downsample_basic_block::output_shape(const activation_shape& x) const {
+  const shape_t s = a_.output_shape(x.x1);
+  return {s, s};
+}
+
+std::vector<parameter*> downsample_basic_block::parameters() {
+  std::vector<parameter*> out;
+  a_.collect(out);
+  b_.collect(out);
+  proj_.collect(out);
+  return out;
+}
+
+std::vector<buffer_ref> downsample_basic_block::buffers() {
+  std::vector<buffer_ref> out;
+  a_.collect_buffers(out);
+  b_.collect_buffers(out);
+  proj_.collect_buffers(out);
+  return out;
+}
+
+downsample_bottleneck_block::downsample_bottleneck_block(backend& be, const std::string& name, int in_width,
+                                                         int hidden, int out_width, int stride, uint64_t seed)
+    : block(name),
+      be_(be),
+      f_(be, name + ".f", conv_chain::bottleneck(in_width, hidden, out_width, stride), seed),
+      proj2_(be, name + ".proj2", {{in_width, out_width, 1, stride, false}}, seed),
+      proj1_(be, name + ".proj1", {{in_width, out_width, 1, stride, false}}, seed) {}
+
+activation downsample_bottleneck_block::forward(const activation& x, pass mode, tape* t) {
+  expect_streams(*this, x, true, "input");
+  tensor y1 = f_.forward(x.x1, mode, t);
+  be_.add_inplace(y1, proj2_.forward(x.x2, mode, t));
+  tensor y2 = proj1_.forward(x.x1, mode, t);
+  return {y1, y2};
+}
+
+activation downsample_bottleneck_block::backward(tape& t, const activation& dy) {
+  tensor dx1 = proj1_.backward(t, dy.x2);
+  tensor dx2 = proj2_.backward(t, dy.x1);
+  be_.add_inplace(dx1, f_.backward(t, dy.x1));
+  return {dx1, dx2};
+}
+
+activation_shape downsample_bottleneck_block::output_shape(const activation_shape& x) const {
+  const shape_t s = f_.output_shape(x.x1);
+  return {s, s};
+}
+
+std::vector<parameter*> downsample_bottleneck_block::parameters() {
+  std::vector<parameter*> out;
+  f_.collect(out);
+  proj2_.collect(out);
+  proj1_.collect(out);
+  return out;
+}
+
+std::vector<buffer_ref> downsample_bottleneck_block::buffers() {
+  std::vector<buffer_ref> out;
+  f_.collect_buffers(out);
+  proj2_.collect_buffers(out);
+  proj1_.collect_buffers(out);
+  return out;
+}
+
+}  // namespace petra

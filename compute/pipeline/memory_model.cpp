@@ -1,0 +1,67 @@
+// Memory model.
+#include "compute/pipeline/memory_model.hpp"
+
+namespace petra {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::vector<stage_profile> profile_stages(std::vector<std::vector<std::unique_ptr<block>>>& stages,
+                                          const activation_shape& input) {
+  std::vector<stage_profile> out;
+  activation_shape shape = input;
+  for (auto& group : stages) {
+    stage_profile p;
+    p.input = shape;
+    p.reversible = true;
+    for (auto& b : group) {
+      if (!p.name.empty()) p.name += "+";
+      p.name += b->name();
+      p.is_stem = p.is_stem || b->kind() == "stem";
+      p.is_downsampling = p.is_downsampling || b->kind() == "downsample";
+      p.reversible = p.reversible && b->reversible();
+      for (parameter* q : b->parameters()) p.params += q->value.numel();
+      for (const buffer_ref& r : b->buffers()) p.buffers += r.value->numel();
+      shape = b->output_shape(shape);
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<memory_row> memory_table(const std::vector<stage_profile>& stages, int accumulation) {
+  const int64_t J = static_cast<int64_t>(stages.size());
+  std::vector<memory_row> rows = {{true, true}, {true, false}, {false, true}, {false, false}};
+  for (memory_row& row : rows) {
+    int64_t paper = 0, runtime = 0;
+    for (int64_t j = 0; j < J; ++j) {
+      const stage_profile& s = stages[j];
+      const int64_t staleness = 2 * (J - 1 - j);
+      // One stream of the input (the image for the stem), doubled for downsampling stages.
+      int64_t a = numel_of(s.input.x1);
+      if (s.is_downsampling) a *= 2;
+      paper += s.params + s.buffers + a;
+      if (row.stash_inputs || s.is_downsampling) paper += a * staleness;
+      if (row.stash_weights) paper += s.params * ceil_div(staleness, accumulation);
+      const bool keep = row.stash_inputs || !s.reversible;
+      runtime += runtime_stage_bytes(s, static_cast<std::size_t>(j), static_cast<std::size_t>(J), keep,
+                                     row.stash_weights, accumulation);
+    }
+    row.paper_gb = static_cast<double>(paper) * 4 / 1e9;
+    row.runtime_gb = static_cast<double>(runtime) / 1e9;
+  }
+  return rows;
+}
+
+int64_t runtime_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J, bool keep_inputs,
+                            bool stash_weights, int accumulation) {
+  const int64_t staleness = 2 * static_cast<int64_t>(J - 1 - j);
+  int64_t floats = 3 * s.params + s.buffers;
+  if (keep_inputs) floats += s.input.numel() * (staleness + 1);
+  if (stash_weights) floats += s.params * (ceil_div(staleness, accumulation) + 1);
+  return floats * 4;
+}
+
+}  // namespace petra

@@ -1,0 +1,45 @@
+// The paper's analytic memory table (DESIGN.md §2 convention) and, beside it, the
+// bytes our runtime holds under the same schedule.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compute/blocks/block.hpp"
+#include "compute/pipeline/method.hpp"
+
+namespace petra {
+
+/// One stage as the memory model sees it.
+struct stage_profile {
+  std::string name;            // its blocks, e.g. "g2.b0"
+  bool is_stem = false;
+  bool is_downsampling = false;  // holds a downsampling block
+  bool reversible = false;
+  int64_t params = 0;          // trainable values
+  int64_t buffers = 0;         // BN running statistics
+  activation_shape input;      // one micro-batch
+};
+
+/// Profiles of the stages (grouped blocks), propagating shapes from `input`.
+std::vector<stage_profile> profile_stages(std::vector<std::vector<std::unique_ptr<block>>>& stages,
+                                          const activation_shape& input);
+
+struct memory_row {
+  bool stash_inputs = false;
+  bool stash_weights = false;
+  double paper_gb = 0;         // the paper's convention, 10⁹ bytes
+  double runtime_gb = 0;       // what our stages hold: weights, gradients, momentum, BN, FIFO, stash
+};
+
+/// The four rows of the paper's table (inputs+weights, inputs, weights, neither), in that order.
+std::vector<memory_row> memory_table(const std::vector<stage_profile>& stages, int accumulation);
+
+/// Our runtime's bytes for one stage j (0-based) of J under a method: parameters, gradients,
+/// momentum, BN statistics, the input FIFO peak (2(J−j)+1 inputs when kept) and the weight
+/// stash peak (⌈2(J−j)/k⌉+1 copies: every version an outstanding forward used).
+int64_t runtime_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J, bool keep_inputs,
+                            bool stash_weights, int accumulation);
+
+}  // namespace petra

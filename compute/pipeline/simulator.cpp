@@ -1,0 +1,145 @@
+// The reference simulator. Per tick every stage does one forward and one backward, in
+// that order, with the weights it holds at the start of the tick; stage j's backward
+// consumes what stage j+1 produced on the previous tick. The last stage runs forward,
+// loss and backward in one tick.
+#include "compute/pipeline/simulator.hpp"
+
+#include <optional>
+#include <stdexcept>
+
+namespace petra {
+namespace {
+
+struct forward_message {
+  int64_t id;
+  activation x;
+};
+
+struct backward_message {
+  int64_t id;
+  activation rebuilt;  // the stage's output, rebuilt (or exact)
+  activation grad;
+};
+
+}  // namespace
+
+simulator::simulator(std::vector<std::unique_ptr<stage>>& stages, backend& be, method_options method)
+    : stages_(stages), be_(be), method_(method), timings_(stages.size()), forward_tick_(stages.size()) {
+  if (stages_.empty()) throw std::invalid_argument("simulator: no stages");
+}
+
+run_totals simulator::run(const std::function<bool(micro_batch&)>& next,
+                          const std::function<void(const run_totals&)>& on_done) {
+  return method_.kind == method_kind::backprop ? run_backprop(next, on_done) : run_pipelined(next, on_done);
+}
+
+void simulator::stamp(std::size_t j, int64_t forward_tick, int64_t forward_version) {
+  ++timings_[j].delay_ticks[tick_ - forward_tick];
+  ++timings_[j].staleness[stages_[j]->weight_version() - forward_version];
+}
+
+run_totals simulator::run_backprop(const std::function<bool(micro_batch&)>& next,
+                                   const std::function<void(const run_totals&)>& on_done) {
+  run_totals totals;
+  micro_batch mb;
+  while (next(mb)) {
+    activation h = mb.images;
+    for (auto& s : stages_) h = s->forward_taped(h);
+    tensor dlogits;
+    int64_t correct = 0;
+    const float loss = be_.softmax_cross_entropy(h.x1, mb.labels, &dlogits, &correct);
+    activation d{dlogits, {}};
+    for (std::size_t j = stages_.size(); j-- > 0;) {
+      const int64_t version = stages_[j]->weight_version();
+      d = stages_[j]->backward_taped(d);
+      stamp(j, tick_, version);
+    }
+    ++tick_;
+    ++totals.ticks;
+    ++totals.micro_batches;
+    totals.samples += static_cast<int64_t>(mb.labels.size());
+    totals.correct += correct;
+    totals.loss_sum += loss;
+    if (on_done) on_done(totals);
+  }
+  return totals;
+}
+
+run_totals simulator::run_pipelined(const std::function<bool(micro_batch&)>& next,
+                                    const std::function<void(const run_totals&)>& on_done) {
+  const std::size_t J = stages_.size();
+  std::vector<std::optional<forward_message>> fwd_in(J), fwd_next(J);
+  std::vector<std::optional<backward_message>> bwd_in(J), bwd_next(J);
+  std::map<int64_t, std::vector<int32_t>> labels;
+  run_totals totals;
+  bool exhausted = false;
+  std::size_t in_flight = 0;
+
+  for (;;) {
+    if (!exhausted) {
+      micro_batch mb;
+      if (next(mb)) {
+        labels[mb.id] = std::move(mb.labels);
+        fwd_in[0] = forward_message{mb.id, mb.images};
+        ++in_flight;
+      } else {
+        exhausted = true;
+      }
+    }
+    if (exhausted && in_flight == 0) break;
+
+    for (std::size_t j = 0; j < J; ++j) {
+      stage& s = *stages_[j];
+      if (fwd_in[j]) {
+        const int64_t id = fwd_in[j]->id;
+        forward_tick_[j][id] = tick_;
+        activation out = s.forward(fwd_in[j]->x, id);
+        fwd_in[j].reset();
+        if (j + 1 < J) {
+          fwd_next[j + 1] = forward_message{id, std::move(out)};
+        } else {  // last stage: loss and backward in the same tick
+          tensor dlogits;
+          int64_t correct = 0;
+          auto it = labels.find(id);
+          const float loss = be_.softmax_cross_entropy(out.x1, it->second, &dlogits, &correct);
+          totals.samples += static_cast<int64_t>(it->second.size());
+          totals.correct += correct;
+          totals.loss_sum += loss;
+          labels.erase(it);
+          bwd_in[j] = backward_message{id, out, activation{dlogits, {}}};
+        }
+      }
+      if (bwd_in[j]) {
+        const int64_t id = bwd_in[j]->id;
+        const int64_t version = s.weight_version();
+        stage::backward_result r = s.backward(bwd_in[j]->rebuilt, bwd_in[j]->grad, id);
+        bwd_in[j].reset();
+        ++timings_[j].delay_ticks[tick_ - forward_tick_[j][id]];
+        ++timings_[j].staleness[version - r.forward_version];
+        forward_tick_[j].erase(id);
+        if (j > 0) {
+          bwd_next[j - 1] = backward_message{id, std::move(r.input), std::move(r.input_grad)};
+        } else {
+          --in_flight;
+          ++totals.micro_batches;
+          if (on_done) on_done(totals);
+        }
+      }
+    }
+    std::swap(fwd_in, fwd_next);
+    std::swap(bwd_in, bwd_next);
+    ++tick_;
+    ++totals.ticks;
+  }
+  return totals;
+}
+
+std::pair<double, int64_t> simulator::evaluate(const micro_batch& mb) {
+  activation h = mb.images;
+  for (auto& s : stages_) h = s->evaluate(h);
+  int64_t correct = 0;
+  const double loss = be_.softmax_cross_entropy(h.x1, mb.labels, nullptr, &correct);
+  return {loss, correct};
+}
+
+}  // namespace petra

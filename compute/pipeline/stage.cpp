@@ -1,0 +1,207 @@
+// Stage: forward, rebuild-or-pop backward, weight stash, optimizer cadence.
+#include "compute/pipeline/stage.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace petra {
+namespace {
+
+bool all_reversible(const std::vector<std::unique_ptr<block>>& blocks, int index) {
+  if (blocks.empty()) throw std::invalid_argument("stage " + std::to_string(index) + " has no blocks");
+  for (const auto& b : blocks)
+    if (!b->reversible()) return false;
+  return true;
+}
+
+std::vector<parameter*> collect_parameters(const std::vector<std::unique_ptr<block>>& blocks) {
+  std::vector<parameter*> out;
+  for (const auto& b : blocks)
+    for (parameter* p : b->parameters()) out.push_back(p);
+  return out;
+}
+
+}  // namespace
+
+stage::stage(int index, std::vector<std::unique_ptr<block>> blocks, backend& be, const optimizer_settings& optimizer,
+             stage_options options)
+    : index_(index),
+      blocks_(std::move(blocks)),
+      be_(be),
+      options_(options),
+      reversible_(all_reversible(blocks_, index)),
+      params_(collect_parameters(blocks_)),
+      optimizer_(be, optimizer, params_) {
+  if (!reversible_) options_.keep_inputs = true;
+}
+
+activation stage::forward(const activation& x, int64_t id) {
+  if (options_.stash_weights) stash_current_weights();
+  activation h = x;
+  for (auto& b : blocks_) h = b->forward(h, pass::train, nullptr);
+  const bool sample = !options_.keep_inputs && options_.inversion_sample_every > 0 &&
+                      id % options_.inversion_sample_every == 0;
+  outstanding_.push_back({id, weight_version(), options_.keep_inputs || sample ? x : activation{}});
+  ++stats_.forwards;
+  update_fifo_stats();
+  return h;
+}
+
+stage::backward_result stage::backward(const activation& output, const activation& output_grad, int64_t id) {
+  if (outstanding_.empty())
+    throw std::logic_error("stage " + std::to_string(index_) + ": backward of micro-batch " + std::to_string(id) +
+                           " but no forward is outstanding");
+  pending entry = std::move(outstanding_.front());
+  outstanding_.pop_front();
+  if (entry.id != id)
+    throw std::logic_error("stage " + std::to_string(index_) + ": backward of micro-batch " + std::to_string(id) +
+                           " but the oldest outstanding forward is " + std::to_string(entry.id));
+  if (options_.stash_weights) swap_in(entry.version);
+
+  backward_result r;
+  r.forward_version = entry.version;
+  if (options_.keep_inputs) {
+    tape t;
+    activation h = entry.input;
+    for (auto& b : blocks_) h = b->forward(h, pass::recompute, &t);
+    activation d = output_grad;
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) d = (*it)->backward(t, d);
+    r.input = entry.input;  // exact: rebuild errors restart from here
+    r.input_grad = d;
+  } else {
+    activation y = output, d = output_grad;
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) std::tie(y, d) = (*it)->backward_from_output(y, d);
+    r.input = y;
+    r.input_grad = d;
+    if (entry.input.defined()) {
+      const double e = inversion_error(r.input, entry.input);
+      ++stats_.inversion_samples;
+      stats_.inversion_error_sum += e;
+      stats_.inversion_error_max = std::max(stats_.inversion_error_max, e);
+    }
+  }
+  if (options_.stash_weights) {
+    swap_in(entry.version);  // swap back: the live weights return
+    release_stash(entry.version);
+  }
+  ++stats_.backwards;
+  step_if_due();
+  return r;
+}
+
+activation stage::forward_taped(const activation& x) {
+  if (!taped_.empty()) throw std::logic_error("stage " + std::to_string(index_) + ": taped forward while a tape is live");
+  activation h = x;
+  for (auto& b : blocks_) h = b->forward(h, pass::train, &taped_);
+  ++stats_.forwards;
+  return h;
+}
+
+activation stage::backward_taped(const activation& output_grad) {
+  activation d = output_grad;
+  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) d = (*it)->backward(taped_, d);
+  if (!taped_.empty()) throw std::logic_error("stage " + std::to_string(index_) + ": tape not consumed by backward");
+  ++stats_.backwards;
+  step_if_due();
+  return d;
+}
+
+activation stage::evaluate(const activation& x) {
+  activation h = x;
+  for (auto& b : blocks_) h = b->forward(h, pass::eval, nullptr);
+  return h;
+}
+
+void stage::step_if_due() {
+  if (stats_.backwards % optimizer_.settings().accumulation == 0) optimizer_.step();
+}
+
+void stage::stash_current_weights() {
+  const int64_t v = weight_version();
+  if (!stash_.count(v)) {
+    std::vector<tensor> copy;
+    copy.reserve(params_.size());
+    for (parameter* p : params_) {
+      tensor c = be_.empty(p->value.shape());
+      be_.copy(p->value, c);
+      copy.push_back(c);
+    }
+    stash_.emplace(v, std::move(copy));
+    std::size_t bytes = 0;
+    for (auto& kv : stash_)
+      for (auto& t : kv.second) bytes += t.bytes();
+    stats_.stash_peak = std::max(stats_.stash_peak, stash_.size());
+    stats_.stash_peak_bytes = std::max(stats_.stash_peak_bytes, bytes);
+  }
+  ++stash_users_[v];
+}
+
+void stage::swap_in(int64_t version) {
+  auto it = stash_.find(version);
+  if (it == stash_.end())
+    throw std::logic_error("stage " + std::to_string(index_) + ": weight version " + std::to_string(version) +
+                           " is not stashed");
+  for (std::size_t i = 0; i < params_.size(); ++i) std::swap(params_[i]->value, it->second[i]);
+}
+
+void stage::release_stash(int64_t version) {
+  if (--stash_users_[version] == 0) {
+    stash_users_.erase(version);
+    stash_.erase(version);
+  }
+}
+
+void stage::update_fifo_stats() {
+  if (!options_.keep_inputs) return;
+  std::size_t bytes = 0;
+  for (const pending& p : outstanding_) bytes += p.input.bytes();
+  stats_.fifo_peak = std::max(stats_.fifo_peak, outstanding_.size());
+  stats_.fifo_peak_bytes = std::max(stats_.fifo_peak_bytes, bytes);
+}
+
+double stage::inversion_error(const activation& rebuilt, const activation& truth) {
+  double diff = 0.0, norm = 0.0;
+  auto add = [&](const tensor& a, const tensor& b) {
+    const tensor ha = be_.to_host(a), hb = be_.to_host(b);
+    const float* pa = ha.data();
+    const float* pb = hb.data();
+    for (int64_t i = 0; i < ha.numel(); ++i) {
+      const double d = static_cast<double>(pa[i]) - pb[i];
+      diff += d * d;
+      norm += static_cast<double>(pb[i]) * pb[i];
+    }
+  };
+  add(rebuilt.x1, truth.x1);
+  if (truth.two_streams()) add(rebuilt.x2, truth.x2);
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+std::vector<parameter*> stage::parameters() { return params_; }
+
+std::vector<buffer_ref> stage::buffers() {
+  std::vector<buffer_ref> out;
+  for (auto& b : blocks_)
+    for (const buffer_ref& r : b->buffers()) out.push_back(r);
+  return out;
+}
+
+std::size_t stage::parameter_bytes() {
+  std::size_t n = 0;
+  for (parameter* p : params_) n += p->value.bytes();
+  return n;
+}
+
+std::size_t stage::optimizer_state_bytes() {
+  std::size_t n = 0;
+  for (parameter* p : params_) n += p->grad.bytes() + p->momentum.bytes();
+  return n;
+}
+
+std::size_t stage::buffer_bytes() {
+  std::size_t n = 0;
+  for (const buffer_ref& r : buffers()) n += r.value->bytes();
+  return n;
+}
+
+}  // namespace petra

@@ -1,0 +1,104 @@
+// Stage: a run of blocks with its optimizer, its input FIFO (only if it keeps inputs)
+// and its weight stash (only for the stash baselines). It knows nothing of actors.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "compute/blocks/block.hpp"
+#include "compute/optimizer.hpp"
+
+namespace petra {
+
+struct stage_options {
+  bool keep_inputs = false;         // forced on when a block is not reversible
+  bool stash_weights = false;       // backward with the weights its forward used
+  int inversion_sample_every = 0;   // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches (reversible stages)
+};
+
+struct stage_stats {
+  int64_t forwards = 0;
+  int64_t backwards = 0;
+  std::size_t fifo_peak = 0;           // inputs held at once
+  std::size_t fifo_peak_bytes = 0;
+  std::size_t stash_peak = 0;          // weight versions held at once (besides the live one)
+  std::size_t stash_peak_bytes = 0;
+  int64_t inversion_samples = 0;
+  double inversion_error_sum = 0.0;    // Σ ‖x̃ − x‖/‖x‖
+  double inversion_error_max = 0.0;
+};
+
+class stage {
+ public:
+  stage(int index, std::vector<std::unique_ptr<block>> blocks, backend& be, const optimizer_settings& optimizer,
+        stage_options options);
+
+  int index() const { return index_; }
+  /// Every block reversible: the stage rebuilds its input instead of keeping it.
+  bool reversible() const { return reversible_; }
+  bool keeps_inputs() const { return options_.keep_inputs; }
+  /// Optimizer steps taken so far: the version of the live weights.
+  int64_t weight_version() const { return optimizer_.steps_taken(); }
+
+  /// The training forward of micro-batch `id` (batch statistics; running statistics updated once).
+  activation forward(const activation& x, int64_t id);
+
+  struct backward_result {
+    activation input;         // rebuilt input (exact: the kept one, when the stage keeps inputs)
+    activation input_grad;
+    int64_t forward_version;  // weight version its forward used
+  };
+  /// The backward of micro-batch `id`, which must be the oldest outstanding one: rebuild (or pop)
+  /// the input, differentiate at it, accumulate Δ; after every k-th backward, an optimizer step.
+  backward_result backward(const activation& output, const activation& output_grad, int64_t id);
+
+  /// Synchronous backprop: a training forward that keeps the whole tape, and the backward from it.
+  activation forward_taped(const activation& x);
+  activation backward_taped(const activation& output_grad);
+
+  /// Evaluation forward (running statistics, nothing kept).
+  activation evaluate(const activation& x);
+
+  std::vector<parameter*> parameters();
+  std::vector<buffer_ref> buffers();
+  std::vector<std::unique_ptr<block>>& blocks() { return blocks_; }
+  sgd_optimizer& optimizer() { return optimizer_; }
+  const stage_stats& stats() const { return stats_; }
+  std::size_t outstanding() const { return outstanding_.size(); }
+
+  /// Bytes of parameters, of optimizer state (gradients + momentum) and of BN running statistics.
+  std::size_t parameter_bytes();
+  std::size_t optimizer_state_bytes();
+  std::size_t buffer_bytes();
+
+ private:
+  struct pending {
+    int64_t id;
+    int64_t version;
+    activation input;     // kept input (keep_inputs) or the sample for the inversion error
+  };
+  void step_if_due();
+  void stash_current_weights();
+  void release_stash(int64_t version);
+  void swap_in(int64_t version);
+  void update_fifo_stats();
+  double inversion_error(const activation& rebuilt, const activation& truth);
+
+  int index_;
+  std::vector<std::unique_ptr<block>> blocks_;
+  backend& be_;
+  stage_options options_;
+  bool reversible_;
+  std::vector<parameter*> params_;
+  sgd_optimizer optimizer_;
+  std::deque<pending> outstanding_;
+  std::map<int64_t, std::vector<tensor>> stash_;     // version → weight values
+  std::map<int64_t, int64_t> stash_users_;           // version → outstanding forwards using it
+  tape taped_;                                        // the backprop tape (one micro-batch)
+  stage_stats stats_;
+};
+
+}  // namespace petra
