@@ -1,0 +1,76 @@
+// The YAML layout of run_config, shared by the reader, the writer and the validator (private to
+// petra_config): one table of sections and fields, so a key is named once.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace petra::config::detail {
+
+/// A pointer to one typed field of a run_config.
+using field_ref = std::variant<int*, int64_t*, uint64_t*, double*, bool*, std::string*, std::vector<int>*,
+                               std::vector<float>*, std::vector<double>*, std::vector<std::string>*>;
+
+struct field {
+  std::string key;
+  field_ref value;
+};
+
+/// A YAML mapping: its own fields, then nested sections (training.optimizer).
+struct section {
+  std::string key;  // "" for the top level
+  std::vector<field> fields;
+  std::vector<section> sections;
+};
+
+/// The whole layout, pointing into `config`: top level → model, data, training, pipeline, runtime, output.
+section schema(run_config& config);
+
+/// Where each value came from, by YAML path: "training.epochs" → "at runs/x.yaml:5" or
+/// "in --set training.epochs=10". A path that is absent kept its default.
+using source_map = std::map<std::string, std::string>;
+
+/// Names a place in messages: a file (or text) whose nodes carry line marks, or an override.
+struct origin {
+  std::string name;                                 // "runs/x.yaml" or "--set training.epochs=10"
+  bool has_lines;                                   // true for files and texts, false for overrides
+  std::string place(const YAML::Mark& mark) const;  // "runs/x.yaml:5" or "--set training.epochs=10"
+  std::string where(const YAML::Mark& mark) const;  // "at runs/x.yaml:5" or "in --set training.epochs=10"
+};
+
+/// The field or nested section of `s` named `key`, or nullptr.
+field* find_field(section& s, const std::string& key);
+section* find_section(section& s, const std::string& key);
+
+/// "training.optimizer" + "base_lr" → "training.optimizer.base_lr"; "" + "model" → "model".
+std::string join_path(const std::string& parent, const std::string& key);
+
+/// Reads a YAML mapping into `target`, checking every key and type; records each value's source.
+void read_section(const YAML::Node& node, const YAML::Mark& mark, section& target, const std::string& path,
+                  const origin& from, source_map& sources);
+
+/// Reads one value into `target` (same checks as in a file); `mark` locates it when the node has none.
+void read_field(const YAML::Node& node, const YAML::Mark& mark, field& target, const std::string& path,
+                const origin& from, source_map& sources);
+
+/// The list of keys of a section, for messages: "model, data, training, ...".
+std::string known_keys(const section& s);
+
+/// The closest key of `s` to `key` when it looks like a typo, else "".
+std::string closest_key(const section& s, const std::string& key);
+
+/// The error for a key `s` does not have: names it, its place, the likely typo and the known keys.
+config_error unknown_key(const section& s, const std::string& path, const std::string& key,
+                         const origin& from, const YAML::Mark& mark);
+
+/// Checks every value and every combination of values; throws config_error naming path and source.
+void validate(const run_config& config, const source_map& sources);
+
+}  // namespace petra::config::detail

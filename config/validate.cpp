@@ -1,0 +1,204 @@
+// Checks a parsed run_config: every value in range, every name one of its choices, and the combinations
+// that only make sense together. A failure names the YAML path and where the value came from.
+#include <algorithm>
+#include <sstream>
+
+#include "config/schema.hpp"
+
+namespace petra::config::detail {
+namespace {
+
+// The accepted names; adding a choice (a runtime mode, a dataset) is one entry here.
+const std::vector<std::string> architectures = {"revnet18", "revnet34", "revnet50", "fashion_small", "tiny"};
+const std::vector<std::string> stems = {"", "cifar", "imagenet"};
+const std::vector<std::string> block_kinds = {"", "basic", "bottleneck"};
+const std::vector<std::string> datasets = {"fashion-mnist", "mnist", "cifar10"};
+const std::vector<std::string> methods = {"backprop", "delayed", "petra"};
+const std::vector<std::string> schedule_kinds = {"cosine", "step", "constant"};
+const std::vector<std::string> runtime_modes = {"simulate"};
+
+// Numbers as a person writes them: 0.1, 2, -1e-05 (std::to_string would give 0.100000).
+template <class Number>
+std::string show(Number value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+int dataset_channels(const std::string& dataset) { return dataset == "cifar10" ? 3 : 1; }
+
+class checker {
+ public:
+  explicit checker(const source_map& sources) : sources_(sources) {}
+
+  /// "at runs/x.yaml:5", "in --set ...", or "(default)" for a value nobody set.
+  std::string where(const std::string& path) const {
+    auto it = sources_.find(path);
+    return it == sources_.end() ? "(default)" : it->second;
+  }
+
+  [[noreturn]] void fail(const std::string& path, const std::string& message) const {
+    throw config_error(path + " " + where(path) + ": " + message);
+  }
+
+  void one_of(const std::string& path, const std::string& value,
+              const std::vector<std::string>& choices) const {
+    if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
+    std::string listed;
+    for (const std::string& choice : choices)
+      listed += (listed.empty() ? "" : ", ") + (choice.empty() ? "\"\"" : choice);
+    fail(path, "'" + value + "' is not one of " + listed);
+  }
+
+  template <class Number>
+  void at_least(const std::string& path, Number value, Number minimum, const std::string& meaning) const {
+    if (value < minimum) fail(path, "got " + show(value) + "; " + meaning);
+  }
+
+  template <class Number>
+  void entries_positive(const std::string& path, const std::vector<Number>& values) const {
+    for (size_t i = 0; i < values.size(); ++i)
+      if (!(values[i] > 0))
+        fail(path,
+             "entry " + std::to_string(i) + " is " + show(values[i]) + "; every entry must be positive");
+  }
+
+  void same_length(const std::string& path, size_t size, const std::string& other_path,
+                   size_t other_size) const {
+    if (size != 0 && other_size != 0 && size != other_size)
+      fail(path, "has " + std::to_string(size) + " entries but " + other_path + " " + where(other_path) +
+                     " has " + std::to_string(other_size) + "; they describe the same groups and must match");
+  }
+
+ private:
+  const source_map& sources_;
+};
+
+void validate_model(const model_config& model, const checker& check) {
+  check.one_of("model.arch", model.arch, architectures);
+  check.at_least("model.num_classes", model.num_classes, 2, "a classifier needs at least 2 classes");
+  if (model.input.size() != 3)
+    check.fail("model.input", "expected 3 entries [C, H, W], got " + std::to_string(model.input.size()));
+  check.entries_positive("model.input", model.input);
+  check.one_of("model.stem", model.stem, stems);
+  check.one_of("model.block", model.block, block_kinds);
+  check.at_least("model.stem_width", model.stem_width, 0,
+                 "0 means the preset's width, otherwise it must be positive");
+  check.entries_positive("model.widths", model.widths);
+  check.entries_positive("model.hidden", model.hidden);
+  check.entries_positive("model.blocks", model.blocks);
+  check.same_length("model.blocks", model.blocks.size(), "model.widths", model.widths.size());
+  check.same_length("model.hidden", model.hidden.size(), "model.widths", model.widths.size());
+}
+
+void validate_data(const data_config& data, const model_config& model, const checker& check) {
+  check.one_of("data.dataset", data.dataset, datasets);
+  if (data.path.empty())
+    check.fail("data.path", "is empty; name the directory holding the " + data.dataset + " files");
+  const int channels = dataset_channels(data.dataset);
+  if (model.input[0] != channels)
+    check.fail("model.input", "has " + std::to_string(model.input[0]) + " channels but " + data.dataset +
+                                  " (data.dataset " + check.where("data.dataset") + ") images have " +
+                                  std::to_string(channels));
+  if (data.mean.empty()) check.fail("data.mean", "is empty; give one mean per input channel");
+  if (data.std.empty()) check.fail("data.std", "is empty; give one standard deviation per input channel");
+  if (data.mean.size() != static_cast<size_t>(channels))
+    check.fail("data.mean", "has " + std::to_string(data.mean.size()) + " entries but the images have " +
+                                std::to_string(channels) + " channels; give one per channel");
+  if (data.std.size() != data.mean.size())
+    check.fail("data.std", "has " + std::to_string(data.std.size()) + " entries but data.mean " +
+                               check.where("data.mean") + " has " + std::to_string(data.mean.size()));
+  check.entries_positive("data.std", data.std);
+  check.at_least("data.crop_padding", data.crop_padding, 0, "0 turns random cropping off");
+  check.at_least<int64_t>("data.train_limit", data.train_limit, 0, "0 means every image");
+  check.at_least<int64_t>("data.test_limit", data.test_limit, 0, "0 means every image");
+}
+
+void validate_training(const training_config& training, const checker& check) {
+  check.one_of("training.method", training.method, methods);
+  for (const auto& [path, on] : {std::pair{"training.stash_inputs", training.stash_inputs},
+                                 std::pair{"training.stash_weights", training.stash_weights}})
+    if (on && training.method != "delayed")
+      check.fail(
+          path, std::string("is true but training.method is '") + training.method + "' " +
+                    check.where("training.method") +
+                    "; stashing inputs or weights is a switch of the 'delayed' method (the PipeDream/DSP-like"
+                    " baselines): set training.method to delayed, or remove this key");
+  check.at_least("training.epochs", training.epochs, 1, "must be positive");
+  check.at_least("training.micro_batch", training.micro_batch, 1, "must be positive");
+  check.at_least("training.accumulation", training.accumulation, 1,
+                 "must be positive (k micro-batches per optimizer step; 1 = no accumulation)");
+
+  const optimizer_config& optimizer = training.optimizer;
+  check.at_least("training.optimizer.base_lr", optimizer.base_lr, 0.0, "a learning rate cannot be negative");
+  if (!(optimizer.momentum >= 0.0 && optimizer.momentum < 1.0))
+    check.fail("training.optimizer.momentum", "got " + show(optimizer.momentum) + "; it must be in [0, 1)");
+  check.at_least("training.optimizer.weight_decay", optimizer.weight_decay, 0.0,
+                 "weight decay cannot be negative");
+
+  const schedule_config& schedule = training.schedule;
+  check.one_of("training.schedule.kind", schedule.kind, schedule_kinds);
+  check.at_least("training.schedule.warmup_epochs", schedule.warmup_epochs, 0.0, "0 turns warm-up off");
+  for (size_t i = 0; i < schedule.milestones.size(); ++i) {
+    if (schedule.milestones[i] < 0)
+      check.fail("training.schedule.milestones",
+                 "entry " + std::to_string(i) + " is negative; milestones are epochs");
+    if (i > 0 && schedule.milestones[i] <= schedule.milestones[i - 1])
+      check.fail("training.schedule.milestones",
+                 "entry " + std::to_string(i) + " (" + show(schedule.milestones[i]) +
+                     ") does not follow the previous one; milestones must increase");
+  }
+  if (!(schedule.gamma > 0))
+    check.fail("training.schedule.gamma",
+               "got " + show(schedule.gamma) + "; the decay factor must be positive");
+}
+
+bool is_device_name(const std::string& name) {
+  if (name == "cpu") return true;
+  const std::string prefix = "cuda:";
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
+  return std::all_of(name.begin() + prefix.size(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+void validate_pipeline(const pipeline_config& pipeline, const checker& check) {
+  check.entries_positive("pipeline.stage_blocks", pipeline.stage_blocks);
+  for (size_t i = 0; i < pipeline.devices.size(); ++i)
+    if (!is_device_name(pipeline.devices[i]))
+      check.fail("pipeline.devices", "entry " + std::to_string(i) + " is '" + pipeline.devices[i] +
+                                         "'; a device is cpu or cuda:N (N = the GPU index, e.g. cuda:0)");
+  if (!pipeline.stage_blocks.empty() && !pipeline.devices.empty() &&
+      pipeline.stage_blocks.size() != pipeline.devices.size())
+    check.fail("pipeline.devices", "has " + std::to_string(pipeline.devices.size()) + " entries but " +
+                                       "pipeline.stage_blocks " + check.where("pipeline.stage_blocks") +
+                                       " makes " + std::to_string(pipeline.stage_blocks.size()) +
+                                       " stages; give one per stage");
+}
+
+void validate_runtime(const runtime_config& runtime, const checker& check) {
+  check.one_of("runtime.mode", runtime.mode, runtime_modes);
+  check.at_least("runtime.threads", runtime.threads, 1, "at least one compute thread is needed");
+  check.at_least("runtime.inversion_sample_every", runtime.inversion_sample_every, 0, "0 means never");
+}
+
+void validate_output(const output_config& output, const checker& check) {
+  if (output.dir.empty())
+    check.fail("output.dir", "is empty; name the parent directory of run directories (e.g. runs)");
+  if (output.name.find('/') != std::string::npos)
+    check.fail("output.name", "'" + output.name + "' contains '/'; it names one directory inside output.dir");
+  check.at_least("output.checkpoint_every_steps", output.checkpoint_every_steps, 0,
+                 "0 means at epoch ends only");
+}
+
+}  // namespace
+
+void validate(const run_config& config, const source_map& sources) {
+  const checker check(sources);
+  validate_model(config.model, check);
+  validate_data(config.data, config.model, check);
+  validate_training(config.training, check);
+  validate_pipeline(config.pipeline, check);
+  validate_runtime(config.runtime, check);
+  validate_output(config.output, check);
+}
+
+}  // namespace petra::config::detail

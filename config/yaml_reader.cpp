@@ -1,0 +1,135 @@
+// Reads YAML nodes into the typed fields of run_config: strict types, unknown keys rejected, every
+// message naming the YAML path and where the value came from.
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "config/schema.hpp"
+
+namespace petra::config::detail {
+namespace {
+
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    default:
+      return "nothing";
+  }
+}
+
+// from_chars over the whole text; YAML allows a leading '+', from_chars does not.
+template <class Number>
+bool parse_number(const YAML::Node& node, Number& out) {
+  if (!node.IsScalar()) return false;
+  std::string text = node.Scalar();
+  if (!text.empty() && text[0] == '+') text.erase(0, 1);
+  const char* end = text.data() + text.size();
+  auto [stop, status] = std::from_chars(text.data(), end, out);
+  return status == std::errc() && stop == end && !text.empty();
+}
+
+bool decode(const YAML::Node& node, int64_t& out) { return parse_number(node, out); }
+bool decode(const YAML::Node& node, uint64_t& out) { return parse_number(node, out); }
+bool decode(const YAML::Node& node, int& out) { return parse_number(node, out); }
+bool decode(const YAML::Node& node, double& out) { return parse_number(node, out) && std::isfinite(out); }
+bool decode(const YAML::Node& node, float& out) { return parse_number(node, out) && std::isfinite(out); }
+bool decode(const YAML::Node& node, bool& out) {
+  return node.IsScalar() && YAML::convert<bool>::decode(node, out);
+}
+bool decode(const YAML::Node& node, std::string& out) {
+  if (node.IsNull()) {  // `name:` with nothing after it
+    out.clear();
+    return true;
+  }
+  if (!node.IsScalar()) return false;
+  out = node.Scalar();
+  return true;
+}
+
+const char* expected(const int*) { return "an integer"; }
+const char* expected(const int64_t*) { return "an integer"; }
+const char* expected(const uint64_t*) { return "a non-negative integer"; }
+const char* expected(const double*) { return "a number"; }
+const char* expected(const float*) { return "a number"; }
+const char* expected(const bool*) { return "true or false"; }
+const char* expected(const std::string*) { return "a string"; }
+
+const char* expected_list(const int*) { return "a list of integers, e.g. [1, 2, 3]"; }
+const char* expected_list(const float*) { return "a list of numbers, e.g. [0.5, 0.25]"; }
+const char* expected_list(const double*) { return "a list of numbers, e.g. [150, 225]"; }
+const char* expected_list(const std::string*) { return "a list of strings, e.g. [cpu, cuda:0]"; }
+
+[[noreturn]] void fail_type(const std::string& path, const std::string& where, const std::string& wanted,
+                            const YAML::Node& node) {
+  throw config_error(path + " " + where + ": expected " + wanted + ", got " + describe(node));
+}
+
+template <class Value>
+void read_value(const YAML::Node& node, const std::string& where, const std::string& path, const origin&,
+                Value& out) {
+  Value value;
+  if (!decode(node, value)) fail_type(path, where, expected(&value), node);
+  out = value;
+}
+
+template <class Value>
+void read_value(const YAML::Node& node, const std::string& where, const std::string& path, const origin& from,
+                std::vector<Value>& out) {
+  if (!node.IsSequence()) fail_type(path, where, expected_list(static_cast<Value*>(nullptr)), node);
+  std::vector<Value> values(node.size());
+  for (size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node element = node[i];
+    if (!decode(element, values[i])) {
+      std::string element_where = from.has_lines ? from.where(element.Mark()) : where;
+      fail_type(path + "[" + std::to_string(i) + "]", element_where, expected(&values[i]), element);
+    }
+  }
+  out = std::move(values);
+}
+
+}  // namespace
+
+void read_field(const YAML::Node& node, const YAML::Mark& mark, field& target, const std::string& path,
+                const origin& from, source_map& sources) {
+  const std::string where = from.where(mark);
+  std::visit([&](auto* value) { read_value(node, where, path, from, *value); }, target.value);
+  sources[path] = where;
+}
+
+void read_section(const YAML::Node& node, const YAML::Mark& mark, section& target, const std::string& path,
+                  const origin& from, source_map& sources) {
+  if (node.IsNull()) return;  // `model:` with every key commented out keeps the defaults
+  if (!node.IsMap()) {
+    if (path.empty())
+      throw config_error(from.place(mark) + ": expected a mapping of sections (" + known_keys(target) +
+                         "), got " + describe(node));
+    fail_type(path, from.where(mark), "a mapping with keys " + known_keys(target), node);
+  }
+  std::set<std::string> seen;
+  for (const auto& entry : node) {
+    const YAML::Node& key_node = entry.first;
+    const YAML::Mark key_mark = key_node.Mark();
+    if (!key_node.IsScalar())
+      throw config_error((path.empty() ? "top level" : path) + " " + from.where(key_mark) +
+                         ": a key must be a plain name, got " + describe(key_node));
+    const std::string key = key_node.Scalar();
+    const std::string key_path = join_path(path, key);
+    if (!seen.insert(key).second)
+      throw config_error(key_path + " " + from.where(key_mark) + ": duplicate key; each key may appear once");
+
+    if (field* f = find_field(target, key))
+      read_field(entry.second, key_mark, *f, key_path, from, sources);
+    else if (section* child = find_section(target, key))
+      read_section(entry.second, key_mark, *child, key_path, from, sources);
+    else
+      throw unknown_key(target, path, key, from, key_mark);
+  }
+}
+
+}  // namespace petra::config::detail

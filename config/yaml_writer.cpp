@@ -1,0 +1,88 @@
+// to_yaml: the resolved config, every field, in the layout load_config reads; numbers in their shortest
+// exact form, so writing and reading again gives the same values bit for bit.
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <sstream>
+
+#include "config/schema.hpp"
+
+namespace petra::config {
+using namespace detail;
+
+namespace {
+
+std::string format(int value) { return std::to_string(value); }
+std::string format(int64_t value) { return std::to_string(value); }
+std::string format(uint64_t value) { return std::to_string(value); }
+std::string format(bool value) { return value ? "true" : "false"; }
+
+template <class Real>
+std::string format_real(Real value) {
+  std::array<char, 64> buffer;
+  auto [end, status] =
+      std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);  // shortest round trip
+  (void)status;
+  return std::string(buffer.data(), end);
+}
+std::string format(double value) { return format_real(value); }
+std::string format(float value) { return format_real(value); }
+
+// A plain scalar when YAML reads it back as the same string (names, paths, cuda:0), else double-quoted.
+std::string format(const std::string& value) {
+  static const std::array<const char*, 9> reserved = {"null", "true", "false", "yes", "no",
+                                                      "on",   "off",  "y",     "n"};
+  std::string lower;
+  for (char c : value) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  bool plain = !value.empty() && (std::isalpha(static_cast<unsigned char>(value[0])) || value[0] == '/');
+  for (const char* word : reserved) plain = plain && lower != word;
+  for (char c : value)
+    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) ||
+                      std::string("_-./:").find(c) != std::string::npos);
+  plain = plain && value.back() != ':';  // "name:" would read as a mapping
+  if (plain) return value;
+  std::string quoted = "\"";
+  for (char c : value) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      quoted += '\\';
+      quoted += c;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      const char* hex = "0123456789abcdef";
+      quoted += "\\x";
+      quoted += hex[byte >> 4];
+      quoted += hex[byte & 0xf];
+    } else {
+      quoted += c;  // UTF-8 bytes pass through
+    }
+  }
+  return quoted + "\"";
+}
+
+template <class Value>
+std::string format(const std::vector<Value>& values) {
+  std::string list = "[";
+  for (size_t i = 0; i < values.size(); ++i) list += (i ? ", " : "") + format(values[i]);
+  return list + "]";
+}
+
+void write_section(std::ostringstream& out, const section& s, const std::string& indent) {
+  for (const field& f : s.fields)
+    out << indent << f.key << ": " << std::visit([](auto* value) { return format(*value); }, f.value) << "\n";
+  for (const section& child : s.sections) {
+    out << indent << child.key << ":\n";
+    write_section(out, child, indent + "  ");
+  }
+}
+
+}  // namespace
+
+std::string to_yaml(const run_config& config) {
+  run_config copy = config;  // schema() points into a mutable config; writing never changes it
+  std::ostringstream out;
+  out << "# petra run config, fully resolved (every field); load it again with `petra train <this file>`.\n";
+  write_section(out, schema(copy), "");
+  return out.str();
+}
+
+}  // namespace petra::config
