@@ -1,13 +1,58 @@
 // The `petra` command line: train, eval, model-info, memory-model.
 #include "app/cli.hpp"
 
-#include <iostream>
+#include <CLI/CLI.hpp>
+
+#include "app/commands.hpp"
 
 namespace petra::app {
 
-int run_cli(int, char**) {
-  std::cerr << "petra: not built yet\n";
-  return 1;
+int run_cli(int argc, char** argv) {
+  CLI::App cli{"petra: PETRA training of reversible networks (RevNets)"};
+  cli.require_subcommand(1);
+
+  train_options train;
+  auto* train_cmd = cli.add_subcommand("train", "Train a model from a config file or preset name");
+  train_cmd->add_option("config", train.config, "YAML config file, or a preset: default, backprop, ci_smoke, ...")
+      ->required();
+  train_cmd->add_option("--set", train.sets, "Override a config value, e.g. --set training.epochs=10")
+      ->allow_extra_args(false);
+
+  std::string eval_target;
+  std::vector<std::string> eval_sets;
+  auto* eval_cmd = cli.add_subcommand("eval", "Evaluate a checkpoint on the test set");
+  eval_cmd->add_option("target", eval_target, "Run directory or checkpoint .safetensors file")->required();
+  eval_cmd->add_option("--set", eval_sets, "Override a config value (e.g. data.path=...)")->allow_extra_args(false);
+
+  std::string info_config = "default";
+  std::vector<std::string> info_sets;
+  model_flags flags;
+  auto add_model_flags = [&](CLI::App* cmd) {
+    cmd->add_option("config", info_config, "YAML config file or preset (default: default)");
+    cmd->add_option("--set", info_sets, "Override a config value")->allow_extra_args(false);
+    cmd->add_option("--arch", flags.arch, "Model preset: revnet18, revnet34, revnet50, fashion_small, tiny");
+    cmd->add_option("--classes", flags.classes, "Number of classes");
+    cmd->add_option("--input", flags.input, "Input C,H,W, e.g. 3,224,224")->delimiter(',')->expected(3);
+    cmd->add_option("--stem", flags.stem, "cifar or imagenet")->check(CLI::IsMember({"cifar", "imagenet"}));
+    cmd->add_option("--micro-batch", flags.micro_batch, "Micro-batch size");
+    cmd->add_option("--k", flags.accumulation, "Gradient accumulation k");
+  };
+  auto* info_cmd = cli.add_subcommand("model-info", "Per-stage parameter counts and activation sizes");
+  add_model_flags(info_cmd);
+  auto* memory_cmd = cli.add_subcommand("memory-model", "The paper's memory table and petra's bytes");
+  add_model_flags(memory_cmd);
+
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = cli.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (*train_cmd) return train_command(train);
+  if (*eval_cmd) return eval_command(eval_target, eval_sets);
+  if (*info_cmd) return model_info_command(info_config, info_sets, flags);
+  if (*memory_cmd) return memory_model_command(info_config, info_sets, flags);
+  return 2;
 }
 
 }  // namespace petra::app

@@ -13,11 +13,10 @@ downsample_basic_block::downsample_basic_block(backend& be, const std::string& n
 
 activation downsample_basic_block::forward(const activation& x, pass mode, tape* t) {
   expect_streams(*this, x, true, "input");
-  tensor r = a_.forward(x.x1, mode, t);
-  tensor b = b_.forward(r, mode, t);
-  tensor c = proj_.forward(x.x2, mode, t);
-  be_.add_inplace(b, c);
-  return {b, r};
+  const tensor r = a_.forward(x.x1, mode, t);
+  const tensor b = b_.forward(r, mode, t);  // on the tape: never written
+  const tensor c = proj_.forward(x.x2, mode, t);
+  return {be_.add(b, c), r};
 }
 
 activation downsample_basic_block::backward(tape& t, const activation& dy) {
@@ -60,10 +59,9 @@ downsample_bottleneck_block::downsample_bottleneck_block(backend& be, const std:
 
 activation downsample_bottleneck_block::forward(const activation& x, pass mode, tape* t) {
   expect_streams(*this, x, true, "input");
-  tensor y1 = f_.forward(x.x1, mode, t);
-  be_.add_inplace(y1, proj2_.forward(x.x2, mode, t));
-  tensor y2 = proj1_.forward(x.x1, mode, t);
-  return {y1, y2};
+  const tensor f = f_.forward(x.x1, mode, t);  // on the tape: never written
+  const tensor y1 = be_.add(f, proj2_.forward(x.x2, mode, t));
+  return {y1, proj1_.forward(x.x1, mode, t)};
 }
 
 activation downsample_bottleneck_block::backward(tape& t, const activation& dy) {

@@ -1,0 +1,36 @@
+// The sub-commands of `petra`. Each returns the process exit code:
+// 0 success, 1 failure while running, 2 bad input (config, data, flags).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace petra::app {
+
+struct train_options {
+  std::string config;               // file or preset name
+  std::vector<std::string> sets;    // "key=value" overrides
+};
+int train_command(const train_options& options);
+
+/// Evaluates a checkpoint (a file, or the latest one in a run directory) on the test set.
+int eval_command(const std::string& target, const std::vector<std::string>& sets);
+
+/// Model flags of model-info and memory-model: they replace the config's model without
+/// tying it to a dataset (e.g. RevNet-50 on 3×224×224 with 1000 classes).
+struct model_flags {
+  std::string arch;              // "" = the config's
+  int classes = 0;               // 0 = the config's
+  std::vector<int> input;        // C,H,W; empty = the config's
+  std::string stem;              // cifar | imagenet; "" = the config's
+  int micro_batch = 0;           // 0 = the config's
+  int accumulation = 0;          // 0 = the config's
+};
+
+/// Per-stage parameters and activation sizes of the model a config describes.
+int model_info_command(const std::string& config, const std::vector<std::string>& sets, const model_flags& flags);
+
+/// The paper's memory table (and our runtime's bytes) for the model and batch of a config.
+int memory_model_command(const std::string& config, const std::vector<std::string>& sets, const model_flags& flags);
+
+}  // namespace petra::app

@@ -1,0 +1,98 @@
+// `petra model-info` and `petra memory-model`: what a model holds, per stage.
+#include <cstdio>
+#include <iostream>
+
+#include "app/commands.hpp"
+#include "app/setup.hpp"
+#include "compute/pipeline/memory_model.hpp"
+#include "compute/pipeline/partition.hpp"
+
+namespace petra::app {
+namespace {
+
+struct model_profile {
+  revnet_spec spec;
+  std::vector<stage_profile> stages;
+};
+
+model_profile profile(const config::run_config& cfg, backend& be) {
+  model_profile m;
+  m.spec = model_spec(cfg.model);
+  auto blocks = build_revnet(m.spec, be, cfg.training.seed);
+  auto groups = partition_blocks(std::move(blocks), resolve_partition(cfg.pipeline.stage_blocks, blocks.size()));
+  m.stages = profile_stages(groups, input_shape(m.spec, cfg.training.micro_batch));
+  return m;
+}
+
+config::run_config load_with_flags(const std::string& config, const std::vector<std::string>& sets,
+                                   const model_flags& flags) {
+  config::run_config cfg = config::load_config(config, sets);
+  if (!flags.arch.empty()) {
+    cfg.model = config::model_config{};
+    cfg.model.arch = flags.arch;
+    cfg.model.input = revnet_preset(flags.arch).in_channels == 1 ? std::vector<int>{1, 28, 28} : std::vector<int>{3, 32, 32};
+    if (flags.arch == "tiny") cfg.model.input = {1, 8, 8};
+  }
+  if (flags.classes > 0) cfg.model.num_classes = flags.classes;
+  if (!flags.input.empty()) {
+    if (flags.input.size() != 3) throw std::invalid_argument("--input takes C,H,W (three numbers)");
+    cfg.model.input = flags.input;
+  }
+  if (!flags.stem.empty()) cfg.model.stem = flags.stem;
+  if (flags.micro_batch > 0) cfg.training.micro_batch = flags.micro_batch;
+  if (flags.accumulation > 0) cfg.training.accumulation = flags.accumulation;
+  return cfg;
+}
+
+}  // namespace
+
+int model_info_command(const std::string& config, const std::vector<std::string>& sets, const model_flags& flags) {
+  try {
+    const config::run_config cfg = load_with_flags(config, sets, flags);
+    auto be = make_cpu_backend(1);
+    const model_profile m = profile(cfg, *be);
+    std::printf("model %s: input %d×%d×%d, %d classes, %zu stages, micro-batch %d\n", m.spec.name.c_str(),
+                m.spec.in_channels, m.spec.height, m.spec.width, m.spec.num_classes, m.stages.size(),
+                cfg.training.micro_batch);
+    std::printf("%-6s %-22s %-10s %12s  %-32s %12s\n", "stage", "blocks", "reversible", "params", "input (one micro-batch)",
+                "input MB");
+    int64_t total = 0;
+    for (std::size_t j = 0; j < m.stages.size(); ++j) {
+      const stage_profile& s = m.stages[j];
+      total += s.params;
+      std::printf("%-6zu %-22s %-10s %12lld  %-32s %12.2f\n", j + 1, s.name.c_str(), s.reversible ? "yes" : "no",
+                  static_cast<long long>(s.params), s.input.str().c_str(), s.input.numel() * 4 / 1e6);
+    }
+    std::printf("total trainable parameters: %lld\n", static_cast<long long>(total));
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "petra model-info: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+int memory_model_command(const std::string& config, const std::vector<std::string>& sets, const model_flags& flags) {
+  try {
+    const config::run_config cfg = load_with_flags(config, sets, flags);
+    auto be = make_cpu_backend(1);
+    const model_profile m = profile(cfg, *be);
+    const int k = cfg.training.accumulation;
+    std::printf("memory model: %s, input %d×%d×%d, micro-batch %d, k = %d, J = %zu\n", m.spec.name.c_str(),
+                m.spec.in_channels, m.spec.height, m.spec.width, cfg.training.micro_batch, k, m.stages.size());
+    std::printf("%-14s %-14s %-22s %12s %14s\n", "input buffer", "weight stash", "method", "paper (GB)", "petra (GB)");
+    const char* names[] = {"PipeDream-like", "DSP-like", "reversible+stash", "PETRA"};
+    const auto rows = memory_table(m.stages, k);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      std::printf("%-14s %-14s %-22s %12.1f %14.2f\n", rows[i].stash_inputs ? "yes" : "no",
+                  rows[i].stash_weights ? "yes" : "no", names[i], rows[i].paper_gb, rows[i].runtime_gb);
+    std::printf("paper: DESIGN.md §2 convention (one stream per input, doubled for downsampling stages, 4 bytes).\n"
+                "petra: weights + gradients + momentum + BN statistics + input FIFO peak 2(J-j)+1 (both streams)\n"
+                "       + weight copies for every version an outstanding forward used.\n");
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "petra memory-model: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace petra::app

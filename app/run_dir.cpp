@@ -1,0 +1,39 @@
+// Run directory.
+#include "app/run_dir.hpp"
+
+#include <ctime>
+#include <filesystem>
+#include <stdexcept>
+
+namespace petra::app {
+
+run_dir::run_dir(const std::string& parent, const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path p = fs::path(parent) / name;
+  std::error_code ec;
+  if (fs::exists(p) && !fs::is_empty(p))
+    throw std::runtime_error("run directory '" + p.string() +
+                             "' already exists and is not empty: choose another output.name or remove it");
+  fs::create_directories(p, ec);
+  if (ec) throw std::runtime_error("cannot create run directory '" + p.string() + "': " + ec.message());
+  path_ = p.string();
+  metrics_.open(file("metrics.jsonl"), std::ios::app);
+  if (!metrics_) throw std::runtime_error("cannot open '" + file("metrics.jsonl") + "' for writing");
+}
+
+void run_dir::log(const nlohmann::json& record) {
+  metrics_ << record.dump() << '\n';
+  metrics_.flush();
+  if (!metrics_) throw std::runtime_error("writing '" + file("metrics.jsonl") + "' failed (disk full?)");
+}
+
+std::string default_run_name(const std::string& stem, const std::string& method) {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
+  return stem + "-" + method + "-" + stamp;
+}
+
+}  // namespace petra::app

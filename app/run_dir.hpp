@@ -1,0 +1,29 @@
+// A run directory: the resolved config, metrics as JSON Lines, checkpoints.
+#pragma once
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace petra::app {
+
+class run_dir {
+ public:
+  /// Creates `parent/name`; refuses an existing non-empty directory (nothing is overwritten).
+  run_dir(const std::string& parent, const std::string& name);
+
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  /// Appends one JSON object as a line of metrics.jsonl, flushed at once.
+  void log(const nlohmann::json& record);
+
+ private:
+  std::string path_;
+  std::ofstream metrics_;
+};
+
+/// "<stem>-<method>-YYYYmmdd-HHMMSS" in UTC.
+std::string default_run_name(const std::string& stem, const std::string& method);
+
+}  // namespace petra::app

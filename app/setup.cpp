@@ -1,0 +1,62 @@
+// From the typed config to compute objects.
+#include "app/setup.hpp"
+
+#include <cmath>
+
+#include "compute/pipeline/partition.hpp"
+
+namespace petra::app {
+
+revnet_spec model_spec(const config::model_config& m) {
+  revnet_spec s = revnet_preset(m.arch);
+  s.num_classes = m.num_classes;
+  if (m.input.size() == 3) s.in_channels = m.input[0], s.height = m.input[1], s.width = m.input[2];
+  if (!m.stem.empty()) s.imagenet_stem = m.stem == "imagenet";
+  if (!m.block.empty()) s.bottleneck = m.block == "bottleneck";
+  if (m.stem_width > 0) s.stem_width = m.stem_width;
+  if (!m.widths.empty()) s.widths = m.widths;
+  if (!m.hidden.empty()) s.hidden = m.hidden;
+  if (!m.blocks.empty()) s.blocks = m.blocks;
+  s.validate();
+  return s;
+}
+
+method_options method_for(const config::training_config& t) {
+  method_options m;
+  m.kind = parse_method(t.method);
+  m.stash_inputs = t.stash_inputs;
+  m.stash_weights = t.stash_weights;
+  return m;
+}
+
+optimizer_settings optimizer_for(const config::training_config& t, int64_t steps_per_epoch) {
+  optimizer_settings o;
+  o.lr = goyal_lr(t.optimizer.base_lr, t.micro_batch, t.accumulation);
+  o.momentum = t.optimizer.momentum;
+  o.nesterov = t.optimizer.nesterov;
+  o.weight_decay = t.optimizer.weight_decay;
+  o.accumulation = t.accumulation;
+  const std::string& kind = t.schedule.kind;
+  o.schedule = kind == "cosine" ? schedule_kind::cosine : kind == "step" ? schedule_kind::step : schedule_kind::constant;
+  o.warmup_steps = static_cast<int64_t>(std::llround(t.schedule.warmup_epochs * static_cast<double>(steps_per_epoch)));
+  o.total_steps = steps_per_epoch * t.epochs;
+  for (double e : t.schedule.milestones)
+    o.milestones.push_back(static_cast<int64_t>(std::llround(e * static_cast<double>(steps_per_epoch))));
+  o.gamma = t.schedule.gamma;
+  return o;
+}
+
+std::vector<std::unique_ptr<stage>> build_stages(const config::run_config& c, backend& be,
+                                                 const optimizer_settings& optimizer) {
+  std::vector<std::unique_ptr<block>> blocks = build_revnet(model_spec(c.model), be, c.training.seed);
+  const std::vector<int> sizes = resolve_partition(c.pipeline.stage_blocks, blocks.size());
+  auto groups = partition_blocks(std::move(blocks), sizes);
+  const method_options method = method_for(c.training);
+  std::vector<std::unique_ptr<stage>> stages;
+  for (std::size_t j = 0; j < groups.size(); ++j)
+    stages.push_back(std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, optimizer,
+                                             method.for_stage(c.runtime.inversion_sample_every)));
+  return stages;
+}
+
+}  // namespace petra::app

@@ -1,0 +1,26 @@
+// From the typed config to compute objects: model spec, method, optimizer, stages.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "compute/models/revnet.hpp"
+#include "compute/pipeline/method.hpp"
+#include "compute/pipeline/stage.hpp"
+#include "config/config.hpp"
+
+namespace petra::app {
+
+/// The model preset named by model.arch with the config's overrides applied.
+revnet_spec model_spec(const config::model_config& m);
+
+method_options method_for(const config::training_config& t);
+
+/// Optimizer settings for a run of `steps_per_epoch` optimizer steps per epoch.
+optimizer_settings optimizer_for(const config::training_config& t, int64_t steps_per_epoch);
+
+/// The model built on `be` (seeded by training.seed) and cut into stages per pipeline.stage_blocks.
+std::vector<std::unique_ptr<stage>> build_stages(const config::run_config& c, backend& be,
+                                                 const optimizer_settings& optimizer);
+
+}  // namespace petra::app

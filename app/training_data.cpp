@@ -1,0 +1,52 @@
+// Loading the configured datasets; evaluation over a feed.
+#include "app/training_data.hpp"
+
+#include <stdexcept>
+
+namespace petra::app {
+
+training_data load_training_data(const config::run_config& c) {
+  training_data d;
+  auto train = std::make_shared<data::dataset>(data::load_dataset(c.data.dataset, c.data.path, true));
+  auto test = std::make_shared<data::dataset>(data::load_dataset(c.data.dataset, c.data.path, false));
+  if (c.data.train_limit > 0) data::keep_first(*train, c.data.train_limit);
+  if (c.data.test_limit > 0) data::keep_first(*test, c.data.test_limit);
+  d.train = train;
+  d.test = test;
+  const auto& in = c.model.input;
+  if (in.size() == 3 && (d.train->channels != in[0] || d.train->height != in[1] || d.train->width != in[2]))
+    throw std::invalid_argument("model.input is " + std::to_string(in[0]) + "×" + std::to_string(in[1]) + "×" +
+                                std::to_string(in[2]) + " but " + d.train->name + " images are " +
+                                std::to_string(d.train->channels) + "×" + std::to_string(d.train->height) + "×" +
+                                std::to_string(d.train->width));
+  if (d.train->num_classes > c.model.num_classes)
+    throw std::invalid_argument("model.num_classes is " + std::to_string(c.model.num_classes) + " but " +
+                                d.train->name + " has " + std::to_string(d.train->num_classes) + " classes");
+  data::augment_options train_aug{c.data.mean, c.data.std, c.data.crop_padding, c.data.flip};
+  data::augment_options test_aug{c.data.mean, c.data.std, 0, false};
+  d.train_feed = std::make_unique<data_feed>(d.train, train_aug, true, c.training.micro_batch,
+                                             c.training.accumulation, c.training.seed);
+  d.test_feed = std::make_unique<data_feed>(d.test, test_aug, false, 500, 1, c.training.seed);
+  return d;
+}
+
+eval_result evaluate(simulator& sim, data_feed& feed, backend& be) {
+  feed.start_epoch(0);
+  eval_result r;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  micro_batch mb;
+  while (feed.next(be, mb)) {
+    const auto [loss, hits] = sim.evaluate(mb);
+    loss_sum += loss * static_cast<double>(mb.labels.size());
+    correct += hits;
+    r.samples += static_cast<int64_t>(mb.labels.size());
+  }
+  if (r.samples) {
+    r.loss = loss_sum / static_cast<double>(r.samples);
+    r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples);
+  }
+  return r;
+}
+
+}  // namespace petra::app
