@@ -1,0 +1,232 @@
+// oneDNN convolution primitives, cached per shape, with reorders between the
+// callers' plain layouts and the layouts oneDNN picks (format_tag::any).
+#include "compute/cpu/conv2d_engine.hpp"
+
+#include <algorithm>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <stdexcept>
+#include <tuple>
+#include <unordered_map>
+
+#include "compute/cpu/parallel.hpp"
+
+namespace petra {
+
+namespace {
+
+using dnnl::memory;
+using dims = memory::dims;
+
+constexpr int slot_src = 0;      // x, dx
+constexpr int slot_weights = 1;  // w, dw
+constexpr int slot_dst = 2;      // y, dy
+
+memory::desc plain(const dims& d, memory::format_tag tag) {
+  return memory::desc(d, memory::data_type::f32, tag);
+}
+memory::desc any(const dims& d) { return memory::desc(d, memory::data_type::f32, memory::format_tag::any); }
+
+}  // namespace
+
+std::string conv2d_geometry::str() const {
+  return "x (" + std::to_string(n) + ", " + std::to_string(c) + ", " + std::to_string(h) + ", " +
+         std::to_string(w) + "), w (" + std::to_string(k) + ", " + std::to_string(c) + ", " +
+         std::to_string(r) + ", " + std::to_string(s) + "), stride " + std::to_string(stride) + ", padding " +
+         std::to_string(padding) + (bias ? ", with bias" : ", no bias");
+}
+
+bool conv2d_geometry::operator<(const conv2d_geometry& o) const {
+  return std::tie(n, c, h, w, k, r, s, stride, padding, bias) <
+         std::tie(o.n, o.c, o.h, o.w, o.k, o.r, o.s, o.stride, o.padding, o.bias);
+}
+
+struct conv2d_engine::dnnl_state {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+};
+
+/// A caller's buffer in its plain layout and, when the primitive wants another
+/// layout, its copy in a workspace slot with the reorder between them.
+struct conv2d_engine::operand {
+  memory user;
+  memory internal;        // == user when no reorder is needed
+  dnnl::reorder convert;  // user → internal (inputs) or internal → user (outputs)
+  int slot = -1;          // workspace slot of `internal`; -1 when internal is user
+};
+
+struct conv2d_engine::primitives {
+  dnnl::convolution_forward forward;
+  operand fwd_x, fwd_w, fwd_y;
+  memory fwd_b;
+
+  dnnl::convolution_backward_data backward_data;
+  operand bwd_dy, bwd_w, bwd_dx;
+
+  dnnl::convolution_backward_weights backward_weights;
+  operand bww_x, bww_dy, bww_dw;  // bww_dw's reorder adds into the caller's dw
+  memory bww_db;                  // into db_scratch, then added to the caller's db
+  tensor db_scratch;
+
+  std::size_t slot_bytes[3] = {0, 0, 0};
+};
+
+conv2d_engine::conv2d_engine(int threads) : threads_(threads), dnnl_(std::make_unique<dnnl_state>()) {}
+
+conv2d_engine::~conv2d_engine() = default;
+
+conv2d_engine::primitives& conv2d_engine::lookup(const conv2d_geometry& g) {
+  auto found = cache_.find(g);
+  if (found != cache_.end()) return *found->second;
+
+  const dnnl::engine& eng = dnnl_->engine;
+  const dims x_dims{g.n, g.c, g.h, g.w}, w_dims{g.k, g.c, g.r, g.s}, y_dims{g.n, g.k, g.p(), g.q()},
+      b_dims{g.k};
+  const dims strides{g.stride, g.stride}, pads{g.padding, g.padding};
+  const memory::desc x_plain = plain(x_dims, memory::format_tag::nchw);
+  const memory::desc w_plain = plain(w_dims, memory::format_tag::oihw);
+  const memory::desc y_plain = plain(y_dims, memory::format_tag::nchw);
+  const memory::desc b_plain = plain(b_dims, memory::format_tag::x);
+  const memory::desc no_bias;
+
+  auto p = std::make_unique<primitives>();
+  auto make_operand = [&](const memory::desc& user_desc, const memory::desc& wanted, bool is_output, int slot,
+                          bool accumulate) {
+    operand o;
+    o.user = memory(user_desc, eng, DNNL_MEMORY_NONE);
+    if (wanted == user_desc && !accumulate) {
+      o.internal = o.user;
+      return o;
+    }
+    o.internal = memory(wanted, eng, DNNL_MEMORY_NONE);
+    o.slot = slot;
+    p->slot_bytes[slot] = std::max(p->slot_bytes[slot], wanted.get_size());
+    dnnl::primitive_attr attr;
+    if (accumulate) {
+      dnnl::post_ops sum;
+      sum.append_sum(1.f);
+      attr.set_post_ops(sum);
+    }
+    o.convert = is_output ? dnnl::reorder(dnnl::reorder::primitive_desc(o.internal, o.user, attr))
+                          : dnnl::reorder(dnnl::reorder::primitive_desc(o.user, o.internal, attr));
+    return o;
+  };
+
+  try {
+    cpu::omp_threads_scope team(threads_);  // primitives are tuned for the team they will run on
+    const auto prop = dnnl::prop_kind::forward_training;
+    const auto algo = dnnl::algorithm::convolution_direct;
+    const dnnl::convolution_forward::primitive_desc fwd_pd(
+        dnnl::convolution_forward::desc(prop, algo, any(x_dims), any(w_dims), g.bias ? b_plain : no_bias,
+                                        any(y_dims), strides, pads, pads),
+        eng);
+    p->forward = dnnl::convolution_forward(fwd_pd);
+    p->fwd_x = make_operand(x_plain, fwd_pd.src_desc(), false, slot_src, false);
+    p->fwd_w = make_operand(w_plain, fwd_pd.weights_desc(), false, slot_weights, false);
+    p->fwd_y = make_operand(y_plain, fwd_pd.dst_desc(), true, slot_dst, false);
+    p->fwd_b = memory(b_plain, eng, DNNL_MEMORY_NONE);
+
+    const dnnl::convolution_backward_data::primitive_desc bwd_pd(
+        dnnl::convolution_backward_data::desc(algo, any(x_dims), any(w_dims), any(y_dims), strides, pads,
+                                              pads),
+        eng, fwd_pd);
+    p->backward_data = dnnl::convolution_backward_data(bwd_pd);
+    p->bwd_dy = make_operand(y_plain, bwd_pd.diff_dst_desc(), false, slot_dst, false);
+    p->bwd_w = make_operand(w_plain, bwd_pd.weights_desc(), false, slot_weights, false);
+    p->bwd_dx = make_operand(x_plain, bwd_pd.diff_src_desc(), true, slot_src, false);
+
+    const dnnl::convolution_backward_weights::primitive_desc bww_pd(
+        dnnl::convolution_backward_weights::desc(algo, any(x_dims), any(w_dims), g.bias ? b_plain : no_bias,
+                                                 any(y_dims), strides, pads, pads),
+        eng, fwd_pd);
+    p->backward_weights = dnnl::convolution_backward_weights(bww_pd);
+    p->bww_x = make_operand(x_plain, bww_pd.src_desc(), false, slot_src, false);
+    p->bww_dy = make_operand(y_plain, bww_pd.diff_dst_desc(), false, slot_dst, false);
+    p->bww_dw = make_operand(w_plain, bww_pd.diff_weights_desc(), true, slot_weights, true);
+    if (g.bias) {
+      p->db_scratch = tensor::empty({g.k});
+      p->bww_db = memory(b_plain, eng, p->db_scratch.data());
+    }
+  } catch (const dnnl::error& e) {
+    throw std::runtime_error("conv2d: oneDNN could not build a convolution for " + g.str() + ": " + e.what());
+  }
+
+  for (int slot = 0; slot < 3; ++slot) {
+    const auto floats = static_cast<int64_t>((p->slot_bytes[slot] + sizeof(float) - 1) / sizeof(float));
+    if (floats > 0 && (!workspace_[slot].defined() || workspace_[slot].numel() < floats))
+      workspace_[slot] = tensor::empty({floats});
+  }
+  return *cache_.emplace(g, std::move(p)).first->second;
+}
+
+void conv2d_engine::bind(operand& o, const void* user_data) {
+  o.user.set_data_handle(const_cast<void*>(user_data));  // inputs are only read
+  if (o.slot >= 0) o.internal.set_data_handle(workspace_[o.slot].data());
+}
+
+void conv2d_engine::stage_in(operand& o) {
+  if (o.slot >= 0) o.convert.execute(dnnl_->stream, o.user, o.internal);
+}
+
+void conv2d_engine::stage_out(operand& o) {
+  if (o.slot >= 0) o.convert.execute(dnnl_->stream, o.internal, o.user);
+}
+
+void conv2d_engine::forward(const conv2d_geometry& g, const float* x, const float* w, const float* b,
+                            float* y) {
+  primitives& p = lookup(g);
+  cpu::omp_threads_scope team(threads_);
+  bind(p.fwd_x, x);
+  bind(p.fwd_w, w);
+  bind(p.fwd_y, y);
+  stage_in(p.fwd_x);
+  stage_in(p.fwd_w);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.fwd_x.internal},
+                                       {DNNL_ARG_WEIGHTS, p.fwd_w.internal},
+                                       {DNNL_ARG_DST, p.fwd_y.internal}};
+  if (g.bias) {
+    p.fwd_b.set_data_handle(const_cast<float*>(b));
+    args.emplace(DNNL_ARG_BIAS, p.fwd_b);
+  }
+  p.forward.execute(dnnl_->stream, args);
+  stage_out(p.fwd_y);
+  dnnl_->stream.wait();
+}
+
+void conv2d_engine::backward_data(const conv2d_geometry& g, const float* dy, const float* w, float* dx) {
+  primitives& p = lookup(g);
+  cpu::omp_threads_scope team(threads_);
+  bind(p.bwd_dy, dy);
+  bind(p.bwd_w, w);
+  bind(p.bwd_dx, dx);
+  stage_in(p.bwd_dy);
+  stage_in(p.bwd_w);
+  p.backward_data.execute(dnnl_->stream, {{DNNL_ARG_DIFF_DST, p.bwd_dy.internal},
+                                          {DNNL_ARG_WEIGHTS, p.bwd_w.internal},
+                                          {DNNL_ARG_DIFF_SRC, p.bwd_dx.internal}});
+  stage_out(p.bwd_dx);
+  dnnl_->stream.wait();
+}
+
+void conv2d_engine::backward_filter(const conv2d_geometry& g, const float* x, const float* dy, float* dw,
+                                    float* db) {
+  primitives& p = lookup(g);
+  cpu::omp_threads_scope team(threads_);
+  bind(p.bww_x, x);
+  bind(p.bww_dy, dy);
+  bind(p.bww_dw, dw);
+  stage_in(p.bww_x);
+  stage_in(p.bww_dy);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.bww_x.internal},
+                                       {DNNL_ARG_DIFF_DST, p.bww_dy.internal},
+                                       {DNNL_ARG_DIFF_WEIGHTS, p.bww_dw.internal}};
+  if (g.bias) args.emplace(DNNL_ARG_DIFF_BIAS, p.bww_db);
+  p.backward_weights.execute(dnnl_->stream, args);
+  stage_out(p.bww_dw);  // a reorder with a sum post-op: dw += the new gradient
+  dnnl_->stream.wait();
+  if (g.bias) {
+    const float* fresh = p.db_scratch.data();
+    for (int64_t k = 0; k < g.k; ++k) db[k] += fresh[k];
+  }
+}
+
+}  // namespace petra

@@ -1,0 +1,59 @@
+// oneDNN convolutions over plain NCHW/OIHW buffers. Primitives are cached per shape
+// and run in oneDNN's blocked layouts behind reorders: 2-4x faster end to end here
+// than oneDNN's plain-NCHW (gemm) kernels.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "compute/tensor.hpp"
+
+namespace petra {
+
+/// One convolution's shape: x (n,c,h,w), w (k,c,r,s), stride, padding, bias or not.
+struct conv2d_geometry {
+  int64_t n = 0, c = 0, h = 0, w = 0;
+  int64_t k = 0, r = 0, s = 0;
+  int64_t stride = 1, padding = 0;
+  bool bias = false;
+
+  int64_t p() const { return (h + 2 * padding - r) / stride + 1; }
+  int64_t q() const { return (w + 2 * padding - s) / stride + 1; }
+  std::string str() const;
+  bool operator<(const conv2d_geometry& other) const;
+};
+
+/// Owns the oneDNN engine, stream, cached primitives and the workspace that holds
+/// operands in oneDNN's layouts. Not thread-safe: one caller at a time.
+class conv2d_engine {
+ public:
+  explicit conv2d_engine(int threads);
+  ~conv2d_engine();
+  conv2d_engine(const conv2d_engine&) = delete;
+  conv2d_engine& operator=(const conv2d_engine&) = delete;
+
+  /// y (n,k,p,q) = x ⋆ w + b (b is read only when g.bias).
+  void forward(const conv2d_geometry& g, const float* x, const float* w, const float* b, float* y);
+  /// dx (n,c,h,w) = dy ⋆ᵀ w.
+  void backward_data(const conv2d_geometry& g, const float* dy, const float* w, float* dx);
+  /// dw += x ⋆ dy; db += Σ dy when g.bias.
+  void backward_filter(const conv2d_geometry& g, const float* x, const float* dy, float* dw, float* db);
+
+ private:
+  struct operand;
+  struct primitives;
+  primitives& lookup(const conv2d_geometry& g);
+  void bind(operand& o, const void* user_data);
+  void stage_in(operand& o);
+  void stage_out(operand& o);
+
+  int threads_;
+  struct dnnl_state;
+  std::unique_ptr<dnnl_state> dnnl_;  // engine and stream (keeps dnnl.hpp out of this header)
+  std::map<conv2d_geometry, std::unique_ptr<primitives>> cache_;
+  tensor workspace_[3];  // operands in oneDNN layouts: 0 x/dx, 1 w/dw, 2 y/dy
+};
+
+}  // namespace petra

@@ -1,0 +1,51 @@
+// Softmax cross-entropy of logits (N,K) against integer labels, its gradient and hits.
+#include <cmath>
+
+#include "compute/cpu/checks.hpp"
+#include "compute/cpu/cpu_backend.hpp"
+
+namespace petra {
+
+using cpu::fail;
+
+float cpu_backend::softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
+                                         tensor* dlogits, int64_t* correct) {
+  const char* op = "softmax_cross_entropy";
+  cpu::require_host(op, "logits", logits, 2, "(N, K)");
+  const int64_t n = logits.dim(0), classes = logits.dim(1);
+  if (n < 1 || classes < 1)
+    fail(op, "logits " + logits.shape_str() + " is empty: need N ≥ 1 rows of K ≥ 1 classes");
+  if (static_cast<int64_t>(labels.size()) != n)
+    fail(op,
+         std::to_string(labels.size()) + " labels for logits " + logits.shape_str() + ": need one per row");
+  for (int64_t i = 0; i < n; ++i)
+    if (labels[i] < 0 || labels[i] >= classes)
+      fail(op, "labels[" + std::to_string(i) + "] = " + std::to_string(labels[i]) + " is outside [0, " +
+                   std::to_string(classes) + "): logits " + logits.shape_str() + " have " +
+                   std::to_string(classes) + " classes");
+
+  if (dlogits) *dlogits = output(logits.shape());
+  double loss = 0;
+  int64_t hits = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = logits.data() + i * classes;
+    int64_t best = 0;
+    for (int64_t j = 1; j < classes; ++j)
+      if (row[j] > row[best]) best = j;
+    const double top = row[best];  // subtracting the max keeps exp() ≤ 1
+    double sum = 0;
+    for (int64_t j = 0; j < classes; ++j) sum += std::exp(row[j] - top);
+    const double log_sum = std::log(sum);
+    loss += log_sum - (row[labels[i]] - top);
+    hits += best == labels[i];
+    if (dlogits) {
+      float* grad = dlogits->data() + i * classes;
+      for (int64_t j = 0; j < classes; ++j)
+        grad[j] = static_cast<float>((std::exp(row[j] - top - log_sum) - (j == labels[i])) / n);
+    }
+  }
+  if (correct) *correct = hits;
+  return static_cast<float>(loss / n);
+}
+
+}  // namespace petra
