@@ -41,7 +41,7 @@ TEST_CASE("overrides set scalars, nested keys and lists") {
   CHECK(c.model.widths == std::vector<int>{16, 32, 64});
 }
 
-TEST_CASE("overrides apply in order and after the file; a whole section can be given as a mapping") {
+TEST_CASE("overrides apply in order and after the file, and a whole section can be given as a mapping") {
   CHECK(load_config("default", {"training.epochs=4", "training.epochs=5"}).training.epochs == 5);
   const run_config c = load_config("default", {"training.optimizer={base_lr: 0.4, nesterov: false}"});
   CHECK(c.training.optimizer.base_lr == 0.4);

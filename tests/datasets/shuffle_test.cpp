@@ -10,7 +10,7 @@
 
 using petra::data::epoch_order;
 
-TEST_CASE("epoch_order is a permutation of [0, n)") {
+TEST_CASE("epoch_order is a permutation of 0..n-1") {
   for (int64_t n : {0, 1, 2, 7, 1000, 60000}) {
     CAPTURE(n);
     auto order = epoch_order(n, 42, 3);

@@ -1,0 +1,116 @@
+// One training step (forward + loss + backward + SGD update; backprop, J = 1) of
+// (a) the default preset at micro-batch 64 and (b) RevNet-18 at micro-batch 32 on 3×32×32:
+// petra against the PyTorch peer (bench/peer/revnet_peer.py, same architecture, same batch,
+// same thread count), both timed in this run. Prints medians and the ratio ours/peer.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compute/init.hpp"
+#include "compute/models/revnet.hpp"
+#include "compute/pipeline/stage.hpp"
+
+namespace {
+
+using namespace petra;
+
+struct timing {
+  double median_ms;
+  double min_ms;
+};
+
+timing time_ours(const std::string& arch, shape_t input, int batch, int threads, int warmup, int iters) {
+  auto be = make_cpu_backend(threads);
+  revnet_spec spec = revnet_preset(arch);
+  spec.in_channels = static_cast<int>(input[0]), spec.height = static_cast<int>(input[1]);
+  spec.width = static_cast<int>(input[2]);
+  optimizer_settings opt;
+  opt.schedule = schedule_kind::constant;
+  stage whole(0, build_revnet(spec, *be, 0), *be, opt, stage_options{});
+  init_rng rng(1, "bench");
+  tensor images = tensor::empty({batch, spec.in_channels, spec.height, spec.width});
+  for (int64_t i = 0; i < images.numel(); ++i) images.data()[i] = rng.uniform(-1.f, 1.f);
+  std::vector<int32_t> labels(static_cast<std::size_t>(batch));
+  for (int i = 0; i < batch; ++i) labels[static_cast<std::size_t>(i)] = i % spec.num_classes;
+  const activation x{be->from_host(images), {}};
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const activation logits = whole.forward_taped(x);
+    tensor dlogits;
+    be->softmax_cross_entropy(logits.x1, labels, &dlogits, nullptr);
+    whole.backward_taped({dlogits, {}});  // k = 1: the SGD step follows every backward
+    const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= warmup) ms.push_back(elapsed);
+  }
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms.front()};
+}
+
+bool time_peer(const std::string& arch, const shape_t& input, int batch, int threads, int warmup, int iters,
+               timing& out, std::string& why) {
+  const std::string command = "/usr/bin/python3 " + std::string(PETRA_SOURCE_DIR) +
+                              "/bench/peer/revnet_peer.py step --arch " + arch + " --input " +
+                              std::to_string(input[0]) + "," + std::to_string(input[1]) + "," +
+                              std::to_string(input[2]) + " --batch " + std::to_string(batch) + " --threads " +
+                              std::to_string(threads) + " --warmup " + std::to_string(warmup) + " --iters " +
+                              std::to_string(iters) + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) {
+    why = "cannot start /usr/bin/python3";
+    return false;
+  }
+  std::string text;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe)) text += buffer.data();
+  const int status = pclose(pipe);
+  const auto brace = text.rfind('{');
+  if (status != 0 || brace == std::string::npos) {
+    why = "peer failed (is python3-torch installed? PETRA_WITH_PEER=1 deploy/install-deps.sh): " + text.substr(0, 300);
+    return false;
+  }
+  const auto j = nlohmann::json::parse(text.substr(brace));
+  out = {j["median_ms"].get<double>(), j["min_ms"].get<double>()};
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const int iters = argc > 2 ? std::atoi(argv[2]) : 15;
+  struct bench_case {
+    const char* label;
+    const char* arch;
+    shape_t input;
+    int batch;
+  };
+  const std::vector<bench_case> cases = {{"default preset (fashion_small 1x28x28)", "fashion_small", {1, 28, 28}, 64},
+                                         {"RevNet-18 (3x32x32)", "revnet18", {3, 32, 32}, 32}};
+  std::printf("one training step (forward + loss + backward + SGD), backprop, J = 1, %d threads, median of %d\n\n",
+              threads, iters);
+  std::printf("%-40s %6s %12s %12s %12s %12s %8s\n", "model", "batch", "petra ms", "(min)", "torch ms", "(min)",
+              "ratio");
+  int failures = 0;
+  for (const bench_case& c : cases) {
+    const timing ours = time_ours(c.arch, c.input, c.batch, threads, 3, iters);
+    timing peer{};
+    std::string why;
+    if (time_peer(c.arch, c.input, c.batch, threads, 3, iters, peer, why)) {
+      std::printf("%-40s %6d %12.1f %12.1f %12.1f %12.1f %8.2f\n", c.label, c.batch, ours.median_ms, ours.min_ms,
+                  peer.median_ms, peer.min_ms, ours.median_ms / peer.median_ms);
+    } else {
+      std::printf("%-40s %6d %12.1f %12.1f %12s %12s %8s\n", c.label, c.batch, ours.median_ms, ours.min_ms, "-", "-",
+                  "-");
+      std::fprintf(stderr, "peer: %s\n", why.c_str());
+      ++failures;
+    }
+  }
+  std::printf("\nratio = petra median / torch median (target <= 1.2, goal <= 0.8)\n");
+  return failures ? 1 : 0;
+}

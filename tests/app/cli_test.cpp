@@ -1,0 +1,60 @@
+// The `petra` binary: sub-commands, the parameter counts of DESIGN.md §2, the paper's memory table.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct result {
+  int code;
+  std::string output;
+};
+
+result run(const std::string& args) {
+  const std::string command = std::string(PETRA_BINARY) + " " + args + " 2>&1";
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+}  // namespace
+
+TEST_CASE("model-info reports the paper's parameter counts") {
+  auto r18 = run("model-info --arch revnet18 --classes 10 --input 3,32,32");
+  CHECK(r18.code == 0);
+  CHECK(r18.output.find("total trainable parameters: 11185802") != std::string::npos);
+  auto r50 = run("model-info --arch revnet50 --classes 10 --input 3,32,32");
+  CHECK(r50.output.find("total trainable parameters: 26350218") != std::string::npos);
+  auto r50i = run("model-info --arch revnet50 --classes 1000 --input 3,224,224 --stem imagenet");
+  CHECK(r50i.output.find("total trainable parameters: 30421608") != std::string::npos);
+  auto small = run("model-info default");
+  CHECK(small.output.find("8      head") != std::string::npos);  // J = 8
+}
+
+TEST_CASE("memory-model reproduces the paper's table for RevNet-50 on ImageNet") {
+  auto r = run("memory-model --arch revnet50 --classes 1000 --input 3,224,224 --stem imagenet --micro-batch 64 --k 1");
+  CHECK(r.code == 0);
+  CHECK(r.output.find("PipeDream-like                 44.5") != std::string::npos);
+  CHECK(r.output.find("DSP-like                       43.6") != std::string::npos);
+  CHECK(r.output.find("reversible+stash               21.2") != std::string::npos);
+  CHECK(r.output.find("PETRA                          20.3") != std::string::npos);
+}
+
+TEST_CASE("bad flags and bad input exit with code 2 and say why") {
+  auto unknown = run("train");
+  CHECK(unknown.code == 2);
+  auto missing = run("train /nonexistent/config.yaml");
+  CHECK(missing.code == 2);
+  CHECK(missing.output.find("/nonexistent/config.yaml") != std::string::npos);
+  auto bad_arch = run("model-info --arch revnet19");
+  CHECK(bad_arch.code == 2);
+  CHECK(bad_arch.output.find("revnet19") != std::string::npos);
+  auto no_checkpoint = run("eval /nonexistent/run");
+  CHECK(no_checkpoint.code == 2);
+}

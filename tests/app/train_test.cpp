@@ -1,0 +1,121 @@
+// `petra train` end to end: a smoke run learns and writes its run directory; bad input
+// (config, data) gives a clear message, exit code 2 and no files at all.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "app/commands.hpp"
+
+namespace fs = std::filesystem;
+using petra::app::train_command;
+using petra::app::train_options;
+
+namespace {
+
+struct scratch_dir {
+  fs::path path;
+  scratch_dir() {
+    path = fs::temp_directory_path() / ("petra-app-test-" + std::to_string(::getpid()) + "-" +
+                                        std::to_string(reinterpret_cast<uintptr_t>(this)));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~scratch_dir() { fs::remove_all(path); }
+  std::size_t entries() const { return static_cast<std::size_t>(std::distance(fs::directory_iterator(path), {})); }
+};
+
+bool have_fashion_mnist() { return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"); }
+
+std::vector<nlohmann::json> read_metrics(const fs::path& file) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("smoke: two short epochs of PETRA on Fashion-MNIST lower the loss and write a run directory") {
+  if (!have_fashion_mnist()) {
+    MESSAGE("skipping: /usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
+    return;
+  }
+  scratch_dir out;
+  train_options o;
+  o.config = "ci_smoke";
+  o.sets = {"output.dir=" + out.path.string(), "output.name=smoke", "training.epochs=2",
+            "data.train_limit=2048", "model.arch=fashion_small", "training.micro_batch=32"};
+  REQUIRE(train_command(o) == 0);
+  const fs::path run = out.path / "smoke";
+  CHECK(fs::exists(run / "config.yaml"));
+  CHECK(fs::exists(run / "checkpoint.safetensors"));
+  const auto metrics = read_metrics(run / "metrics.jsonl");
+  REQUIRE(metrics.size() == 3);  // two epochs and the summary
+  CHECK(metrics[1]["train_loss"].get<double>() < metrics[0]["train_loss"].get<double>());
+  CHECK(metrics[1]["train_loss"].get<double>() < 2.0);        // chance is ln 10 = 2.30
+  CHECK(metrics[1]["test_accuracy"].get<double>() > 0.3);     // chance is 0.1
+  const auto& stages = metrics[1]["stages"];
+  REQUIRE(stages.size() == 8);
+  CHECK(stages[0]["delay_ticks"].contains("14"));             // stage 1 of 8: 2(J-1)
+  CHECK(stages[7]["delay_ticks"].contains("0"));
+  CHECK(metrics[2]["event"] == "summary");
+  for (const auto& entry : fs::directory_iterator(run))        // atomic writes leave no temp files
+    CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);
+}
+
+TEST_CASE("bad config: a message naming the key, exit code 2, nothing written") {
+  scratch_dir out;
+  const fs::path config = out.path / "bad.yaml";
+  std::ofstream(config) << "training:\n  epochs: 3\n  micro_bach: 64\n";
+  train_options o;
+  o.config = config.string();
+  o.sets = {"output.dir=" + (out.path / "runs").string()};
+  std::stringstream captured;
+  auto* old = std::cerr.rdbuf(captured.rdbuf());
+  const int code = train_command(o);
+  std::cerr.rdbuf(old);
+  CHECK(code == 2);
+  CHECK(captured.str().find("micro_bach") != std::string::npos);
+  CHECK(captured.str().find("bad.yaml:3") != std::string::npos);
+  CHECK_FALSE(fs::exists(out.path / "runs"));
+  CHECK(out.entries() == 1);  // only the config itself
+}
+
+TEST_CASE("bad data: a message naming the file, exit code 2, nothing written") {
+  scratch_dir out;
+  fs::create_directories(out.path / "data");
+  std::ofstream(out.path / "data" / "train-images-idx3-ubyte") << "not an idx file";
+  train_options o;
+  o.config = "ci_smoke";
+  o.sets = {"output.dir=" + (out.path / "runs").string(), "data.path=" + (out.path / "data").string()};
+  std::stringstream captured;
+  auto* old = std::cerr.rdbuf(captured.rdbuf());
+  const int code = train_command(o);
+  std::cerr.rdbuf(old);
+  CHECK(code == 2);
+  CHECK(captured.str().find((out.path / "data").string()) != std::string::npos);
+  CHECK_FALSE(fs::exists(out.path / "runs"));
+}
+
+TEST_CASE("an existing non-empty run directory is never overwritten") {
+  if (!have_fashion_mnist()) {
+    MESSAGE("skipping: /usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
+    return;
+  }
+  scratch_dir out;
+  fs::create_directories(out.path / "taken");
+  std::ofstream(out.path / "taken" / "keep.txt") << "precious";
+  train_options o;
+  o.config = "ci_smoke";
+  o.sets = {"output.dir=" + out.path.string(), "output.name=taken"};
+  CHECK(train_command(o) == 1);
+  std::ifstream in(out.path / "taken" / "keep.txt");
+  std::string kept;
+  in >> kept;
+  CHECK(kept == "precious");
+}
