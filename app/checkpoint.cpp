@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "compute/pipeline/stage_state.hpp"
 #include "compute/serialize/safetensors.hpp"
 
 namespace petra::app {
@@ -13,11 +14,7 @@ void save_checkpoint(const std::string& path, std::vector<std::unique_ptr<stage>
   named_tensors tensors;
   nlohmann::json steps = nlohmann::json::array();
   for (auto& s : stages) {
-    for (parameter* p : s->parameters()) {
-      tensors.emplace_back("param/" + p->name, be.to_host(p->value));
-      tensors.emplace_back("momentum/" + p->name, be.to_host(p->momentum));
-    }
-    for (const buffer_ref& b : s->buffers()) tensors.emplace_back("buffer/" + b.name, be.to_host(*b.value));
+    for (auto& named : export_stage_state(*s, be)) tensors.push_back(std::move(named));
     steps.push_back(s->optimizer().steps_taken());
   }
   metadata["format"] = "petra-checkpoint-1";
@@ -32,13 +29,6 @@ std::map<std::string, std::string> load_checkpoint(const std::string& path,
   if (meta["format"] != "petra-checkpoint-1")
     throw std::runtime_error("'" + path + "' is not a petra checkpoint (metadata format is '" + meta["format"] +
                              "', expected 'petra-checkpoint-1')");
-  auto restore = [&](const std::string& name, tensor& dst) {
-    const tensor& src = file.find(name);
-    if (src.shape() != dst.shape())
-      throw std::runtime_error("checkpoint '" + path + "': tensor '" + name + "' has shape " + src.shape_str() +
-                               " but the model expects " + dst.shape_str() + ": was it written for another model?");
-    be.copy(be.from_host(src), dst);
-  };
   nlohmann::json steps;
   try {
     steps = nlohmann::json::parse(meta.at("stage_steps"));
@@ -49,11 +39,13 @@ std::map<std::string, std::string> load_checkpoint(const std::string& path,
     throw std::runtime_error("checkpoint '" + path + "' holds " + std::to_string(steps.size()) +
                              " stages but the pipeline has " + std::to_string(stages.size()));
   for (std::size_t j = 0; j < stages.size(); ++j) {
-    for (parameter* p : stages[j]->parameters()) {
-      restore("param/" + p->name, p->value);
-      restore("momentum/" + p->name, p->momentum);
+    try {
+      import_stage_state(*stages[j], be, [&](const std::string& name) -> const tensor& { return file.find(name); });
+    } catch (const safetensors_error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw std::runtime_error("checkpoint '" + path + "': " + e.what());
     }
-    for (const buffer_ref& b : stages[j]->buffers()) restore("buffer/" + b.name, *b.value);
     stages[j]->optimizer().set_steps_taken(steps[j].get<int64_t>());
   }
   return meta;

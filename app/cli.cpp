@@ -2,6 +2,7 @@
 #include "app/cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "app/commands.hpp"
 
@@ -13,8 +14,12 @@ int run_cli(int argc, char** argv) {
 
   train_options train;
   auto* train_cmd = cli.add_subcommand("train", "Train a model from a config file or preset name");
-  train_cmd->add_option("config", train.config, "YAML config file, or a preset: default, backprop, ci_smoke, ...")
-      ->required();
+  auto* config_opt = train_cmd->add_option("config", train.config,
+                                           "YAML config file, or a preset: default, backprop, ci_smoke, ...");
+  auto* resume_opt = train_cmd->add_option("--resume", train.resume, "Continue the run in this run directory");
+  config_opt->excludes(resume_opt);
+  train_cmd->add_option("--stop-after-epoch", train.stop_after_epoch,
+                        "Stop after this epoch (checkpointed; continue with --resume)");
   train_cmd->add_option("--set", train.sets, "Override a config value, e.g. --set training.epochs=10")
       ->allow_extra_args(false);
 
@@ -48,7 +53,13 @@ int run_cli(int argc, char** argv) {
     const int code = cli.exit(e);
     return code == 0 ? 0 : 2;
   }
-  if (*train_cmd) return train_command(train);
+  if (*train_cmd) {
+    if (train.config.empty() && train.resume.empty()) {
+      std::cerr << "petra train: give a config (file or preset) or --resume <run-dir>\n";
+      return 2;
+    }
+    return train_command(train);
+  }
   if (*eval_cmd) return eval_command(eval_target, eval_sets);
   if (*info_cmd) return model_info_command(info_config, info_sets, flags);
   if (*memory_cmd) return memory_model_command(info_config, info_sets, flags);

@@ -10,6 +10,8 @@ namespace petra::app {
 struct train_options {
   std::string config;               // file or preset name
   std::vector<std::string> sets;    // "key=value" overrides
+  std::string resume;               // a run directory to continue instead
+  int stop_after_epoch = 0;         // stop (resumably) after this epoch; 0 = run to the end
 };
 int train_command(const train_options& options);
 

@@ -5,8 +5,8 @@
 
 #include "app/checkpoint.hpp"
 #include "app/commands.hpp"
-#include "app/setup.hpp"
-#include "app/training_data.hpp"
+#include "actors/setup.hpp"
+#include "actors/training_data.hpp"
 #include "compute/serialize/safetensors.hpp"
 
 namespace petra::app {

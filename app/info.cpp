@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "app/commands.hpp"
-#include "app/setup.hpp"
+#include "actors/setup.hpp"
 #include "compute/pipeline/memory_model.hpp"
 #include "compute/pipeline/partition.hpp"
 

@@ -21,6 +21,14 @@ run_dir::run_dir(const std::string& parent, const std::string& name) {
   if (!metrics_) throw std::runtime_error("cannot open '" + file("metrics.jsonl") + "' for writing");
 }
 
+run_dir run_dir::reopen(const std::string& path) {
+  run_dir r;
+  r.path_ = path;
+  r.metrics_.open(r.file("metrics.jsonl"), std::ios::app);
+  if (!r.metrics_) throw std::runtime_error("cannot open '" + r.file("metrics.jsonl") + "' for appending");
+  return r;
+}
+
 void run_dir::log(const nlohmann::json& record) {
   metrics_ << record.dump() << '\n';
   metrics_.flush();

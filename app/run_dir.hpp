@@ -13,12 +13,16 @@ class run_dir {
   /// Creates `parent/name`; refuses an existing non-empty directory (nothing is overwritten).
   run_dir(const std::string& parent, const std::string& name);
 
+  /// An existing run directory, to continue (metrics are appended).
+  static run_dir reopen(const std::string& path);
+
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
   /// Appends one JSON object as a line of metrics.jsonl, flushed at once.
   void log(const nlohmann::json& record);
 
  private:
+  run_dir() = default;
   std::string path_;
   std::ofstream metrics_;
 };

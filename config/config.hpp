@@ -63,11 +63,13 @@ struct training_config {
 struct pipeline_config {
   std::vector<int> stage_blocks;          // blocks per stage, in order; empty = one block per stage
   std::vector<std::string> devices;       // per stage: cpu | cuda:N; empty = all cpu
+  std::vector<int> threads;               // per stage compute threads (actor runtimes); empty = 1 each
 };
 
 struct runtime_config {
-  std::string mode = "simulate";          // simulate (the reference, one thread)
-  int threads = 2;                        // compute threads
+  std::string mode = "simulate";          // simulate (the reference, one thread) | lockstep | async (actors)
+  int threads = 2;                        // simulate: compute threads; actors: CAF scheduler threads
+  int credits = 0;                        // actors: micro-batches in flight at most; 0 = 2J − 1
   int inversion_sample_every = 50;        // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches; 0 = never
 };
 

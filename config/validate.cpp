@@ -15,7 +15,7 @@ const std::vector<std::string> block_kinds = {"", "basic", "bottleneck"};
 const std::vector<std::string> datasets = {"fashion-mnist", "mnist", "cifar10"};
 const std::vector<std::string> methods = {"backprop", "delayed", "petra"};
 const std::vector<std::string> schedule_kinds = {"cosine", "step", "constant"};
-const std::vector<std::string> runtime_modes = {"simulate"};
+const std::vector<std::string> runtime_modes = {"simulate", "lockstep", "async"};
 
 // Numbers as a person writes them: 0.1, 2, -1e-05 (std::to_string would give 0.100000).
 template <class Number>
@@ -172,11 +172,18 @@ void validate_pipeline(const pipeline_config& pipeline, const checker& check) {
                                        "pipeline.stage_blocks " + check.where("pipeline.stage_blocks") +
                                        " makes " + std::to_string(pipeline.stage_blocks.size()) +
                                        " stages; give one per stage");
+  check.entries_positive("pipeline.threads", pipeline.threads);
+  if (!pipeline.stage_blocks.empty() && !pipeline.threads.empty() &&
+      pipeline.stage_blocks.size() != pipeline.threads.size())
+    check.fail("pipeline.threads", "has " + std::to_string(pipeline.threads.size()) + " entries but " +
+                                       "pipeline.stage_blocks " + check.where("pipeline.stage_blocks") + " makes " +
+                                       std::to_string(pipeline.stage_blocks.size()) + " stages: give one per stage");
 }
 
 void validate_runtime(const runtime_config& runtime, const checker& check) {
   check.one_of("runtime.mode", runtime.mode, runtime_modes);
   check.at_least("runtime.threads", runtime.threads, 1, "at least one compute thread is needed");
+  check.at_least("runtime.credits", runtime.credits, 0, "0 means 2J - 1, else the most micro-batches in flight");
   check.at_least("runtime.inversion_sample_every", runtime.inversion_sample_every, 0, "0 means never");
 }
 

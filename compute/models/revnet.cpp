@@ -62,15 +62,22 @@ revnet_spec revnet_preset(const std::string& arch) {
 std::vector<std::string> revnet_preset_names() { return {"revnet18", "revnet34", "revnet50", "fashion_small", "tiny"}; }
 
 std::vector<std::unique_ptr<block>> build_revnet(const revnet_spec& spec, backend& be, uint64_t seed) {
+  return build_revnet(spec, [&](std::size_t) -> backend& { return be; }, seed);
+}
+
+std::vector<std::unique_ptr<block>> build_revnet(const revnet_spec& spec,
+                                                 const std::function<backend&(std::size_t)>& backend_of,
+                                                 uint64_t seed) {
   spec.validate();
   std::vector<std::unique_ptr<block>> blocks;
-  blocks.push_back(std::make_unique<stem_block>(be, "stem", spec.in_channels, spec.stem_width, spec.imagenet_stem, seed));
+  blocks.push_back(std::make_unique<stem_block>(backend_of(0), "stem", spec.in_channels, spec.stem_width, spec.imagenet_stem, seed));
   int width = spec.stem_width;
   for (std::size_t g = 0; g < spec.widths.size(); ++g) {
     for (int b = 0; b < spec.blocks[g]; ++b) {
       const std::string name = "g" + std::to_string(g + 1) + ".b" + std::to_string(b);
       const int stride = (b == 0 && g > 0) ? 2 : 1;
       const int out = spec.widths[g];
+      backend& be = backend_of(blocks.size());
       if (spec.bottleneck) {
         if (b == 0)
           blocks.push_back(std::make_unique<downsample_bottleneck_block>(be, name, width, spec.hidden[g], out, stride, seed));
@@ -84,7 +91,7 @@ std::vector<std::unique_ptr<block>> build_revnet(const revnet_spec& spec, backen
       width = out;
     }
   }
-  blocks.push_back(std::make_unique<head_block>(be, "head", width, spec.num_classes, seed));
+  blocks.push_back(std::make_unique<head_block>(backend_of(blocks.size()), "head", width, spec.num_classes, seed));
   return blocks;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,12 @@ std::vector<std::string> revnet_preset_names();
 /// downsamples when g > 0 (stride 2) or when its width differs from the incoming one;
 /// bottleneck nets start every group with a downsampling block.
 std::vector<std::unique_ptr<block>> build_revnet(const revnet_spec& spec, backend& be, uint64_t seed);
+
+/// The same, block i built on `backend_of(i)` (its stage's device context). Initial values depend
+/// only on (seed, parameter name), so any placement gives the same network.
+std::vector<std::unique_ptr<block>> build_revnet(const revnet_spec& spec,
+                                                 const std::function<backend&(std::size_t)>& backend_of,
+                                                 uint64_t seed);
 
 /// The input shape of one micro-batch of `batch` images.
 activation_shape input_shape(const revnet_spec& spec, int64_t batch);

@@ -50,6 +50,7 @@ class simulator {
   std::pair<double, int64_t> evaluate(const micro_batch& mb);
 
   const std::vector<stage_timing>& timings() const { return timings_; }
+  void reset_timings() { timings_.assign(stages_.size(), stage_timing{}); }
   int64_t ticks() const { return tick_; }
 
  private:

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "compute/models/revnet.hpp"
@@ -9,7 +10,7 @@
 #include "compute/pipeline/stage.hpp"
 #include "config/config.hpp"
 
-namespace petra::app {
+namespace petra {
 
 /// The model preset named by model.arch with the config's overrides applied.
 revnet_spec model_spec(const config::model_config& m);
@@ -23,4 +24,16 @@ optimizer_settings optimizer_for(const config::training_config& t, int64_t steps
 std::vector<std::unique_ptr<stage>> build_stages(const config::run_config& c, backend& be,
                                                  const optimizer_settings& optimizer);
 
-}  // namespace petra::app
+/// One stage's share of the model with its own device context (pipeline.devices/threads).
+struct placed_stage {
+  std::shared_ptr<backend> device;
+  std::shared_ptr<stage> compute;
+};
+
+/// Every stage on its own backend, as the actor runtimes place them.
+std::vector<placed_stage> build_placed_stages(const config::run_config& c, const optimizer_settings& optimizer);
+
+/// Blocks per stage (pipeline.stage_blocks resolved against the model).
+std::vector<int> stage_sizes(const config::run_config& c);
+
+}  // namespace petra

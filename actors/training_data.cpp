@@ -1,9 +1,9 @@
 // Loading the configured datasets; evaluation over a feed.
-#include "app/training_data.hpp"
+#include "actors/training_data.hpp"
 
 #include <stdexcept>
 
-namespace petra::app {
+namespace petra {
 
 training_data load_training_data(const config::run_config& c) {
   training_data d;
@@ -24,9 +24,9 @@ training_data load_training_data(const config::run_config& c) {
                                 d.train->name + " has " + std::to_string(d.train->num_classes) + " classes");
   data::augment_options train_aug{c.data.mean, c.data.std, c.data.crop_padding, c.data.flip};
   data::augment_options test_aug{c.data.mean, c.data.std, 0, false};
-  d.train_feed = std::make_unique<data_feed>(d.train, train_aug, true, c.training.micro_batch,
+  d.train_feed = std::make_shared<data_feed>(d.train, train_aug, true, c.training.micro_batch,
                                              c.training.accumulation, c.training.seed);
-  d.test_feed = std::make_unique<data_feed>(d.test, test_aug, false, 500, 1, c.training.seed);
+  d.test_feed = std::make_shared<data_feed>(d.test, test_aug, false, 500, 1, c.training.seed);
   return d;
 }
 
@@ -36,7 +36,7 @@ eval_result evaluate(simulator& sim, data_feed& feed, backend& be) {
   double loss_sum = 0;
   int64_t correct = 0;
   micro_batch mb;
-  while (feed.next(be, mb)) {
+  while (feed.next(mb)) {
     const auto [loss, hits] = sim.evaluate(mb);
     loss_sum += loss * static_cast<double>(mb.labels.size());
     correct += hits;
@@ -49,4 +49,4 @@ eval_result evaluate(simulator& sim, data_feed& feed, backend& be) {
   return r;
 }
 
-}  // namespace petra::app
+}  // namespace petra

@@ -1,9 +1,9 @@
 // Dataset → micro-batches.
-#include "app/data_feed.hpp"
+#include "actors/data_feed.hpp"
 
 #include <numeric>
 
-namespace petra::app {
+namespace petra {
 
 data_feed::data_feed(std::shared_ptr<const data::dataset> d, const data::augment_options& augment, bool train, int micro_batch,
                      int accumulation, uint64_t seed)
@@ -17,9 +17,10 @@ data_feed::data_feed(std::shared_ptr<const data::dataset> d, const data::augment
   }
 }
 
-void data_feed::start_epoch(int epoch) {
+void data_feed::start_epoch(int epoch, int64_t position) {
   epoch_ = epoch;
-  position_ = 0;
+  position_ = position;
+  next_id_ = static_cast<int64_t>(epoch) * micro_batches_ + position;
   if (train_) {
     order_ = data::epoch_order(data_->count, seed_, epoch);
   } else {
@@ -28,7 +29,7 @@ void data_feed::start_epoch(int epoch) {
   }
 }
 
-bool data_feed::next(backend& be, micro_batch& out) {
+bool data_feed::next(micro_batch& out) {
   if (position_ >= micro_batches_) return false;
   const int64_t first = position_ * micro_batch_;
   const int64_t count = std::min<int64_t>(micro_batch_, data_->count - first);
@@ -36,10 +37,10 @@ bool data_feed::next(backend& be, micro_batch& out) {
   out.labels.resize(static_cast<std::size_t>(count));
   data::make_batch(*data_, order_.data() + first, count, augment_, train_, seed_, epoch_, first, images.data(),
                    out.labels.data());
-  out.images = activation{be.from_host(images), {}};
+  out.images = activation{images, {}};
   out.id = next_id_++;
   ++position_;
   return true;
 }
 
-}  // namespace petra::app
+}  // namespace petra

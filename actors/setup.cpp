@@ -1,11 +1,11 @@
 // From the typed config to compute objects.
-#include "app/setup.hpp"
+#include "actors/setup.hpp"
 
 #include <cmath>
 
 #include "compute/pipeline/partition.hpp"
 
-namespace petra::app {
+namespace petra {
 
 revnet_spec model_spec(const config::model_config& m) {
   revnet_spec s = revnet_preset(m.arch);
@@ -59,4 +59,39 @@ std::vector<std::unique_ptr<stage>> build_stages(const config::run_config& c, ba
   return stages;
 }
 
-}  // namespace petra::app
+}  // namespace petra
+
+namespace petra {
+
+std::vector<int> stage_sizes(const config::run_config& c) {
+  const revnet_spec spec = model_spec(c.model);
+  std::size_t blocks = 2;  // stem and head
+  for (int n : spec.blocks) blocks += static_cast<std::size_t>(n);
+  return resolve_partition(c.pipeline.stage_blocks, blocks);
+}
+
+std::vector<placed_stage> build_placed_stages(const config::run_config& c, const optimizer_settings& optimizer) {
+  const std::vector<int> sizes = stage_sizes(c);
+  std::vector<placed_stage> placed(sizes.size());
+  std::vector<std::size_t> stage_of_block;
+  for (std::size_t j = 0; j < sizes.size(); ++j) {
+    const std::string where = j < c.pipeline.devices.size() ? c.pipeline.devices[j] : "cpu";
+    if (device::parse(where).type != device_type::cpu)
+      throw std::invalid_argument("pipeline.devices[" + std::to_string(j) + "] is '" + where +
+                                  "': this build has only the CPU backend");
+    const int threads = j < c.pipeline.threads.size() ? c.pipeline.threads[j] : 1;
+    placed[j].device = make_cpu_backend(threads);
+    for (int b = 0; b < sizes[j]; ++b) stage_of_block.push_back(j);
+  }
+  auto blocks = build_revnet(
+      model_spec(c.model), [&](std::size_t i) -> backend& { return *placed[stage_of_block.at(i)].device; },
+      c.training.seed);
+  auto groups = partition_blocks(std::move(blocks), sizes);
+  const method_options method = method_for(c.training);
+  for (std::size_t j = 0; j < groups.size(); ++j)
+    placed[j].compute = std::make_shared<stage>(static_cast<int>(j), std::move(groups[j]), *placed[j].device,
+                                                optimizer, method.for_stage(c.runtime.inversion_sample_every));
+  return placed;
+}
+
+}  // namespace petra

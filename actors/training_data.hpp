@@ -3,17 +3,17 @@
 
 #include <memory>
 
-#include "app/data_feed.hpp"
+#include "actors/data_feed.hpp"
 #include "compute/pipeline/simulator.hpp"
 #include "config/config.hpp"
 
-namespace petra::app {
+namespace petra {
 
 struct training_data {
   std::shared_ptr<const data::dataset> train;
   std::shared_ptr<const data::dataset> test;
-  std::unique_ptr<data_feed> train_feed;
-  std::unique_ptr<data_feed> test_feed;
+  std::shared_ptr<data_feed> train_feed;
+  std::shared_ptr<data_feed> test_feed;
 };
 
 /// Loads data.path per data.dataset (train_limit/test_limit applied) and checks it against the model input.
@@ -28,4 +28,4 @@ struct eval_result {
 /// Mean loss and accuracy over the whole feed, with running BN statistics.
 eval_result evaluate(simulator& sim, data_feed& feed, backend& be);
 
-}  // namespace petra::app
+}  // namespace petra

@@ -5,11 +5,10 @@
 #include <cstdint>
 #include <memory>
 
-#include "compute/backend.hpp"
 #include "compute/pipeline/simulator.hpp"
 #include "datasets/datasets.hpp"
 
-namespace petra::app {
+namespace petra {
 
 class data_feed {
  public:
@@ -18,10 +17,11 @@ class data_feed {
             int accumulation, uint64_t seed);
 
   int64_t micro_batches_per_epoch() const { return micro_batches_; }
-  /// Starts epoch `epoch` (1-based), position 0.
-  void start_epoch(int epoch);
-  /// The next micro-batch of the epoch on `be`'s device; false at the epoch's end.
-  bool next(backend& be, micro_batch& out);
+  /// Starts epoch `epoch` (1-based) at micro-batch `position` (a resume point).
+  void start_epoch(int epoch, int64_t position = 0);
+  /// The next micro-batch of the epoch, images on the host; false at the epoch's end.
+  bool next(micro_batch& out);
+  int64_t position() const { return position_; }
 
  private:
   std::shared_ptr<const data::dataset> data_;
@@ -36,4 +36,4 @@ class data_feed {
   std::vector<int64_t> order_;
 };
 
-}  // namespace petra::app
+}  // namespace petra

@@ -1,0 +1,78 @@
+// The data-loader actor.
+#include "actors/loader_actor.hpp"
+
+#include <caf/all.hpp>
+
+namespace petra {
+namespace {
+
+using namespace messages;
+using namespace atoms;
+
+struct loader_actor_state {
+  std::shared_ptr<data_feed> feed;
+  runtime_mode mode = runtime_mode::lockstep;
+  caf::actor first_stage, loss;
+  int64_t window = 1;
+  phase_plan plan;
+  int64_t credits = 0;
+  int64_t sent = 0;       // messages sent this phase (lockstep: one per tick, markers included)
+  int64_t fed = 0;        // micro-batches sent this phase
+};
+
+using self_ptr = loader_actor::stateful_pointer<loader_actor_state>;
+
+void feed_while_credit(self_ptr self) {
+  auto& st = self->state;
+  const int64_t total = st.mode == runtime_mode::lockstep ? st.plan.ticks : st.plan.micro_batches;
+  while (st.credits > 0 && st.sent < total) {
+    forward_data out;
+    out.s.tick = st.mode == runtime_mode::lockstep ? st.sent : -1;
+    micro_batch mb;
+    if (st.fed < st.plan.micro_batches && st.feed->next(mb)) {
+      out.s.micro_batch = mb.id;
+      out.x = std::move(mb.images);
+      self->send(caf::actor_cast<loss_actor>(st.loss), labels_data{mb.id, std::move(mb.labels)});
+      ++st.fed;
+    }
+    self->send(caf::actor_cast<stage_actor>(st.first_stage), std::move(out));
+    --st.credits;
+    ++st.sent;
+  }
+}
+
+loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_feed> feed, runtime_mode mode) {
+  self->state.feed = std::move(feed);
+  self->state.mode = mode;
+  return {
+      [=](wire_atom, caf::actor first_stage, caf::actor loss, int32_t window) {
+        auto& st = self->state;
+        st.first_stage = std::move(first_stage);
+        st.loss = std::move(loss);
+        st.window = std::max<int64_t>(1, window);
+        return wire_atom_v;
+      },
+      [=](plan_atom, phase_plan plan) {
+        auto& st = self->state;
+        st.plan = plan;
+        st.feed->start_epoch(plan.epoch, plan.first_micro_batch);
+        st.credits = st.window;
+        st.sent = 0;
+        st.fed = 0;
+        feed_while_credit(self);
+        return plan_atom_v;
+      },
+      [=](credit_atom, int64_t n) {
+        self->state.credits += n;
+        feed_while_credit(self);
+      },
+  };
+}
+
+}  // namespace
+
+messages::loader_actor spawn_loader_actor(caf::actor_system& sys, std::shared_ptr<data_feed> feed, runtime_mode mode) {
+  return sys.spawn(loader_behavior, std::move(feed), mode);
+}
+
+}  // namespace petra

@@ -1,0 +1,19 @@
+// The data-loader actor: feeds one phase of an epoch to the first stage (images) and to the
+// loss actor (labels), one micro-batch per credit. It is the source of back-pressure: the first
+// stage returns a credit per tick (lockstep) or per finished micro-batch (async), so at most
+// `credits` micro-batches are ever in flight and no mailbox grows.
+#pragma once
+
+#include <memory>
+
+#include <caf/actor_system.hpp>
+
+#include "actors/data_feed.hpp"
+#include "actors/stage_actor.hpp"
+#include "messages/interfaces.hpp"
+
+namespace petra {
+
+messages::loader_actor spawn_loader_actor(caf::actor_system& sys, std::shared_ptr<data_feed> feed, runtime_mode mode);
+
+}  // namespace petra

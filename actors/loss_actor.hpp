@@ -1,0 +1,20 @@
+// The loss actor: softmax cross-entropy on the last stage's logits, dlogits back to it, and the
+// training metrics. Labels come from the loader, keyed by micro-batch; logits that arrive first
+// wait for theirs.
+#pragma once
+
+#include <memory>
+
+#include <caf/actor_system.hpp>
+
+#include "compute/backend.hpp"
+#include "messages/interfaces.hpp"
+
+namespace petra {
+
+/// `progress_to` (may be invalid) gets a loss_report of the phase so far every `progress_every`
+/// micro-batches.
+messages::loss_actor spawn_loss_actor(caf::actor_system& sys, std::shared_ptr<backend> device, caf::actor progress_to,
+                                      int64_t progress_every);
+
+}  // namespace petra

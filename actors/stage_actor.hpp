@@ -1,0 +1,30 @@
+// The stage actor: one compute stage and its device context behind the stage interface.
+//  lockstep: tick t runs when the forward input and the backward input for t are both there
+//            (empty markers during fill and drain); forward, then backward; everything it sends
+//            at tick t is for tick t + 1. No barrier: the clock is the data flow.
+//  async:    messages are handled as they arrive, backward first; the first stage returns one
+//            credit to the loader per finished micro-batch.
+#pragma once
+
+#include <memory>
+
+#include <caf/actor_system.hpp>
+
+#include "compute/pipeline/stage.hpp"
+#include "messages/interfaces.hpp"
+
+namespace petra {
+
+enum class runtime_mode { lockstep, async };
+
+/// Everything a stage actor owns. Shared pointers because CAF copies spawn arguments.
+struct stage_context {
+  std::shared_ptr<backend> device;
+  std::shared_ptr<stage> compute;
+  int32_t index = 0;
+  runtime_mode mode = runtime_mode::lockstep;
+};
+
+messages::stage_actor spawn_stage_actor(caf::actor_system& sys, stage_context context);
+
+}  // namespace petra

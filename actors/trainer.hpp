@@ -1,0 +1,44 @@
+// What `petra train` drives, whatever runs it: the reference simulator or the actor runtime.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/training_data.hpp"
+
+namespace petra {
+
+/// One training phase's totals, as measured by whoever ran it.
+struct phase_totals {
+  int64_t micro_batches = 0;
+  int64_t samples = 0;
+  int64_t correct = 0;
+  double loss_sum = 0;  // Σ over micro-batches of their mean loss
+  int64_t ticks = 0;
+  nlohmann::json stages = nlohmann::json::array();  // per-stage measurements
+  double mean_loss() const { return micro_batches ? loss_sum / static_cast<double>(micro_batches) : 0.0; }
+  double accuracy() const { return samples ? static_cast<double>(correct) / static_cast<double>(samples) : 0.0; }
+};
+
+/// Called as micro-batches complete: (done in this phase, totals so far).
+using progress_fn = std::function<void(const phase_totals&)>;
+
+class trainer {
+ public:
+  virtual ~trainer() = default;
+  /// Trains micro-batches [first, first + count) of `epoch` (1-based) and drains the pipeline.
+  virtual phase_totals train(int epoch, int64_t first, int64_t count, const progress_fn& progress) = 0;
+  /// Mean loss and accuracy on the test feed, with running BN statistics.
+  virtual eval_result evaluate(data_feed& test) = 0;
+  /// Every stage's state and step counts in one safetensors file (written atomically).
+  virtual void save_checkpoint(const std::string& path, std::map<std::string, std::string> metadata) = 0;
+  /// Restores every stage; returns the file's metadata.
+  virtual std::map<std::string, std::string> load_checkpoint(const std::string& path) = 0;
+  /// Optimizer steps of the first stage (for the lr shown in metrics).
+  virtual double current_lr() = 0;
+};
+
+}  // namespace petra

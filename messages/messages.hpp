@@ -1,0 +1,125 @@
+// The typed messages between petra's actors. Every message is stamped so that delays and
+// staleness are measured from what actually travelled, not assumed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compute/parameter.hpp"
+#include "compute/tensor.hpp"
+
+namespace petra::messages {
+
+/// Who sent what, when: micro-batch id, the tick it is for (lockstep; -1 in async),
+/// the sender's weight version (optimizer steps taken) and the sending stage (0-based; -1 = loader).
+struct stamp {
+  int64_t micro_batch = -1;
+  int64_t tick = -1;
+  int64_t weight_version = 0;
+  int32_t sender = -1;
+};
+
+/// Forward: one activation. In lockstep an undefined activation is the marker of a tick
+/// with nothing to forward (pipeline fill and drain).
+struct forward_data {
+  stamp s;
+  activation x;
+};
+
+/// Backward: the pair (rebuilt output of the receiving stage, its gradient); empty = marker.
+struct backward_data {
+  stamp s;
+  activation rebuilt;
+  activation grad;
+};
+
+/// The labels of one micro-batch, from the loader to the loss actor.
+struct labels_data {
+  int64_t micro_batch = -1;
+  std::vector<int32_t> labels;
+};
+
+/// The last stage's logits, to the loss actor.
+struct logits_data {
+  stamp s;
+  tensor logits;
+};
+
+/// The loss actor's answer: dL/dlogits (mean over the micro-batch) and the metrics.
+struct loss_data {
+  tensor dlogits;
+  double loss = 0;
+  int64_t correct = 0;
+  int64_t samples = 0;
+};
+
+/// One evaluation batch flowing forward through every stage (running BN statistics).
+struct eval_data {
+  int64_t batch = -1;
+  activation x;
+};
+
+/// What the coordinator asks of one training phase (an epoch, or part of one).
+struct phase_plan {
+  int32_t epoch = 0;
+  int64_t micro_batches = 0;  // to feed
+  int64_t ticks = 0;          // lockstep: ticks every stage runs (micro_batches + 2(J−1))
+  int64_t first_micro_batch = 0;  // position in the epoch of the first micro-batch to feed
+};
+
+/// One histogram bucket (value → count).
+struct bucket {
+  int64_t value = 0;
+  int64_t count = 0;
+};
+
+/// A stage's measurements over one phase.
+struct stage_report {
+  int32_t stage = -1;
+  int64_t forwards = 0;
+  int64_t backwards = 0;
+  int64_t weight_version = 0;
+  std::vector<bucket> delay_ticks;       // lockstep: tick of backward − tick of forward
+  std::vector<bucket> staleness_steps;   // optimizer steps between forward and backward
+  int64_t fifo_peak = 0;
+  int64_t fifo_peak_bytes = 0;
+  int64_t stash_peak = 0;
+  int64_t stash_peak_bytes = 0;
+  int64_t mailbox_peak = 0;              // forward + backward messages waiting at once
+  double busy_seconds = 0;               // computing
+  double wall_seconds = 0;               // the phase
+  int64_t inversion_samples = 0;
+  double inversion_error_sum = 0;
+  double inversion_error_max = 0;
+};
+
+/// The loss actor's totals over one phase.
+struct loss_report {
+  int64_t micro_batches = 0;
+  int64_t samples = 0;
+  int64_t correct = 0;
+  double loss_sum = 0;  // Σ over micro-batches of their mean loss
+};
+
+/// Named host tensors: a stage's state for a checkpoint, or one to restore.
+struct named_tensor {
+  std::string name;
+  tensor value;
+};
+struct stage_state {
+  int32_t stage = -1;
+  int64_t optimizer_steps = 0;
+  std::vector<named_tensor> tensors;
+};
+
+/// A failure inside an actor, carried to the coordinator: which stage (-1 = not a stage), at
+/// which tick or micro-batch, and what happened.
+struct failure_report {
+  int32_t stage = -1;
+  int64_t tick = -1;
+  int64_t micro_batch = -1;
+  std::string what;
+};
+
+}  // namespace petra::messages

@@ -1,0 +1,95 @@
+// inspect() overloads: how each message crosses a process boundary. A tensor's payload goes
+// as one raw block (one memcpy), never element by element. Host tensors only: a device tensor
+// is copied to the host by its stage before it is sent off-node.
+#pragma once
+
+#include <caf/deserializer.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/serializer.hpp>
+
+#include "messages/messages.hpp"
+
+namespace petra {
+
+caf::error inspect(caf::serializer& f, tensor& x);
+caf::error inspect(caf::deserializer& f, tensor& x);
+
+/// For to_string / deep_to_string: shapes only, never millions of floats.
+template <class Inspector>
+typename std::enable_if<!std::is_base_of<caf::data_processor<caf::serializer>, Inspector>::value &&
+                            !std::is_base_of<caf::data_processor<caf::deserializer>, Inspector>::value,
+                        typename Inspector::result_type>::type
+inspect(Inspector& f, tensor& x) {
+  std::string shape = x.defined() ? x.shape_str() : "undefined";
+  return f(caf::meta::type_name("tensor"), shape);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, activation& x) {
+  return f(caf::meta::type_name("activation"), x.x1, x.x2);
+}
+
+namespace messages {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stamp& x) {
+  return f(caf::meta::type_name("stamp"), x.micro_batch, x.tick, x.weight_version, x.sender);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, forward_data& x) {
+  return f(caf::meta::type_name("forward_data"), x.s, x.x);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, backward_data& x) {
+  return f(caf::meta::type_name("backward_data"), x.s, x.rebuilt, x.grad);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, labels_data& x) {
+  return f(caf::meta::type_name("labels_data"), x.micro_batch, x.labels);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, logits_data& x) {
+  return f(caf::meta::type_name("logits_data"), x.s, x.logits);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, loss_data& x) {
+  return f(caf::meta::type_name("loss_data"), x.dlogits, x.loss, x.correct, x.samples);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, eval_data& x) {
+  return f(caf::meta::type_name("eval_data"), x.batch, x.x);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, phase_plan& x) {
+  return f(caf::meta::type_name("phase_plan"), x.epoch, x.micro_batches, x.ticks, x.first_micro_batch);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bucket& x) {
+  return f(caf::meta::type_name("bucket"), x.value, x.count);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_report& x) {
+  return f(caf::meta::type_name("stage_report"), x.stage, x.forwards, x.backwards, x.weight_version,
+           x.delay_ticks, x.staleness_steps, x.fifo_peak, x.fifo_peak_bytes, x.stash_peak, x.stash_peak_bytes,
+           x.mailbox_peak, x.busy_seconds, x.wall_seconds, x.inversion_samples, x.inversion_error_sum,
+           x.inversion_error_max);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, loss_report& x) {
+  return f(caf::meta::type_name("loss_report"), x.micro_batches, x.samples, x.correct, x.loss_sum);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, named_tensor& x) {
+  return f(caf::meta::type_name("named_tensor"), x.name, x.value);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_state& x) {
+  return f(caf::meta::type_name("stage_state"), x.stage, x.optimizer_steps, x.tensors);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, failure_report& x) {
+  return f(caf::meta::type_name("failure_report"), x.stage, x.tick, x.micro_batch, x.what);
+}
+
+}  // namespace messages
+}  // namespace petra
