@@ -1,0 +1,81 @@
+// Small runs of the trainers on Fashion-MNIST (the tiny model), and their final weights.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
+#include "actors/coordinator.hpp"
+#include "actors/setup.hpp"
+#include "app/simulate_trainer.hpp"
+#include "compute/serialize/safetensors.hpp"
+
+namespace petra::testing {
+
+inline bool have_fashion_mnist() {
+  return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+}
+
+#define PETRA_REQUIRE_FASHION_MNIST()                                                                     \
+  if (!petra::testing::have_fashion_mnist()) {                                                           \
+    MESSAGE("skipping: /usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)"); \
+    return;                                                                                               \
+  }
+
+/// The tiny model on 1×28×28 Fashion-MNIST, J = 4 (stem | g1.b0 g1.b1 | g2.b0 | head).
+inline config::run_config tiny_config(const std::string& mode, const std::string& method, int64_t images = 512) {
+  config::run_config c = config::load_config("tiny");
+  c.runtime.mode = mode;
+  c.training.method = method == "petra" || method == "backprop" ? method : "delayed";
+  c.training.stash_inputs = method == "delayed+inputs+weights";
+  c.training.stash_weights = method == "delayed+inputs+weights";
+  c.training.micro_batch = 8;
+  c.training.accumulation = 2;
+  c.training.epochs = 1;
+  c.data.train_limit = images;
+  c.data.test_limit = 64;
+  c.pipeline.stage_blocks = {1, 2, 1, 1};
+  c.runtime.inversion_sample_every = 4;
+  c.output.progress = false;
+  return c;
+}
+
+struct trained {
+  phase_totals totals;
+  std::vector<std::pair<std::string, tensor>> weights;
+};
+
+/// Trains one phase of `count` micro-batches (all of epoch 1 when 0) and reads back every tensor.
+inline trained train_once(const config::run_config& c, int64_t count = 0) {
+  training_data data = load_training_data(c);
+  const int64_t per_epoch = data.train_feed->micro_batches_per_epoch();
+  const optimizer_settings opt = optimizer_for(c.training, per_epoch / c.training.accumulation);
+  std::unique_ptr<trainer> t = c.runtime.mode == "simulate" ? app::make_simulate_trainer(c, data, opt)
+                                                            : make_actor_trainer(c, data, opt);
+  trained out;
+  out.totals = t->train(1, 0, count ? count : per_epoch, {});
+  const std::string path = std::filesystem::temp_directory_path() /
+                           ("petra-runtime-test-" + std::to_string(::getpid()) + ".safetensors");
+  t->save_checkpoint(path, {});
+  out.weights = load_safetensors(path).tensors;
+  std::filesystem::remove(path);
+  return out;
+}
+
+/// Number of tensors that differ in any bit.
+inline int differing(const trained& a, const trained& b) {
+  REQUIRE(a.weights.size() == b.weights.size());
+  int n = 0;
+  for (std::size_t i = 0; i < a.weights.size(); ++i) {
+    const tensor& x = a.weights[i].second;
+    const tensor& y = b.weights[i].second;
+    if (a.weights[i].first != b.weights[i].first || x.shape() != y.shape() ||
+        std::memcmp(x.data(), y.data(), x.bytes()) != 0)
+      ++n;
+  }
+  return n;
+}
+
+}  // namespace petra::testing
