@@ -8,6 +8,7 @@
 #include "actors/caf_config.hpp"
 #include "actors/loader_actor.hpp"
 #include "actors/loss_actor.hpp"
+#include "actors/node_actor.hpp"
 #include "actors/setup.hpp"
 #include "actors/stage_actor.hpp"
 #include "actors/stage_report_json.hpp"
@@ -34,12 +35,17 @@ class actor_trainer : public trainer {
   actor_trainer(const config::run_config& c, const optimizer_settings& optimizer)
       : config_(c), optimizer_(optimizer), caf_(c.runtime.threads), system_(caf_), self_(system_) {
     mode_ = c.runtime.mode == "async" ? runtime_mode::async : runtime_mode::lockstep;
-    auto placed = build_placed_stages(c, optimizer);
+    auto placed = build_placed_stages(c, optimizer, [&](std::size_t j) { return node_of(c, j) == "local"; });
     const int32_t count = static_cast<int32_t>(placed.size());
     credits_ = c.runtime.credits > 0 ? c.runtime.credits : 2 * count - 1;
-    for (std::size_t j = 0; j < placed.size(); ++j)
-      stages_.push_back(spawn_stage_actor(system_, stage_context{placed[j].device, placed[j].compute,
-                                                                 static_cast<int32_t>(j), mode_}));
+    for (std::size_t j = 0; j < placed.size(); ++j) {
+      const std::string where = node_of(c, j);
+      if (where == "local")
+        stages_.push_back(spawn_stage_actor(system_, stage_context{placed[j].device, placed[j].compute,
+                                                                   static_cast<int32_t>(j), mode_}));
+      else
+        stages_.push_back(spawn_remote_stage(where, static_cast<int32_t>(j)));
+    }
     loss_device_ = make_cpu_backend(1);
     loss_ = spawn_loss_actor(system_, loss_device_, caf::actor_cast<caf::actor>(self_), 16);
   }
@@ -171,6 +177,22 @@ class actor_trainer : public trainer {
     return out;
   }
 
+  /// Asks the `petra node` at host:port to build stage j of this run.
+  stage_actor spawn_remote_stage(const std::string& where, int32_t j) {
+    auto it = nodes_.find(where);
+    if (it == nodes_.end()) {
+      const auto [host, port] = parse_host_port(where);
+      auto node = system_.middleman().remote_actor<node_actor>(host, port);
+      if (!node)
+        throw run_error(j, -1, "cannot reach the node at " + where + " (is `petra node --listen " + where +
+                                   "` running?): " + system_.render(node.error()));
+      it = nodes_.emplace(where, *node).first;
+    }
+    const int64_t steps_per_epoch = optimizer_.total_steps / std::max(1, config_.training.epochs);
+    auto handle = ask<caf::actor>(it->second, spawn_atom_v, config::to_yaml(config_), j, steps_per_epoch);
+    return caf::actor_cast<stage_actor>(handle);
+  }
+
   run_error lost_actor(const caf::down_msg& down) {
     for (std::size_t j = 0; j < stages_.size(); ++j)
       if (down.source == stages_[j].address())
@@ -202,6 +224,7 @@ class actor_trainer : public trainer {
   caf::actor_system system_;
   caf::scoped_actor self_;
   std::vector<stage_actor> stages_;
+  std::map<std::string, node_actor> nodes_;
   std::shared_ptr<backend> loss_device_;
   loss_actor loss_;
   loader_actor loader_;

@@ -70,7 +70,12 @@ std::vector<int> stage_sizes(const config::run_config& c) {
   return resolve_partition(c.pipeline.stage_blocks, blocks);
 }
 
-std::vector<placed_stage> build_placed_stages(const config::run_config& c, const optimizer_settings& optimizer) {
+std::string node_of(const config::run_config& c, std::size_t j) {
+  return j < c.pipeline.nodes.size() && !c.pipeline.nodes[j].empty() ? c.pipeline.nodes[j] : "local";
+}
+
+std::vector<placed_stage> build_placed_stages(const config::run_config& c, const optimizer_settings& optimizer,
+                                              const std::function<bool(std::size_t)>& wanted) {
   const std::vector<int> sizes = stage_sizes(c);
   std::vector<placed_stage> placed(sizes.size());
   std::vector<std::size_t> stage_of_block;
@@ -88,9 +93,15 @@ std::vector<placed_stage> build_placed_stages(const config::run_config& c, const
       c.training.seed);
   auto groups = partition_blocks(std::move(blocks), sizes);
   const method_options method = method_for(c.training);
-  for (std::size_t j = 0; j < groups.size(); ++j)
+  for (std::size_t j = 0; j < groups.size(); ++j) {
+    if (wanted && !wanted(j)) {
+      groups[j].clear();
+      placed[j] = placed_stage{};
+      continue;
+    }
     placed[j].compute = std::make_shared<stage>(static_cast<int>(j), std::move(groups[j]), *placed[j].device,
                                                 optimizer, method.for_stage(c.runtime.inversion_sample_every));
+  }
   return placed;
 }
 

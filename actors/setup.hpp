@@ -1,6 +1,7 @@
 // From the typed config to compute objects: model spec, method, optimizer, stages.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,8 +31,13 @@ struct placed_stage {
   std::shared_ptr<stage> compute;
 };
 
-/// Every stage on its own backend, as the actor runtimes place them.
-std::vector<placed_stage> build_placed_stages(const config::run_config& c, const optimizer_settings& optimizer);
+/// Every stage on its own backend, as the actor runtimes place them; with `wanted`, only the
+/// stages it accepts are kept (the others stay empty: they live in another process).
+std::vector<placed_stage> build_placed_stages(const config::run_config& c, const optimizer_settings& optimizer,
+                                              const std::function<bool(std::size_t)>& wanted = {});
+
+/// Where stage j runs: "local" or "host:port" (pipeline.nodes).
+std::string node_of(const config::run_config& c, std::size_t j);
 
 /// Blocks per stage (pipeline.stage_blocks resolved against the model).
 std::vector<int> stage_sizes(const config::run_config& c);

@@ -23,6 +23,11 @@ int run_cli(int argc, char** argv) {
   train_cmd->add_option("--set", train.sets, "Override a config value, e.g. --set training.epochs=10")
       ->allow_extra_args(false);
 
+  node_options node;
+  auto* node_cmd = cli.add_subcommand("node", "Host stage actors for a coordinator (pipeline.nodes)");
+  node_cmd->add_option("--listen", node.listen, "host:port to listen on (default 127.0.0.1:0, a free port)");
+  node_cmd->add_option("--threads", node.threads, "Scheduler threads")->check(CLI::PositiveNumber);
+
   std::string eval_target;
   std::vector<std::string> eval_sets;
   auto* eval_cmd = cli.add_subcommand("eval", "Evaluate a checkpoint on the test set");
@@ -61,6 +66,7 @@ int run_cli(int argc, char** argv) {
     return train_command(train);
   }
   if (*eval_cmd) return eval_command(eval_target, eval_sets);
+  if (*node_cmd) return node_command(node);
   if (*info_cmd) return model_info_command(info_config, info_sets, flags);
   if (*memory_cmd) return memory_model_command(info_config, info_sets, flags);
   return 2;

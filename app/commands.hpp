@@ -15,6 +15,13 @@ struct train_options {
 };
 int train_command(const train_options& options);
 
+struct node_options {
+  std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one (printed)
+  int threads = 2;                     // scheduler threads
+};
+/// Hosts stage actors for coordinators until SIGINT/SIGTERM.
+int node_command(const node_options& options);
+
 /// Evaluates a checkpoint (a file, or the latest one in a run directory) on the test set.
 int eval_command(const std::string& target, const std::vector<std::string>& sets);
 

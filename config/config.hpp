@@ -64,6 +64,7 @@ struct pipeline_config {
   std::vector<int> stage_blocks;          // blocks per stage, in order; empty = one block per stage
   std::vector<std::string> devices;       // per stage: cpu | cuda:N; empty = all cpu
   std::vector<int> threads;               // per stage compute threads (actor runtimes); empty = 1 each
+  std::vector<std::string> nodes;         // per stage: local | host:port of a `petra node`; empty = all local
 };
 
 struct runtime_config {

@@ -160,6 +160,17 @@ bool is_device_name(const std::string& name) {
   return std::all_of(name.begin() + prefix.size(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+bool is_node_name(const std::string& name) {
+  if (name == "local") return true;
+  const auto colon = name.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == name.size()) return false;
+  const std::string port = name.substr(colon + 1);
+  if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  const int value = std::stoi(port);
+  return value >= 1 && value <= 65535;
+}
+
 void validate_pipeline(const pipeline_config& pipeline, const checker& check) {
   check.entries_positive("pipeline.stage_blocks", pipeline.stage_blocks);
   for (size_t i = 0; i < pipeline.devices.size(); ++i)
@@ -178,6 +189,15 @@ void validate_pipeline(const pipeline_config& pipeline, const checker& check) {
     check.fail("pipeline.threads", "has " + std::to_string(pipeline.threads.size()) + " entries but " +
                                        "pipeline.stage_blocks " + check.where("pipeline.stage_blocks") + " makes " +
                                        std::to_string(pipeline.stage_blocks.size()) + " stages: give one per stage");
+  for (size_t i = 0; i < pipeline.nodes.size(); ++i)
+    if (!is_node_name(pipeline.nodes[i]))
+      check.fail("pipeline.nodes", "entry " + std::to_string(i) + " is '" + pipeline.nodes[i] +
+                                       "'; a node is local or host:port of a running `petra node` (port 1-65535)");
+  if (!pipeline.stage_blocks.empty() && !pipeline.nodes.empty() &&
+      pipeline.stage_blocks.size() != pipeline.nodes.size())
+    check.fail("pipeline.nodes", "has " + std::to_string(pipeline.nodes.size()) + " entries but " +
+                                     "pipeline.stage_blocks " + check.where("pipeline.stage_blocks") + " makes " +
+                                     std::to_string(pipeline.stage_blocks.size()) + " stages: give one per stage");
 }
 
 void validate_runtime(const runtime_config& runtime, const checker& check) {

@@ -38,4 +38,9 @@ using loader_actor = caf::typed_actor<
     caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
     caf::reacts_to<atoms::credit_atom, int64_t>>;
 
+/// A node: a process that hosts stages for a coordinator. spawn: (the resolved config as YAML,
+/// stage index, optimizer steps per epoch) → the new stage actor (untyped; cast to stage_actor).
+using node_actor =
+    caf::typed_actor<caf::replies_to<atoms::spawn_atom, std::string, int32_t, int64_t>::with<caf::actor>>;
+
 }  // namespace petra::messages

@@ -36,5 +36,6 @@ CAF_ADD_ATOM(petra, petra::atoms, report_atom, "report")
 CAF_ADD_ATOM(petra, petra::atoms, state_atom, "state")
 CAF_ADD_ATOM(petra, petra::atoms, restore_atom, "restore")
 CAF_ADD_ATOM(petra, petra::atoms, eval_atom, "eval")
+CAF_ADD_ATOM(petra, petra::atoms, spawn_atom, "spawn")
 
 CAF_END_TYPE_ID_BLOCK(petra)

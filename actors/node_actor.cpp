@@ -1,0 +1,68 @@
+// The node actor.
+#include "actors/node_actor.hpp"
+
+#include <caf/all.hpp>
+
+#include "actors/setup.hpp"
+#include "actors/stage_actor.hpp"
+#include "config/config.hpp"
+
+namespace petra {
+namespace {
+
+using namespace messages;
+using namespace atoms;
+
+struct node_state {
+  std::vector<stage_actor> stages;  // kept alive here; they die with the node
+};
+
+node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self) {
+  self->attach_functor([self] {
+    for (auto& s : self->state.stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  });
+  return {
+      [=](spawn_atom, const std::string& config_yaml, int32_t index,
+          int64_t steps_per_epoch) -> caf::result<caf::actor> {
+        try {
+          const config::run_config c = config::parse_config(config_yaml, "the coordinator's config");
+          const auto sizes = stage_sizes(c);
+          if (index < 0 || static_cast<std::size_t>(index) >= sizes.size())
+            return caf::make_error(caf::sec::invalid_argument,
+                                   "stage " + std::to_string(index) + " does not exist (J = " +
+                                       std::to_string(sizes.size()) + ")");
+          const optimizer_settings opt = optimizer_for(c.training, steps_per_epoch);
+          auto placed = build_placed_stages(c, opt, [&](std::size_t j) { return j == static_cast<std::size_t>(index); });
+          const runtime_mode mode = c.runtime.mode == "async" ? runtime_mode::async : runtime_mode::lockstep;
+          auto s = spawn_stage_actor(self->system(), stage_context{placed[index].device, placed[index].compute, index, mode});
+          self->state.stages.push_back(s);
+          return caf::actor_cast<caf::actor>(s);
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, std::string("node cannot build stage ") +
+                                                              std::to_string(index + 1) + ": " + e.what());
+        }
+      },
+  };
+}
+
+}  // namespace
+
+messages::node_actor spawn_node_actor(caf::actor_system& sys) { return sys.spawn(node_behavior); }
+
+std::pair<std::string, uint16_t> parse_host_port(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    throw std::invalid_argument("'" + text + "' is not host:port");
+  const std::string port = text.substr(colon + 1);
+  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) > 65535)
+    throw std::invalid_argument("'" + text + "': port must be a number 0-65535");
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return {host, static_cast<uint16_t>(std::stoi(port))};
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+}  // namespace petra

@@ -1,0 +1,19 @@
+// The node actor: lives in a `petra node` process and builds, on request, one stage of the
+// coordinator's model (from the coordinator's resolved config) as a stage actor of its own.
+#pragma once
+
+#include <caf/actor_system.hpp>
+
+#include "messages/interfaces.hpp"
+
+namespace petra {
+
+messages::node_actor spawn_node_actor(caf::actor_system& sys);
+
+/// Splits "host:port"; throws std::invalid_argument naming the text otherwise.
+std::pair<std::string, uint16_t> parse_host_port(const std::string& text);
+
+/// True for 127.0.0.0/8, ::1 and localhost.
+bool is_loopback(const std::string& host);
+
+}  // namespace petra

@@ -1,0 +1,438 @@
+// What the actor runtime costs on top of the compute: (a) async/lockstep PETRA on the default
+// preset against the sum of its stages' compute, (b) an in-process tensor hand-off (bytes
+// copied, small-message round trip) and (c) loopback throughput between two processes over
+// CAF's middleman with a request/ack window. Prints one table: medians of repeats, min beside.
+//   bench_runtime [--phases R] [--micro-batches N] [--only a|b|c]
+//   (--serve FD is the hidden mode of the second process in part (c))
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "actors/caf_config.hpp"
+#include "actors/coordinator.hpp"
+#include "actors/setup.hpp"
+#include "messages/type_ids.hpp"
+
+namespace {
+
+using namespace petra;
+using clock_type = std::chrono::steady_clock;
+constexpr int cores = 2;  // the scheduler threads every actor system here gets (runtime.threads)
+constexpr auto request_timeout = std::chrono::seconds(30);
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+struct summary {
+  double median = 0, min = 0;
+};
+summary summarize(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front()};
+}
+
+void heading(const std::string& text) { std::printf("%s\n", text.c_str()); }
+void row(const char* what, summary s, const char* unit, double scale = 1) {
+  std::printf("      %-58s %12.2f %12.2f  %s\n", what, s.median * scale, s.min * scale, unit);
+}
+void note(const std::string& text) { std::printf("      %s\n", text.c_str()); }
+
+// ---- (a) the pipeline against its stages' compute --------------------------------------------
+
+// Per micro-batch, over one phase. ideal = max(sum_busy / cores, max_busy): the wall time if the
+// cores were never idle and the busiest stage (one thread) never waited.
+struct phase_sample {
+  double wall, sum_busy, max_busy, ideal, overhead;
+};
+
+bool run_pipeline(const std::string& mode, int phases, int64_t count, std::vector<phase_sample>& out,
+                  std::string& why) {
+  const config::run_config cfg = config::load_config(
+      "default", {"runtime.mode=" + mode, "runtime.threads=" + std::to_string(cores),
+                  "data.train_limit=" + std::to_string(64 * count), "training.epochs=1000"});
+  training_data data = load_training_data(cfg);
+  const int64_t per_epoch = data.train_feed->micro_batches_per_epoch();
+  if (per_epoch < count) {
+    why = "only " + std::to_string(per_epoch) + " micro-batches per epoch";
+    return false;
+  }
+  const optimizer_settings opt = optimizer_for(cfg.training, per_epoch / cfg.training.accumulation);
+  auto runner = make_actor_trainer(cfg, data, opt);
+  runner->train(1, 0, std::min<int64_t>(count, 24), {});  // warm-up: oneDNN primitives, buffer pools
+  for (int p = 0; p < phases; ++p) {
+    const auto t0 = clock_type::now();
+    const phase_totals totals = runner->train(p + 2, 0, count, {});
+    const double wall = seconds_since(t0);
+    double sum_busy = 0, max_busy = 0;
+    for (const auto& s : totals.stages) {
+      const double busy = s["busy_seconds"].get<double>();
+      sum_busy += busy, max_busy = std::max(max_busy, busy);
+    }
+    const double n = static_cast<double>(count);
+    const double ideal = std::max(sum_busy / cores, max_busy);
+    out.push_back({wall / n, sum_busy / n, max_busy / n, ideal / n, wall / ideal - 1});
+  }
+  return true;
+}
+
+void part_pipeline(int phases, int64_t count) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    heading("(a)   skipped: Fashion-MNIST is missing (/usr/share/datasets/fashion-mnist)");
+    return;
+  }
+  for (const std::string mode : {"async", "lockstep"}) {
+    std::vector<phase_sample> s;
+    std::string why;
+    if (!run_pipeline(mode, phases, count, s, why)) {
+      heading("(a)   " + mode + ": skipped: " + why);
+      continue;
+    }
+    auto pick = [&](double phase_sample::*field) {
+      std::vector<double> v;
+      for (const auto& x : s) v.push_back(x.*field);
+      return summarize(v);
+    };
+    heading("(a)   " + mode + " PETRA, default preset (fashion_small, J = 8, one block per stage), micro-batch 64, " +
+            std::to_string(cores) + " CAF threads, " + std::to_string(phases) + " phases x " +
+            std::to_string(count) + " micro-batches");
+    row("wall per micro-batch (train() call / micro-batches)", pick(&phase_sample::wall), "ms", 1e3);
+    row("sum of stage busy per micro-batch", pick(&phase_sample::sum_busy), "ms", 1e3);
+    row("busiest stage's busy per micro-batch", pick(&phase_sample::max_busy), "ms", 1e3);
+    row("ideal wall per micro-batch = max(sum busy / 2, max busy)", pick(&phase_sample::ideal), "ms", 1e3);
+    row("overhead = wall / ideal - 1   (target <= 5 %)", pick(&phase_sample::overhead), "%", 1e2);
+  }
+  note("busy = stage_report.busy_seconds (wall clock inside forward/backward, reset per phase); the loss and");
+  note("loader actors, message passing, pipeline fill/drain and other processes on this machine count as overhead");
+}
+
+// ---- (b) in-process hand-off -------------------------------------------------------------------
+
+struct local_result {
+  std::vector<double> small_us, tensor_us;
+  int64_t tensor_trips = 0, copied_there = 0, copied_back = 0;  // bytes
+  std::string error;
+};
+
+struct local_probe_state {
+  caf::actor echo;
+  tensor payload;
+  int64_t warmup = 0, small_left = 0, tensor_left = 0, index = 0;
+  clock_type::time_point t0;
+  local_result result;
+  std::shared_ptr<std::promise<local_result>> out;
+};
+using local_probe = caf::stateful_actor<local_probe_state>*;
+
+void finish(local_probe self, std::string error = {}) {
+  self->state.result.error = std::move(error);
+  self->state.out->set_value(std::move(self->state.result));
+  self->quit();
+}
+
+void next_tensor(local_probe self) {
+  auto& st = self->state;
+  if (st.tensor_left == 0) return finish(self);
+  st.t0 = clock_type::now();
+  tensor handle = st.payload;  // a second handle on the same buffer: the message owns no copy
+  self->request(st.echo, request_timeout, std::move(handle))
+      .then(
+          [=](tensor& back, uint64_t seen_by_echo) {
+            auto& s = self->state;
+            const double us = seconds_since(s.t0) * 1e6;
+            if (s.index++ >= s.warmup) {
+              s.result.tensor_us.push_back(us), ++s.result.tensor_trips, --s.tensor_left;
+              const auto sent = reinterpret_cast<uint64_t>(s.payload.data());
+              if (seen_by_echo != sent) s.result.copied_there += static_cast<int64_t>(s.payload.bytes());
+              if (reinterpret_cast<uint64_t>(back.data()) != sent) s.result.copied_back += static_cast<int64_t>(back.bytes());
+            }
+            next_tensor(self);
+          },
+          [=](caf::error& e) { finish(self, self->system().render(e)); });
+}
+
+void next_ping(local_probe self) {
+  auto& st = self->state;
+  if (st.small_left == 0) {
+    st.index = 0;
+    return next_tensor(self);
+  }
+  st.t0 = clock_type::now();
+  self->request(st.echo, request_timeout, caf::ping_atom_v)
+      .then(
+          [=](caf::pong_atom) {
+            auto& s = self->state;
+            const double us = seconds_since(s.t0) * 1e6;
+            if (s.index++ >= s.warmup) s.result.small_us.push_back(us), --s.small_left;
+            next_ping(self);
+          },
+          [=](caf::error& e) { finish(self, self->system().render(e)); });
+}
+
+caf::behavior echo_behavior(caf::event_based_actor*) {
+  return {[](caf::ping_atom) { return caf::pong_atom_v; },
+          [](tensor& t) -> caf::result<tensor, uint64_t> {
+            const auto seen = reinterpret_cast<uint64_t>(t.data());
+            return {std::move(t), seen};
+          }};
+}
+
+void part_local() {
+  caf_config cfg(cores);
+  caf::actor_system sys{cfg};
+  auto echo = sys.spawn(echo_behavior);
+  auto out = std::make_shared<std::promise<local_result>>();
+  auto result = out->get_future();
+  auto probe = sys.spawn([=](local_probe self) -> caf::behavior {
+    auto& st = self->state;
+    st.echo = echo, st.out = out, st.payload = tensor::zeros({1 << 20});
+    st.warmup = 500, st.small_left = 20000, st.tensor_left = 2000;
+    next_ping(self);
+    return {[](caf::ok_atom) {}};  // never sent: the replies drive it
+  });
+  local_result r;
+  if (result.wait_for(std::chrono::seconds(60)) == std::future_status::ready)
+    r = result.get();
+  else
+    r.error = "no answer in 60 s";
+  caf::anon_send_exit(probe, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(echo, caf::exit_reason::user_shutdown);
+  heading("(b)   in-process hand-off (one actor_system, caf_config, two event-based actors)");
+  if (!r.error.empty()) return note("failed: " + r.error);
+  row("small message round trip (request ping -> pong)", summarize(r.small_us), "us");
+  row("4 MB tensor round trip (request tensor -> tensor)", summarize(r.tensor_us), "us");
+  std::printf("      %-58s %12lld %12lld  bytes (over %lld round trips)\n", "bytes copied: there / back",
+              static_cast<long long>(r.copied_there), static_cast<long long>(r.copied_back),
+              static_cast<long long>(r.tensor_trips));
+}
+
+// ---- (c) two processes over loopback -----------------------------------------------------------
+
+// The second process: a sink that acknowledges each tensor with its byte count. It exits on
+// close_atom, when its parent goes (PDEATHSIG, or a changed ppid), or after 120 s at the latest.
+int serve(int port_fd) {
+  alarm(120);
+  const pid_t parent = getppid();
+  caf_config cfg(cores);
+  caf::actor_system sys{cfg};
+  auto closed = std::make_shared<std::atomic<bool>>(false);
+  auto sink = sys.spawn([closed](caf::event_based_actor* self) -> caf::behavior {
+    return {[](const tensor& t) { return static_cast<uint64_t>(t.bytes()); },
+            [](caf::ping_atom) { return caf::pong_atom_v; },
+            [=](caf::close_atom) {
+              closed->store(true);
+              self->quit();
+            }};
+  });
+  auto port = sys.middleman().publish(sink, 0, "127.0.0.1", true);
+  const std::string line = std::to_string(port ? *port : 0) + "\n";
+  if (write(port_fd, line.data(), line.size()) < 0) closed->store(true);
+  close(port_fd);
+  while (port && !closed->load() && getppid() == parent) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+  return 0;
+}
+
+// The child process and its port; the destructor makes sure it is gone.
+class server_process {
+ public:
+  server_process() {
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    const std::string fd_text = std::to_string(fds[1]);
+    const char* argv[] = {"/proc/self/exe", "--serve", fd_text.c_str(), nullptr};
+    const pid_t me = getpid();
+    pid_ = fork();
+    if (pid_ == 0) {  // only async-signal-safe calls until exec
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != me) _exit(1);
+      close(fds[0]);
+      execv(argv[0], const_cast<char* const*>(argv));
+      _exit(127);
+    }
+    close(fds[1]);
+    pollfd p{fds[0], POLLIN, 0};
+    char text[16] = {};
+    if (pid_ > 0 && poll(&p, 1, 10000) == 1 && read(fds[0], text, sizeof text - 1) > 0) port_ = std::atoi(text);
+    close(fds[0]);
+  }
+  ~server_process() {
+    if (pid_ <= 0) return;
+    for (int i = 0; i < 250; ++i) {  // 5 s to leave on its own
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  uint16_t port() const { return static_cast<uint16_t>(port_); }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+struct window_state {
+  caf::actor peer;
+  tensor payload;
+  int64_t total = 0, sent = 0, acked = 0;
+  clock_type::time_point t0;
+  bool done = false;
+  std::shared_ptr<std::promise<std::string>> out;  // "" = fine, else the error
+};
+using window_sender = caf::stateful_actor<window_state>*;
+
+void send_one(window_sender self) {
+  auto& st = self->state;
+  ++st.sent;
+  self->request(st.peer, request_timeout, st.payload)  // st.payload: a handle, the buffer is shared
+      .then(
+          [=](uint64_t) {
+            auto& s = self->state;
+            if (++s.acked == s.total && !s.done) {
+              s.done = true;
+              s.out->set_value("");
+              self->quit();
+            } else if (s.sent < s.total) {
+              send_one(self);
+            }
+          },
+          [=](caf::error& e) {
+            auto& s = self->state;
+            if (!s.done) s.done = true, s.out->set_value(self->system().render(e));
+            self->quit();
+          });
+}
+
+/// Seconds to send `messages` tensors of `floats` with at most `window` unacknowledged; < 0 on error.
+double timed_window(caf::actor_system& sys, const caf::actor& peer, const tensor& payload, int64_t messages,
+                    int window, std::string& why) {
+  auto out = std::make_shared<std::promise<std::string>>();
+  auto result = out->get_future();
+  const auto t0 = clock_type::now();
+  auto sender = sys.spawn([=](window_sender self) -> caf::behavior {
+    auto& st = self->state;
+    st.peer = peer, st.payload = payload, st.total = messages, st.out = out;
+    for (int i = 0; i < window && st.sent < st.total; ++i) send_one(self);
+    return {[](caf::ok_atom) {}};
+  });
+  if (result.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    caf::anon_send_exit(sender, caf::exit_reason::user_shutdown);
+    why = "no answer in 60 s";
+    return -1;
+  }
+  why = result.get();
+  return why.empty() ? seconds_since(t0) : -1;
+}
+
+void part_remote(int repeats) {
+  heading("(c)   two processes on 127.0.0.1 (fork + exec, CAF middleman publish/remote_actor, caf_config)");
+  server_process server;
+  if (server.port() == 0) return note("failed: the server process did not publish a port");
+  caf_config cfg(cores);
+  caf::actor_system sys{cfg};
+  auto peer = sys.middleman().remote_actor("127.0.0.1", server.port());
+  if (!peer) return note("failed: remote_actor: " + sys.render(peer.error()));
+  {
+    caf::scoped_actor self{sys};
+    std::vector<double> us;
+    for (int i = 0; i < 1100; ++i) {
+      const auto t0 = clock_type::now();
+      bool ok = true;
+      self->request(*peer, request_timeout, caf::ping_atom_v).receive([](caf::pong_atom) {}, [&](caf::error&) { ok = false; });
+      if (!ok) break;
+      if (i >= 100) us.push_back(seconds_since(t0) * 1e6);
+    }
+    row("small message round trip (from a scoped_actor)", summarize(us), "us");
+  }
+  struct size_case {
+    const char* label;
+    int64_t floats, messages;
+  };
+  for (const size_case c : {size_case{"4 MB", int64_t{1} << 20, 25}, size_case{"50 MB", 12500000, 4}}) {
+    const tensor payload = tensor::zeros({c.floats});
+    for (int window : {1, 2}) {
+      std::vector<double> mb_per_s;
+      std::string why;
+      for (int r = 0; r <= repeats && why.empty(); ++r) {  // r = 0 warms the connection up
+        const double s = timed_window(sys, *peer, payload, c.messages, window, why);
+        if (s > 0 && r > 0) mb_per_s.push_back(static_cast<double>(payload.bytes() * c.messages) / s / 1e6);
+      }
+      const std::string what = std::string(c.label) + " tensors, request/ack window " + std::to_string(window) +
+                               " (" + std::to_string(c.messages) + " per run)";
+      if (!why.empty()) note(what + ": failed: " + why);
+      else row(what.c_str(), summarize(mb_per_s), "MB/s");
+    }
+  }
+  note("MB = 10^6 bytes; one direction: time from the first send to the last ack");
+  caf::anon_send(*peer, caf::close_atom_v);
+}
+
+// ---- serialized size -----------------------------------------------------------------------------
+
+void part_serialized_size() {
+  caf_config cfg(cores);
+  caf::actor_system sys{cfg};
+  tensor t = tensor::zeros({1 << 20});
+  std::vector<char> alone, as_message;
+  caf::binary_serializer f{sys, alone};
+  auto err = f(t);
+  caf::message m = caf::make_message(t);
+  caf::binary_serializer g{sys, as_message};
+  if (!err) err = g(m);
+  heading("      serialized 4 MB tensor (1M floats = 4194304 payload bytes), caf::binary_serializer");
+  if (err) return note("failed: " + sys.render(err));
+  std::printf("      %-58s %12zu %12lld  bytes (overhead)\n", "the tensor alone", alone.size(),
+              static_cast<long long>(alone.size()) - (1 << 22));
+  std::printf("      %-58s %12zu %12lld  bytes (overhead)\n", "as a caf::message (what BASP carries)", as_message.size(),
+              static_cast<long long>(as_message.size()) - (1 << 22));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--serve") == 0) return serve(std::atoi(argv[2]));
+  int phases = 5;
+  int64_t count = 200;
+  std::string only;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--phases") phases = std::max(1, std::atoi(argv[i + 1]));
+    else if (flag == "--micro-batches") count = std::max(8, std::atoi(argv[i + 1]));
+    else if (flag == "--only") only = argv[i + 1];
+    else return std::fprintf(stderr, "usage: bench_runtime [--phases R] [--micro-batches N] [--only a|b|c]\n"), 2;
+  }
+  alarm(600);  // a last resort: the benchmark never hangs
+  std::printf("petra runtime benchmark: %u hardware threads, CAF 0.17.6; median and min of repeated measurements\n\n",
+              std::thread::hardware_concurrency());
+  std::printf("part  %-58s %12s %12s  unit\n", "measurement", "median", "min");
+  try {
+    if (only.empty() || only == "a") part_pipeline(phases, count);
+    if (only.empty() || only == "b") part_local();
+    if (only.empty() || only == "c") {
+      part_remote(phases);
+      part_serialized_size();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_runtime: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

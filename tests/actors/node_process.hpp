@@ -1,0 +1,62 @@
+// Starts `petra node --listen 127.0.0.1:0` as a child process and reads the port it bound.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace petra::testing {
+
+class node_process {
+ public:
+  node_process() {
+    int out[2];
+    REQUIRE(pipe(out) == 0);
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      close(out[1]);
+      execl(PETRA_BINARY, PETRA_BINARY, "node", "--listen", "127.0.0.1:0", "--threads", "2", nullptr);
+      _exit(127);
+    }
+    close(out[1]);
+    FILE* from_child = fdopen(out[0], "r");
+    char line[256] = {0};
+    if (fgets(line, sizeof line, from_child)) {
+      const std::string text(line);
+      const auto colon = text.rfind(':');
+      if (text.find("listening on") != std::string::npos && colon != std::string::npos)
+        port_ = std::stoi(text.substr(colon + 1));
+    }
+    output_ = from_child;
+    REQUIRE_MESSAGE(port_ > 0, "petra node did not report a port: " << line);
+  }
+  ~node_process() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+    }
+    if (output_) fclose(output_);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  void kill_hard() {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  FILE* output_ = nullptr;
+};
+
+}  // namespace petra::testing

@@ -1,0 +1,68 @@
+// A stage that throws: the coordinator receives a failure_report with the stage and the tick.
+#include <doctest/doctest.h>
+
+#include <caf/all.hpp>
+
+#include "actors/caf_config.hpp"
+#include "actors/stage_actor.hpp"
+
+using namespace petra;
+using namespace petra::messages;
+using namespace petra::atoms;
+
+namespace {
+
+/// A block whose third forward fails, as a real op would on bad data.
+class failing_block : public block {
+ public:
+  failing_block() : block("failing") {}
+  std::string kind() const override { return "stem"; }
+  activation forward(const activation& x, pass, tape*) override {
+    if (++forwards_ == 3) throw std::runtime_error("conv2d_forward: simulated failure");
+    return x;
+  }
+  activation backward(tape&, const activation& dy) override { return dy; }
+  activation_shape output_shape(const activation_shape& x) const override { return x; }
+  std::vector<parameter*> parameters() override { return {}; }
+  std::vector<buffer_ref> buffers() override { return {}; }
+
+ private:
+  int forwards_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("a stage that throws reports its stage and tick to the coordinator, then stops") {
+  caf_config cfg(2);
+  caf::actor_system sys(cfg);
+  caf::scoped_actor coordinator(sys);
+  auto device = std::shared_ptr<backend>(make_cpu_backend(1));
+  std::vector<std::unique_ptr<block>> blocks;
+  blocks.push_back(std::make_unique<failing_block>());
+  auto compute = std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{});
+  auto s = spawn_stage_actor(sys, stage_context{device, compute, 0, runtime_mode::lockstep});
+  coordinator->monitor(s);
+  const caf::actor me = caf::actor_cast<caf::actor>(coordinator);
+  coordinator->request(s, std::chrono::seconds(5), wire_atom_v, caf::actor{}, me, caf::actor{}, me, me, int32_t{2})
+      .receive([](wire_atom) {}, [&](caf::error& e) { FAIL(sys.render(e)); });
+  coordinator->request(s, std::chrono::seconds(5), plan_atom_v, phase_plan{1, 8, 10, 0})
+      .receive([](plan_atom) {}, [&](caf::error& e) { FAIL(sys.render(e)); });
+  for (int64_t t = 0; t < 6; ++t) {
+    coordinator->send(s, forward_data{stamp{t, t, 0, -1}, activation{tensor::zeros({2, 1, 4, 4}), {}}});
+    if (t > 0) coordinator->send(s, backward_data{stamp{-1, t, 0, 1}, {}, {}});
+  }
+  bool reported = false, down = false;
+  for (int i = 0; i < 40 && !(reported && down); ++i) {
+    coordinator->receive(
+        [&](failure_report& f) {
+          reported = true;
+          CHECK(f.stage == 0);
+          CHECK(f.tick == 2);
+          CHECK(f.what.find("simulated failure") != std::string::npos);
+        },
+        [&](caf::down_msg&) { down = true; }, [](forward_data&) {}, [](credit_atom, int64_t) {},
+        caf::after(std::chrono::seconds(5)) >> [&] { FAIL("no failure report within 5 s"); });
+  }
+  CHECK(reported);
+  CHECK(down);
+}

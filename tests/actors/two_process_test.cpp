@@ -1,0 +1,50 @@
+// Stages in two OS processes (a `petra node` on 127.0.0.1): the same run, bit for bit; a node
+// killed mid-run ends the run with an error naming the stage.
+#include <chrono>
+#include <thread>
+
+#include "app/commands.hpp"
+#include "tests/actors/node_process.hpp"
+#include "tests/actors/runtime_fixture.hpp"
+
+using namespace petra;
+using namespace petra::testing;
+
+TEST_CASE("lockstep across two processes is bit-identical to one process") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  node_process node;
+  const trained one = train_once(tiny_config("lockstep", "petra"));
+  config::run_config split = tiny_config("lockstep", "petra");
+  split.pipeline.nodes = {"local", node.address(), node.address(), "local"};
+  const trained two = train_once(split);
+  CHECK(differing(one, two) == 0);
+  CHECK(two.totals.loss_sum == one.totals.loss_sum);
+  // The stamps crossed the process boundary too.
+  CHECK(two.totals.stages[1]["delay_ticks"].begin().key() == "4");
+}
+
+TEST_CASE("a node killed mid-run: the coordinator notices and the run fails, naming the stage") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  node_process node;
+  config::run_config c = tiny_config("async", "petra", 60000);
+  c.pipeline.nodes = {"local", "local", node.address(), "local"};
+  training_data data = load_training_data(c);
+  const int64_t per_epoch = data.train_feed->micro_batches_per_epoch();
+  auto t = make_actor_trainer(c, data, optimizer_for(c.training, per_epoch / 2));
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    node.kill_hard();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string message;
+  try {
+    t->train(1, 0, per_epoch, {});
+  } catch (const run_error& e) {
+    message = e.what();
+  }
+  killer.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(message.find("stage 3") != std::string::npos);
+  CHECK(seconds < 30);
+  MESSAGE("failure noticed after " << seconds << " s: " << message);
+}
