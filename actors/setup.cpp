@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "compute/backend_factory.hpp"
 #include "compute/pipeline/partition.hpp"
 
 namespace petra {
@@ -81,11 +82,19 @@ std::vector<placed_stage> build_placed_stages(const config::run_config& c, const
   std::vector<std::size_t> stage_of_block;
   for (std::size_t j = 0; j < sizes.size(); ++j) {
     const std::string where = j < c.pipeline.devices.size() ? c.pipeline.devices[j] : "cpu";
-    if (device::parse(where).type != device_type::cpu)
-      throw std::invalid_argument("pipeline.devices[" + std::to_string(j) + "] is '" + where +
-                                  "': this build has only the CPU backend");
-    const int threads = j < c.pipeline.threads.size() ? c.pipeline.threads[j] : 1;
-    placed[j].device = make_cpu_backend(threads);
+    backend_options options;
+    options.threads = j < c.pipeline.threads.size() ? c.pipeline.threads[j] : 1;
+    options.tf32 = c.runtime.precision == "tf32";
+    options.deterministic = c.runtime.deterministic;
+    if (!wanted || wanted(j)) {
+      try {
+        placed[j].device = make_backend(device::parse(where), options);
+      } catch (const std::exception& e) {
+        throw std::invalid_argument("pipeline.devices[" + std::to_string(j) + "]: " + e.what());
+      }
+    } else {
+      placed[j].device = make_cpu_backend(1);  // a stand-in: this stage is built elsewhere
+    }
     for (int b = 0; b < sizes[j]; ++b) stage_of_block.push_back(j);
   }
   auto blocks = build_revnet(

@@ -335,6 +335,9 @@ stage_actor::behavior_type stage_behavior(self_ptr self, stage_context ctx) {
 }  // namespace
 
 messages::stage_actor spawn_stage_actor(caf::actor_system& sys, stage_context context) {
+  // A GPU stage blocks on its device and needs one OS thread for its whole life: detached.
+  if (context.device->where().type == device_type::cuda)
+    return sys.spawn<caf::detached>(stage_behavior, std::move(context));
   return sys.spawn(stage_behavior, std::move(context));
 }
 

@@ -67,6 +67,8 @@ section schema(run_config& config) {
            {{"mode", &runtime.mode},
             {"threads", &runtime.threads},
             {"credits", &runtime.credits},
+            {"precision", &runtime.precision},
+            {"deterministic", &runtime.deterministic},
             {"inversion_sample_every", &runtime.inversion_sample_every}},
            {}},
           {"output",

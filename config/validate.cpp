@@ -15,6 +15,7 @@ const std::vector<std::string> block_kinds = {"", "basic", "bottleneck"};
 const std::vector<std::string> datasets = {"fashion-mnist", "mnist", "cifar10"};
 const std::vector<std::string> methods = {"backprop", "delayed", "petra"};
 const std::vector<std::string> schedule_kinds = {"cosine", "step", "constant"};
+const std::vector<std::string> precisions = {"fp32", "tf32"};
 const std::vector<std::string> runtime_modes = {"simulate", "lockstep", "async"};
 
 // Numbers as a person writes them: 0.1, 2, -1e-05 (std::to_string would give 0.100000).
@@ -204,6 +205,7 @@ void validate_runtime(const runtime_config& runtime, const checker& check) {
   check.one_of("runtime.mode", runtime.mode, runtime_modes);
   check.at_least("runtime.threads", runtime.threads, 1, "at least one compute thread is needed");
   check.at_least("runtime.credits", runtime.credits, 0, "0 means 2J - 1, else the most micro-batches in flight");
+  check.one_of("runtime.precision", runtime.precision, precisions);
   check.at_least("runtime.inversion_sample_every", runtime.inversion_sample_every, 0, "0 means never");
 }
 

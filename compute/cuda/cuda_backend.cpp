@@ -1,0 +1,109 @@
+// The CUDA backend's construction, the factory, and its memory ops (device buffers, copies).
+#include "compute/cuda/cuda_backend.hpp"
+
+#include "compute/cuda/checks.hpp"
+#include "compute/cuda/cuda_backend_impl.hpp"
+#include "compute/cuda/device_context.hpp"
+
+namespace petra {
+
+using cuda::fail;
+
+cuda_backend::cuda_backend(int device_index, bool tf32, bool deterministic) : index_(device_index) {
+  policy_.tf32 = tf32;
+  policy_.deterministic = deterministic;
+  context_ = std::make_unique<cuda::device_context>(device_index, tf32);
+}
+
+cuda_backend::~cuda_backend() = default;
+
+std::string cuda_backend::name() const {
+  cudaDeviceProp props{};
+  std::string gpu = "?";
+  if (cudaGetDeviceProperties(&props, index_) == cudaSuccess) gpu = props.name;
+  cudaGetLastError();
+  return where().str() + " (" + gpu + ", cuDNN " + std::to_string(cudnnGetVersion()) +
+         (policy_.tf32 ? ", TF32" : ", fp32") + (policy_.deterministic ? ", deterministic" : "") + ")";
+}
+
+cudaStream_t cuda_backend::stream() const { return context_->stream(); }
+
+void cuda_backend::synchronize() {
+  enter();
+  context_->synchronize();
+}
+
+void cuda_backend::enter() const { cuda::use_device(index_); }
+
+tensor cuda_backend::output(const shape_t& shape) {
+  return tensor(shape, context_->allocate(static_cast<std::size_t>(numel_of(shape)) * sizeof(float)));
+}
+
+void cuda_backend::require(const char* op, const char* name, const tensor& t, std::size_t rank,
+                           const char* layout) const {
+  cuda::require_on(op, name, t, where(), rank, layout);
+}
+
+void cuda_backend::require_vector(const char* op, const char* name, const tensor& t, int64_t channels,
+                                  const char* of) const {
+  cuda::require_vector(op, name, t, where(), channels, of);
+}
+
+tensor cuda_backend::empty(const shape_t& shape) {
+  enter();
+  return output(shape);
+}
+
+tensor cuda_backend::zeros(const shape_t& shape) {
+  enter();
+  tensor t = output(shape);
+  if (t.numel()) PETRA_CUDA_CHECK(cudaMemsetAsync(t.data(), 0, t.bytes(), stream()));
+  return t;
+}
+
+tensor cuda_backend::from_host(const tensor& host) {
+  if (!host.defined()) fail("from_host", "the tensor is undefined: nothing to copy");
+  if (host.where().type != device_type::cpu)
+    fail("from_host", "the tensor " + host.shape_str() + " lives on " + host.where().str() +
+                          ", not on the host: use copy_between (compute/cuda/transfer.hpp) for GPU to GPU");
+  enter();
+  tensor copy = output(host.shape());
+  // From pageable memory the call returns once the source is staged: `host` may go right after.
+  if (host.numel())
+    PETRA_CUDA_CHECK(cudaMemcpyAsync(copy.data(), host.data(), host.bytes(), cudaMemcpyHostToDevice, stream()));
+  return copy;
+}
+
+tensor cuda_backend::to_host(const tensor& t) {
+  if (!t.defined()) fail("to_host", "the tensor is undefined: nothing to copy");
+  if (t.where() != where())
+    fail("to_host", "the tensor " + t.shape_str() + " lives on " + t.where().str() + ", but this backend is " +
+                        where().str() + ": ask the backend that made it");
+  enter();
+  tensor copy = tensor::empty(t.shape());
+  if (t.numel())
+    PETRA_CUDA_CHECK(cudaMemcpyAsync(copy.data(), t.data(), t.bytes(), cudaMemcpyDeviceToHost, stream()));
+  context_->synchronize();
+  return copy;
+}
+
+void cuda_backend::copy(const tensor& src, tensor& dst) {
+  require("copy", "src", src, src.rank(), "on this GPU");
+  require("copy", "dst", dst, dst.rank(), "on this GPU");
+  cuda::require_same_shape("copy", "src", src, "dst", dst);
+  enter();
+  if (src.numel() && src.data() != dst.data())
+    PETRA_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice, stream()));
+}
+
+void cuda_backend::fill_zero(tensor& t) {
+  require("fill_zero", "t", t, t.rank(), "on this GPU");
+  enter();
+  if (t.numel()) PETRA_CUDA_CHECK(cudaMemsetAsync(t.data(), 0, t.bytes(), stream()));
+}
+
+std::unique_ptr<backend> make_cuda_backend(int device_index, bool tf32, bool deterministic) {
+  return std::make_unique<cuda_backend>(device_index, tf32, deterministic);
+}
+
+}  // namespace petra

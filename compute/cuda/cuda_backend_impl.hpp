@@ -1,0 +1,108 @@
+// The CUDA backend class: fp32 NCHW ops on one GPU, asynchronous on the backend's own stream.
+// Convolutions and batch norm by cuDNN (legacy API), linear by cuBLAS, the rest by our kernels
+// (kernels.cu). Each op lives in the file named after its family, as in compute/cpu/.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+
+#include "compute/backend.hpp"
+#include "compute/cuda/dnn_descriptors.hpp"
+
+namespace petra {
+
+namespace cuda {
+class device_context;
+}
+
+/// One backend is used by one thread at a time (the actor that owns it), on any thread: every
+/// op first makes the backend's GPU current. Ops are queued on the backend's stream and return
+/// before the GPU has run them; to_host, softmax_cross_entropy (its loss) and synchronize()
+/// wait. A tensor handed to another backend needs that backend to wait first (see transfer.hpp).
+class cuda_backend final : public backend {
+ public:
+  cuda_backend(int device_index, bool tf32, bool deterministic);
+  ~cuda_backend() override;
+
+  device where() const override { return device{device_type::cuda, index_}; }
+  std::string name() const override;
+  cudaStream_t stream() const;
+  /// The host waits for everything this backend has queued.
+  void synchronize();
+  /// Convolution shapes seen so far (each with its descriptors and algorithms).
+  std::size_t conv_plans() const { return dnn_.conv_plans(); }
+
+  // cuda_backend.cpp
+  tensor empty(const shape_t& shape) override;
+  tensor zeros(const shape_t& shape) override;
+  tensor from_host(const tensor& host) override;
+  tensor to_host(const tensor& t) override;
+  void copy(const tensor& src, tensor& dst) override;
+  void fill_zero(tensor& t) override;
+
+  // conv2d.cpp
+  tensor conv2d_forward(const tensor& x, const tensor& w, const tensor& b, conv2d_params p) override;
+  tensor conv2d_backward_data(const tensor& dy, const tensor& w, const shape_t& x_shape,
+                              conv2d_params p) override;
+  void conv2d_backward_filter(const tensor& x, const tensor& dy, conv2d_params p, tensor& dw,
+                              tensor& db) override;
+
+  // batch_norm.cpp
+  tensor batch_norm_forward_train(const tensor& x, const tensor& gamma, const tensor& beta, float eps,
+                                  batch_norm_saved& saved) override;
+  void batch_norm_update_running(const batch_norm_saved& saved, int64_t count_per_channel, float eps,
+                                 float momentum, tensor& running_mean, tensor& running_var) override;
+  tensor batch_norm_forward_eval(const tensor& x, const tensor& gamma, const tensor& beta,
+                                 const tensor& running_mean, const tensor& running_var, float eps) override;
+  tensor batch_norm_backward(const tensor& x, const tensor& gamma, const batch_norm_saved& saved,
+                             const tensor& dy, tensor& dgamma, tensor& dbeta) override;
+
+  // pointwise.cpp
+  tensor relu_forward(const tensor& x) override;
+  tensor relu_backward(const tensor& y, const tensor& dy) override;
+  tensor add(const tensor& a, const tensor& b) override;
+  tensor sub(const tensor& a, const tensor& b) override;
+  void add_inplace(tensor& a, const tensor& b) override;
+
+  // pooling.cpp
+  tensor max_pool2x2_forward(const tensor& x) override;
+  tensor max_pool2x2_backward(const tensor& x, const tensor& dy) override;
+  tensor global_avg_pool_forward(const tensor& x) override;
+  tensor global_avg_pool_backward(const tensor& dy, const shape_t& x_shape) override;
+
+  // linear.cpp
+  tensor linear_forward(const tensor& x, const tensor& w, const tensor& b) override;
+  tensor linear_backward_data(const tensor& dy, const tensor& w) override;
+  void linear_backward_weight(const tensor& x, const tensor& dy, tensor& dw, tensor& db) override;
+
+  // channels.cpp
+  std::pair<tensor, tensor> split_channels(const tensor& x) override;
+  tensor concat_channels(const tensor& a, const tensor& b) override;
+
+  // loss.cpp
+  float softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels, tensor* dlogits,
+                              int64_t* correct) override;
+
+  // sgd.cpp
+  void sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer,
+                  const sgd_update_params& p) override;
+
+ private:
+  /// Makes this backend's GPU current on the calling thread (every op starts here).
+  void enter() const;
+  /// A fresh, uninitialised tensor on this GPU.
+  tensor output(const shape_t& shape);
+  void require(const char* op, const char* name, const tensor& t, std::size_t rank, const char* layout) const;
+  void require_vector(const char* op, const char* name, const tensor& t, int64_t channels, const char* of) const;
+  cuda::conv_plan& conv_plan_for(const char* op, const shape_t& x_shape, const shape_t& w_shape,
+                                 conv2d_params p);
+
+  int index_;
+  cuda::conv_policy policy_;
+  std::unique_ptr<cuda::device_context> context_;
+  cuda::dnn_cache dnn_;
+};
+
+}  // namespace petra

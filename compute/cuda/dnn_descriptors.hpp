@@ -1,0 +1,131 @@
+// The thin layer over cuDNN's legacy API: RAII descriptors, one set per convolution or
+// batch-norm shape, and convolution algorithms chosen once per shape (deterministic ones when
+// asked). Descriptors need no GPU; choosing an algorithm does (it asks the handle).
+#pragma once
+
+#include <cudnn.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "compute/tensor.hpp"
+
+namespace petra::cuda {
+
+/// x (N,C,H,W) ⋆ w (K,C,R,S), stride and padding on both axes → y (N,K,P,Q).
+struct conv_geometry {
+  int64_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0;
+  int stride = 1, padding = 0;
+
+  int64_t p() const { return (h + 2 * padding - r) / stride + 1; }
+  int64_t q() const { return (w + 2 * padding - s) / stride + 1; }
+  shape_t x_shape() const { return {n, c, h, w}; }
+  shape_t w_shape() const { return {k, c, r, s}; }
+  shape_t y_shape() const { return {n, k, p(), q()}; }
+  std::string str() const;
+  std::array<int64_t, 9> key() const { return {n, c, h, w, k, r, s, stride, padding}; }
+};
+
+class tensor_descriptor {
+ public:
+  /// A packed fp32 NCHW descriptor.
+  tensor_descriptor(int64_t n, int64_t c, int64_t h, int64_t w);
+  /// The per-channel (1,C,1,1) descriptor cuDNN derives for batch-norm parameters of `x`.
+  static tensor_descriptor batch_norm_parameters(const tensor_descriptor& x);
+  cudnnTensorDescriptor_t get() const { return desc_.get(); }
+  /// The extents cuDNN holds (for the tests).
+  std::array<int, 4> extents() const;
+
+ private:
+  tensor_descriptor();
+  struct deleter {
+    void operator()(cudnnTensorDescriptor_t d) const { cudnnDestroyTensorDescriptor(d); }
+  };
+  std::unique_ptr<std::remove_pointer_t<cudnnTensorDescriptor_t>, deleter> desc_;
+};
+
+class filter_descriptor {
+ public:
+  filter_descriptor(int64_t k, int64_t c, int64_t r, int64_t s);
+  cudnnFilterDescriptor_t get() const { return desc_.get(); }
+
+ private:
+  struct deleter {
+    void operator()(cudnnFilterDescriptor_t d) const { cudnnDestroyFilterDescriptor(d); }
+  };
+  std::unique_ptr<std::remove_pointer_t<cudnnFilterDescriptor_t>, deleter> desc_;
+};
+
+class convolution_descriptor {
+ public:
+  /// Cross-correlation (as PyTorch's Conv2d), fp32 accumulation.
+  convolution_descriptor(int stride, int padding);
+  cudnnConvolutionDescriptor_t get() const { return desc_.get(); }
+  void set_math(cudnnMathType_t math) const;
+
+ private:
+  struct deleter {
+    void operator()(cudnnConvolutionDescriptor_t d) const { cudnnDestroyConvolutionDescriptor(d); }
+  };
+  std::unique_ptr<std::remove_pointer_t<cudnnConvolutionDescriptor_t>, deleter> desc_;
+};
+
+/// One algorithm of one direction, with what running it takes.
+struct conv_algorithm {
+  int algo = 0;  // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t, by direction
+  cudnnMathType_t math = CUDNN_FMA_MATH;
+  std::size_t workspace_bytes = 0;
+};
+
+/// Everything one convolution shape needs; the algorithms are chosen on first use.
+struct conv_plan {
+  explicit conv_plan(const conv_geometry& g);
+  /// The output extents cuDNN computes for the descriptors (checked against g.y_shape()).
+  shape_t cudnn_output_shape() const;
+
+  conv_geometry geometry;
+  tensor_descriptor x, y, bias;  // bias: (1,K,1,1)
+  filter_descriptor w;
+  convolution_descriptor conv;
+  std::optional<conv_algorithm> forward, backward_data, backward_filter;
+};
+
+struct batch_norm_plan {
+  batch_norm_plan(int64_t n, int64_t c, int64_t h, int64_t w);
+  tensor_descriptor x;       // x, y, dx and dy alike
+  tensor_descriptor params;  // γ, β, means, variances: (1,C,1,1)
+};
+
+/// How a backend's convolutions choose algorithms.
+struct conv_policy {
+  bool tf32 = false;           // allow TF32 tensor-core math; otherwise CUDNN_FMA_MATH
+  bool deterministic = false;  // only algorithms cuDNN marks CUDNN_DETERMINISTIC
+  std::size_t max_workspace_bytes = std::size_t{512} << 20;
+};
+
+/// The math type a call runs with: the algorithm's own with TF32, full fp32 FMA otherwise.
+cudnnMathType_t math_for(const conv_policy& policy, cudnnMathType_t chosen);
+
+conv_algorithm choose_forward(cudnnHandle_t handle, const conv_plan& plan, const conv_policy& policy);
+conv_algorithm choose_backward_data(cudnnHandle_t handle, const conv_plan& plan, const conv_policy& policy);
+conv_algorithm choose_backward_filter(cudnnHandle_t handle, const conv_plan& plan, const conv_policy& policy);
+
+/// Plans by shape, created on first use and kept for the backend's life.
+class dnn_cache {
+ public:
+  conv_plan& conv(const conv_geometry& g);
+  batch_norm_plan& batch_norm(int64_t n, int64_t c, int64_t h, int64_t w);
+  std::size_t conv_plans() const { return conv_.size(); }
+
+ private:
+  std::map<std::array<int64_t, 9>, std::unique_ptr<conv_plan>> conv_;
+  std::map<std::array<int64_t, 4>, std::unique_ptr<batch_norm_plan>> batch_norm_;
+};
+
+}  // namespace petra::cuda

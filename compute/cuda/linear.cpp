@@ -1,0 +1,87 @@
+// Fully connected layer y = x (N,I) · wᵀ + b by cuBLAS. cuBLAS is column-major: a row-major
+// (R, C) matrix is its (C, R) transpose, so each product below is written for the transposes.
+#include "compute/cuda/checks.hpp"
+#include "compute/cuda/cuda_backend_impl.hpp"
+#include "compute/cuda/device_context.hpp"
+#include "compute/cuda/kernels.hpp"
+
+namespace petra {
+
+namespace {
+
+using cuda::fail;
+
+const float one = 1.f, zero = 0.f;
+
+}  // namespace
+
+tensor cuda_backend::linear_forward(const tensor& x, const tensor& w, const tensor& b) {
+  const char* op = "linear_forward";
+  require(op, "x", x, 2, "(N, I)");
+  require(op, "w", w, 2, "(O, I)");
+  const int64_t n = x.dim(0), in = x.dim(1), out = w.dim(0);
+  if (w.dim(1) != in)
+    fail(op, "x " + x.shape_str() + " has " + std::to_string(in) + " features but w " + w.shape_str() +
+                 " expects " + std::to_string(w.dim(1)));
+  if (b.defined()) require_vector(op, "b", b, out, "w's outputs (O)");
+  enter();
+  tensor y = output({n, out});
+  if (b.defined()) cuda::kernels::broadcast_rows(b.data(), y.data(), n, out, stream());
+  if (n == 0 || out == 0) return y;
+  if (in == 0) {
+    if (!b.defined()) PETRA_CUDA_CHECK(cudaMemsetAsync(y.data(), 0, y.bytes(), stream()));
+    return y;
+  }
+  // yᵀ (O, N) = w (O, I) · xᵀ (I, N); column-major w is (I, O), x is (I, N).
+  PETRA_CUDA_CHECK(cublasSgemm(context_->blas(), CUBLAS_OP_T, CUBLAS_OP_N, cuda::to_int(op, "O", out),
+                               cuda::to_int(op, "N", n), cuda::to_int(op, "I", in), &one, w.data(),
+                               cuda::to_int(op, "I", in), x.data(), cuda::to_int(op, "I", in),
+                               b.defined() ? &one : &zero, y.data(), cuda::to_int(op, "O", out)));
+  return y;
+}
+
+tensor cuda_backend::linear_backward_data(const tensor& dy, const tensor& w) {
+  const char* op = "linear_backward_data";
+  require(op, "dy", dy, 2, "(N, O)");
+  require(op, "w", w, 2, "(O, I)");
+  const int64_t n = dy.dim(0), out = w.dim(0), in = w.dim(1);
+  if (dy.dim(1) != out)
+    fail(op, "dy " + dy.shape_str() + " has " + std::to_string(dy.dim(1)) + " outputs but w " + w.shape_str() +
+                 " has " + std::to_string(out));
+  enter();
+  tensor dx = output({n, in});
+  if (n == 0 || in == 0) return dx;
+  if (out == 0) {
+    PETRA_CUDA_CHECK(cudaMemsetAsync(dx.data(), 0, dx.bytes(), stream()));
+    return dx;
+  }
+  // dxᵀ (I, N) = wᵀ (I, O) · dyᵀ (O, N); column-major w is wᵀ (I, O), dy is dyᵀ (O, N).
+  PETRA_CUDA_CHECK(cublasSgemm(context_->blas(), CUBLAS_OP_N, CUBLAS_OP_N, cuda::to_int(op, "I", in),
+                               cuda::to_int(op, "N", n), cuda::to_int(op, "O", out), &one, w.data(),
+                               cuda::to_int(op, "I", in), dy.data(), cuda::to_int(op, "O", out), &zero, dx.data(),
+                               cuda::to_int(op, "I", in)));
+  return dx;
+}
+
+void cuda_backend::linear_backward_weight(const tensor& x, const tensor& dy, tensor& dw, tensor& db) {
+  const char* op = "linear_backward_weight";
+  require(op, "x", x, 2, "(N, I)");
+  require(op, "dy", dy, 2, "(N, O)");
+  require(op, "dw", dw, 2, "(O, I)");
+  const int64_t n = x.dim(0), in = x.dim(1), out = dy.dim(1);
+  if (dy.dim(0) != n) fail(op, "x " + x.shape_str() + " and dy " + dy.shape_str() + " have different batch sizes");
+  if (dw.shape() != shape_t{out, in})
+    fail(op, "dw " + dw.shape_str() + " must be (O, I) = " + to_string({out, in}) + " for x " + x.shape_str() +
+                 " and dy " + dy.shape_str());
+  if (db.defined()) require_vector(op, "db", db, out, "dy's outputs (O)");
+  enter();
+  if (n > 0 && in > 0 && out > 0)
+    // dwᵀ (I, O) += xᵀ (I, N) · dy (N, O); column-major x is xᵀ (I, N), dy is dyᵀ (O, N).
+    PETRA_CUDA_CHECK(cublasSgemm(context_->blas(), CUBLAS_OP_N, CUBLAS_OP_T, cuda::to_int(op, "I", in),
+                                 cuda::to_int(op, "O", out), cuda::to_int(op, "N", n), &one, x.data(),
+                                 cuda::to_int(op, "I", in), dy.data(), cuda::to_int(op, "O", out), &one, dw.data(),
+                                 cuda::to_int(op, "I", in)));
+  if (db.defined()) cuda::kernels::add_column_sums(dy.data(), db.data(), n, out, stream());
+}
+
+}  // namespace petra

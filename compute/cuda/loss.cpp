@@ -1,0 +1,57 @@
+// Softmax cross-entropy on the GPU: per-row losses and hits by a kernel, summed on the host in
+// row order (double), as the CPU twin. Returning the loss waits for the stream.
+#include <vector>
+
+#include "compute/cuda/checks.hpp"
+#include "compute/cuda/cuda_backend_impl.hpp"
+#include "compute/cuda/device_context.hpp"
+#include "compute/cuda/kernels.hpp"
+
+namespace petra {
+
+using cuda::fail;
+
+float cuda_backend::softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
+                                          tensor* dlogits, int64_t* correct) {
+  const char* op = "softmax_cross_entropy";
+  require(op, "logits", logits, 2, "(N, K)");
+  const int64_t n = logits.dim(0), classes = logits.dim(1);
+  if (n < 1 || classes < 1) fail(op, "logits " + logits.shape_str() + " is empty: need N ≥ 1 rows of K ≥ 1 classes");
+  if (static_cast<int64_t>(labels.size()) != n)
+    fail(op, std::to_string(labels.size()) + " labels for logits " + logits.shape_str() + ": need one per row");
+  for (int64_t i = 0; i < n; ++i)
+    if (labels[i] < 0 || labels[i] >= classes)
+      fail(op, "labels[" + std::to_string(i) + "] = " + std::to_string(labels[i]) + " is outside [0, " +
+                   std::to_string(classes) + "): logits " + logits.shape_str() + " have " + std::to_string(classes) +
+                   " classes");
+  enter();
+  const auto rows = static_cast<std::size_t>(n);
+  // One scratch block: labels (int32), then per-row losses (double, 8-aligned), then hits (int32).
+  const std::size_t loss_offset = ((rows * sizeof(int32_t) + 7) / 8) * 8;
+  const std::size_t hit_offset = loss_offset + rows * sizeof(double);
+  const std::shared_ptr<storage> scratch = context_->allocate(hit_offset + rows * sizeof(int32_t));
+  char* base = static_cast<char*>(scratch->data());
+  auto* device_labels = reinterpret_cast<int32_t*>(base);
+  auto* row_loss = reinterpret_cast<double*>(base + loss_offset);
+  auto* row_hit = reinterpret_cast<int32_t*>(base + hit_offset);
+  PETRA_CUDA_CHECK(cudaMemcpyAsync(device_labels, labels.data(), rows * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                   stream()));
+  if (dlogits) *dlogits = output(logits.shape());
+  cuda::kernels::softmax_cross_entropy(logits.data(), device_labels, n, classes, dlogits ? dlogits->data() : nullptr,
+                                       row_loss, row_hit, stream());
+  std::vector<double> losses(rows);
+  std::vector<int32_t> hits(rows);
+  PETRA_CUDA_CHECK(cudaMemcpyAsync(losses.data(), row_loss, rows * sizeof(double), cudaMemcpyDeviceToHost, stream()));
+  PETRA_CUDA_CHECK(cudaMemcpyAsync(hits.data(), row_hit, rows * sizeof(int32_t), cudaMemcpyDeviceToHost, stream()));
+  context_->synchronize();
+  double loss = 0;
+  int64_t total_hits = 0;
+  for (std::size_t i = 0; i < rows; ++i) {
+    loss += losses[i];
+    total_hits += hits[i];
+  }
+  if (correct) *correct = total_hits;
+  return static_cast<float>(loss / n);
+}
+
+}  // namespace petra

@@ -1,0 +1,190 @@
+// Every block, and whole RevNets, built with the same seed on the CPU and on the GPU: forward,
+// backward, inverse and the fused backward_from_output agree; couplings invert on the GPU.
+#include <doctest/doctest.h>
+
+#include "compute/blocks/coupling.hpp"
+#include "compute/blocks/downsample.hpp"
+#include "compute/blocks/head.hpp"
+#include "compute/blocks/stem.hpp"
+#include "compute/models/revnet.hpp"
+#include "tests/cuda/parity.hpp"
+
+using namespace petra;
+using namespace petra::testing;
+
+namespace {
+
+// A block chains up to ~8 ops (conv, BN, ReLU, add); its forward keeps the op bound, its
+// gradients get a little more room for BN's backward and ReLU kinks within round-off of 0.
+constexpr double block_forward_tolerance = 1e-4;
+constexpr double block_gradient_tolerance = 3e-4;
+// Whole networks: errors compound over the depth.
+constexpr double network_tolerance = 1e-3;
+
+activation random_pair(const activation_shape& s, std::mt19937& rng) {
+  return {random_host(s.x1, rng), s.x2.empty() ? tensor{} : random_host(s.x2, rng)};
+}
+
+activation to_gpu(backend& gpu, const activation& a) {
+  return {gpu.from_host(a.x1), a.x2.defined() ? gpu.from_host(a.x2) : tensor{}};
+}
+
+double gap(backend& gpu, const activation& on_gpu, const activation& on_cpu) {
+  REQUIRE(on_gpu.two_streams() == on_cpu.two_streams());
+  if (!on_cpu.two_streams()) return relative_error({gpu.to_host(on_gpu.x1)}, {on_cpu.x1});
+  return relative_error({gpu.to_host(on_gpu.x1), gpu.to_host(on_gpu.x2)}, {on_cpu.x1, on_cpu.x2});
+}
+
+double gradient_gap(backend& gpu, block& on_gpu, block& on_cpu) {
+  std::vector<tensor> a, b;
+  for (parameter* p : on_gpu.parameters()) a.push_back(gpu.to_host(p->grad));
+  for (parameter* p : on_cpu.parameters()) b.push_back(p->grad);
+  return relative_error(a, b);
+}
+
+double buffer_gap(backend& gpu, block& on_gpu, block& on_cpu) {
+  std::vector<tensor> a, b;
+  for (const buffer_ref& r : on_gpu.buffers()) a.push_back(gpu.to_host(*r.value));
+  for (const buffer_ref& r : on_cpu.buffers()) b.push_back(*r.value);
+  return relative_error(a, b);
+}
+
+/// The same block on both backends, from the same seed: every pass agrees.
+void check_block_parity(block& on_cpu, block& on_gpu, backend& gpu, const activation_shape& x_shape,
+                        std::mt19937& rng) {
+  INFO(on_cpu.name() << " (" << on_cpu.kind() << ") at " << x_shape.str());
+  const activation x = random_pair(x_shape, rng);
+  const activation xg = to_gpu(gpu, x);
+  tape t, tg;
+  const activation y = on_cpu.forward(x, pass::train, &t);
+  const activation yg = on_gpu.forward(xg, pass::train, &tg);
+  CHECK(gap(gpu, yg, y) < block_forward_tolerance);
+  CHECK(buffer_gap(gpu, on_gpu, on_cpu) < block_forward_tolerance);
+
+  const activation dy = random_pair(on_cpu.output_shape(x_shape), rng);
+  const activation dyg = to_gpu(gpu, dy);
+  const activation dx = on_cpu.backward(t, dy);
+  const activation dxg = on_gpu.backward(tg, dyg);
+  CHECK(gap(gpu, dxg, dx) < block_gradient_tolerance);
+  CHECK(gradient_gap(gpu, on_gpu, on_cpu) < block_gradient_tolerance);
+
+  CHECK(gap(gpu, on_gpu.forward(xg, pass::eval, nullptr), on_cpu.forward(x, pass::eval, nullptr)) <
+        block_forward_tolerance);
+
+  if (on_cpu.reversible()) {
+    CHECK(gap(gpu, on_gpu.inverse(yg), on_cpu.inverse(y)) < block_forward_tolerance);
+    auto [rebuilt, dx_fused] = on_cpu.backward_from_output(y, dy);
+    auto [rebuilt_g, dx_fused_g] = on_gpu.backward_from_output(yg, dyg);
+    CHECK(gap(gpu, rebuilt_g, rebuilt) < block_forward_tolerance);
+    CHECK(gap(gpu, dx_fused_g, dx_fused) < block_gradient_tolerance);
+    CHECK(gradient_gap(gpu, on_gpu, on_cpu) < block_gradient_tolerance);  // both accumulated twice
+  }
+}
+
+}  // namespace
+
+TEST_CASE("stem blocks (CIFAR and ImageNet) match the CPU") {
+  std::string why;
+  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  cpu_and_gpu be;
+  std::mt19937 rng(20);
+  for (bool imagenet : {false, true}) {
+    stem_block on_cpu(*be.cpu, "stem", 3, 8, imagenet, 7), on_gpu(*be.gpu, "stem", 3, 8, imagenet, 7);
+    on_cpu.set_input_grad(true);
+    on_gpu.set_input_grad(true);
+    check_block_parity(on_cpu, on_gpu, *be.gpu, {{4, 3, 16, 16}, {}}, rng);
+  }
+}
+
+TEST_CASE("coupling blocks (basic and bottleneck F) match the CPU in every pass") {
+  std::string why;
+  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  cpu_and_gpu be;
+  std::mt19937 rng(21);
+  coupling_block basic_cpu(*be.cpu, "c", conv_chain::basic(8), 11), basic_gpu(*be.gpu, "c", conv_chain::basic(8), 11);
+  check_block_parity(basic_cpu, basic_gpu, *be.gpu, {{8, 8, 6, 6}, {8, 8, 6, 6}}, rng);
+  coupling_block bottleneck_cpu(*be.cpu, "c", conv_chain::bottleneck(8, 4, 8, 1), 12);
+  coupling_block bottleneck_gpu(*be.gpu, "c", conv_chain::bottleneck(8, 4, 8, 1), 12);
+  check_block_parity(bottleneck_cpu, bottleneck_gpu, *be.gpu, {{8, 8, 6, 6}, {8, 8, 6, 6}}, rng);
+}
+
+TEST_CASE("downsampling blocks (basic and bottleneck) match the CPU") {
+  std::string why;
+  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  cpu_and_gpu be;
+  std::mt19937 rng(22);
+  downsample_basic_block basic_cpu(*be.cpu, "d", 4, 8, 2, 13), basic_gpu(*be.gpu, "d", 4, 8, 2, 13);
+  check_block_parity(basic_cpu, basic_gpu, *be.gpu, {{8, 4, 8, 8}, {8, 4, 8, 8}}, rng);
+  downsample_bottleneck_block bottleneck_cpu(*be.cpu, "d", 4, 4, 8, 2, 14);
+  downsample_bottleneck_block bottleneck_gpu(*be.gpu, "d", 4, 4, 8, 2, 14);
+  check_block_parity(bottleneck_cpu, bottleneck_gpu, *be.gpu, {{8, 4, 8, 8}, {8, 4, 8, 8}}, rng);
+}
+
+TEST_CASE("head block matches the CPU") {
+  std::string why;
+  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  cpu_and_gpu be;
+  std::mt19937 rng(23);
+  head_block on_cpu(*be.cpu, "head", 8, 10, 16), on_gpu(*be.gpu, "head", 8, 10, 16);
+  check_block_parity(on_cpu, on_gpu, *be.gpu, {{8, 8, 4, 4}, {8, 8, 4, 4}}, rng);
+}
+
+TEST_CASE("coupling inverse on the GPU rebuilds its input at fp32 round-off") {
+  std::string why;
+  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  cpu_and_gpu be;
+  std::mt19937 rng(24);
+  for (bool bottleneck : {false, true}) {
+    coupling_block c(*be.gpu, "c", bottleneck ? conv_chain::bottleneck(8, 4, 8, 1) : conv_chain::basic(8), 21);
+    const activation x = random_pair({{8, 8, 6, 6}, {8, 8, 6, 6}}, rng);
+    const activation xg = to_gpu(*be.gpu, x);
+    const activation y = c.forward(xg, pass::train, nullptr);
+    const activation back = c.inverse(y);
+    CHECK(back.x1.shares_storage_with(y.x2));  // x1 = y2 exactly
+    CHECK(relative_error({be.gpu->to_host(back.x2)}, {x.x2}) < 1e-5);
+  }
+}
+
+TEST_CASE("whole RevNets (tiny, fashion_small, revnet18): logits, loss and every gradient match the CPU") {
+  std::string why;
+  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  cpu_and_gpu be;
+  std::mt19937 rng(25);
+  for (const std::string arch : {"tiny", "fashion_small", "revnet18"}) {
+    INFO(arch);
+    const revnet_spec spec = revnet_preset(arch);
+    auto cpu_blocks = build_revnet(spec, *be.cpu, 5);
+    auto gpu_blocks = build_revnet(spec, *be.gpu, 5);
+    const int64_t batch = 8;
+    const activation x = random_pair(input_shape(spec, batch), rng);
+    std::vector<int32_t> labels;
+    for (int64_t i = 0; i < batch; ++i) labels.push_back(static_cast<int32_t>(rng() % spec.num_classes));
+
+    std::vector<tape> tapes(cpu_blocks.size()), tapes_g(gpu_blocks.size());
+    activation h = x, hg = to_gpu(*be.gpu, x);
+    for (std::size_t i = 0; i < cpu_blocks.size(); ++i) {
+      h = cpu_blocks[i]->forward(h, pass::train, &tapes[i]);
+      hg = gpu_blocks[i]->forward(hg, pass::train, &tapes_g[i]);
+    }
+    CHECK(gap(*be.gpu, hg, h) < network_tolerance);
+    tensor dlogits, dlogits_g;
+    int64_t correct = 0, correct_g = 0;
+    const float loss = be.cpu->softmax_cross_entropy(h.x1, labels, &dlogits, &correct);
+    const float loss_g = be.gpu->softmax_cross_entropy(hg.x1, labels, &dlogits_g, &correct_g);
+    CHECK(loss_g == doctest::Approx(loss).epsilon(network_tolerance));
+    activation d{dlogits, {}}, dg{dlogits_g, {}};
+    for (std::size_t i = cpu_blocks.size(); i-- > 0;) {
+      d = cpu_blocks[i]->backward(tapes[i], d);
+      dg = gpu_blocks[i]->backward(tapes_g[i], dg);
+    }
+    std::vector<tensor> grads, grads_g, buffers, buffers_g;
+    for (std::size_t i = 0; i < cpu_blocks.size(); ++i) {
+      for (parameter* p : cpu_blocks[i]->parameters()) grads.push_back(p->grad);
+      for (parameter* p : gpu_blocks[i]->parameters()) grads_g.push_back(be.gpu->to_host(p->grad));
+      for (const buffer_ref& r : cpu_blocks[i]->buffers()) buffers.push_back(*r.value);
+      for (const buffer_ref& r : gpu_blocks[i]->buffers()) buffers_g.push_back(be.gpu->to_host(*r.value));
+    }
+    CHECK(relative_error(grads_g, grads) < network_tolerance);
+    CHECK(relative_error(buffers_g, buffers) < network_tolerance);
+  }
+}

@@ -1,0 +1,106 @@
+// What the CUDA backend can check on any machine: availability with a reason, the factory's
+// refusal, cuDNN descriptor shapes (no GPU needed), status messages and preconditions.
+#include <doctest/doctest.h>
+
+#include "compute/backend_factory.hpp"
+#include "compute/cuda/checks.hpp"
+#include "compute/cuda/cuda_backend.hpp"
+#include "compute/cuda/dnn_descriptors.hpp"
+
+using namespace petra;
+
+TEST_CASE("cuda_available gives a reason whenever it says no") {
+  std::string why;
+  const bool available = cuda_available(&why);
+  if (!available) {
+    CHECK_FALSE(why.empty());
+    MESSAGE("no GPU here: " << why);
+    std::string factory_why;
+    CHECK_FALSE(cuda_usable(&factory_why));
+    CHECK(factory_why == why);
+    CHECK_THROWS_WITH_AS(make_backend(device::parse("cuda:0"), backend_options{}),
+                         doctest::Contains("cuda:0 is not usable"), std::invalid_argument);
+  } else {
+    CHECK(why.empty());
+  }
+  CHECK(cuda_available(nullptr) == available);  // no reason asked: no crash
+}
+
+TEST_CASE("conv descriptors: cuDNN's output extents equal the geometry's, for every RevNet conv") {
+  struct conv_case {
+    int64_t n, c, h, w, k, r, s;
+    int stride, padding;
+  };
+  const std::vector<conv_case> cases = {
+      {128, 3, 32, 32, 128, 3, 3, 1, 1},   // CIFAR stem (two streams of 64)
+      {128, 3, 224, 224, 128, 7, 7, 2, 3}, // ImageNet stem
+      {128, 64, 32, 32, 64, 3, 3, 1, 1},   // basic F
+      {128, 64, 32, 32, 128, 3, 3, 2, 1},  // downsampling 3×3
+      {128, 64, 32, 32, 128, 1, 1, 2, 0},  // projection 1×1
+      {4, 3, 5, 5, 3, 3, 3, 1, 1},         // test sizes
+      {2, 1, 7, 6, 5, 3, 2, 2, 0}};        // odd, non-square
+  for (const conv_case& k : cases) {
+    cuda::conv_geometry g;
+    g.n = k.n, g.c = k.c, g.h = k.h, g.w = k.w, g.k = k.k, g.r = k.r, g.s = k.s, g.stride = k.stride,
+    g.padding = k.padding;
+    const cuda::conv_plan plan(g);
+    INFO(g.str());
+    CHECK(plan.cudnn_output_shape() == g.y_shape());
+    CHECK(plan.bias.extents() == std::array<int, 4>{1, static_cast<int>(k.k), 1, 1});
+  }
+}
+
+TEST_CASE("dnn_cache keeps one plan per shape") {
+  cuda::dnn_cache cache;
+  cuda::conv_geometry g;
+  g.n = 2, g.c = 3, g.h = 8, g.w = 8, g.k = 4, g.r = 3, g.s = 3, g.stride = 1, g.padding = 1;
+  cuda::conv_plan& first = cache.conv(g);
+  CHECK(&cache.conv(g) == &first);
+  g.stride = 2;
+  CHECK(&cache.conv(g) != &first);
+  CHECK(cache.conv_plans() == 2);
+}
+
+TEST_CASE("batch-norm parameter descriptors are (1, C, 1, 1)") {
+  const cuda::batch_norm_plan plan(8, 16, 5, 5);
+  CHECK(plan.x.extents() == std::array<int, 4>{8, 16, 5, 5});
+  CHECK(plan.params.extents() == std::array<int, 4>{1, 16, 1, 1});
+}
+
+TEST_CASE("a failed call names the call, the status and what to do") {
+  CHECK_THROWS_WITH_AS(PETRA_CUDA_CHECK(cudaErrorMemoryAllocation),
+                       doctest::Contains("cudaErrorMemoryAllocation"), std::runtime_error);
+  CHECK_THROWS_WITH_AS(PETRA_CUDA_CHECK(cudaErrorMemoryAllocation), doctest::Contains("lower the micro-batch"),
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(PETRA_CUDA_CHECK(CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH),
+                       doctest::Contains("rejected a shape"), std::runtime_error);
+  CHECK_THROWS_WITH_AS(PETRA_CUDA_CHECK(CUBLAS_STATUS_ALLOC_FAILED), doctest::Contains("out of memory"),
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(PETRA_CUDA_CHECK(cudaErrorNoKernelImageForDevice), doctest::Contains("sm_90"),
+                       std::runtime_error);
+  // The message quotes the call and its place.
+  CHECK_THROWS_WITH_AS(PETRA_CUDA_CHECK(cudaErrorInvalidDevice), doctest::Contains("without_gpu_test.cpp:"),
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(PETRA_CUDA_CHECK(cudaErrorInvalidDevice), doctest::Contains("nvidia-smi -L"),
+                       std::runtime_error);
+  CHECK_NOTHROW(PETRA_CUDA_CHECK(cudaSuccess));
+  CHECK_NOTHROW(PETRA_CUDA_CHECK(CUDNN_STATUS_SUCCESS));
+}
+
+TEST_CASE("preconditions name the op, the tensor and where it lives") {
+  const tensor host = tensor::zeros({2, 3});
+  const device gpu{device_type::cuda, 0};
+  CHECK_THROWS_WITH_AS(cuda::require_on("relu_forward", "x", host, gpu, 2, "(N, C)"),
+                       doctest::Contains("relu_forward: x (2, 3) lives on cpu, but this backend is cuda:0"),
+                       std::invalid_argument);
+  // A tensor that claims cuda:0 (no memory behind it: only its device is looked at).
+  const tensor on_gpu({2, 3}, std::make_shared<storage>(nullptr, 24, gpu, nullptr));
+  CHECK_NOTHROW(cuda::require_on("relu_forward", "x", on_gpu, gpu, 2, "(N, C)"));
+  CHECK_THROWS_WITH_AS(cuda::require_on("conv2d_forward", "x", on_gpu, gpu, 4, "(N, C, H, W)"),
+                       doctest::Contains("has rank 2, expected (N, C, H, W)"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(cuda::require_vector("batch_norm_forward_train", "gamma", on_gpu.reshaped({6}), gpu, 4,
+                                            "x's channels"),
+                       doctest::Contains("has 6 entries but x's channels has 4"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(cuda::to_int("linear_forward", "N", int64_t{1} << 40),
+                       doctest::Contains("does not fit"), std::invalid_argument);
+}
