@@ -37,7 +37,9 @@ class actor_trainer : public trainer {
     mode_ = c.runtime.mode == "async" ? runtime_mode::async : runtime_mode::lockstep;
     auto placed = build_placed_stages(c, optimizer, [&](std::size_t j) { return node_of(c, j) == "local"; });
     const int32_t count = static_cast<int32_t>(placed.size());
-    credits_ = c.runtime.credits > 0 ? c.runtime.credits : 2 * count - 1;
+    // Backprop is the pipeline with one micro-batch in flight: no delay, no staleness.
+    backprop_ = c.training.method == "backprop";
+    credits_ = backprop_ ? 1 : c.runtime.credits > 0 ? c.runtime.credits : 2 * count - 1;
     for (std::size_t j = 0; j < placed.size(); ++j) {
       const std::string where = node_of(c, j);
       if (where == "local")
@@ -74,7 +76,8 @@ class actor_trainer : public trainer {
 
   phase_totals train(int epoch, int64_t first, int64_t count, const progress_fn& progress) override {
     const int64_t J = static_cast<int64_t>(stages_.size());
-    phase_plan plan{epoch, count, count + 2 * (J - 1), first};
+    const int64_t spacing = backprop_ ? 2 * J - 1 : 1;
+    phase_plan plan{epoch, count, (count - 1) * spacing + 2 * (J - 1) + 1, first, spacing};
     for (auto& s : stages_) ask<plan_atom>(s, plan_atom_v, plan);
     ask<plan_atom>(loader_, plan_atom_v, plan);
 
@@ -218,6 +221,7 @@ class actor_trainer : public trainer {
   config::run_config config_;
   optimizer_settings optimizer_;
   runtime_mode mode_;
+  bool backprop_ = false;
   int64_t credits_ = 1;
   int64_t first_stage_steps_ = 0;
   caf_config caf_;

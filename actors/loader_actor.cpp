@@ -29,7 +29,8 @@ void feed_while_credit(self_ptr self) {
     forward_data out;
     out.s.tick = st.mode == runtime_mode::lockstep ? st.sent : -1;
     micro_batch mb;
-    if (st.fed < st.plan.micro_batches && st.feed->next(mb)) {
+    const bool entry_tick = st.mode != runtime_mode::lockstep || st.sent % std::max<int64_t>(1, st.plan.spacing) == 0;
+    if (entry_tick && st.fed < st.plan.micro_batches && st.feed->next(mb)) {
       out.s.micro_batch = mb.id;
       out.x = std::move(mb.images);
       self->send(caf::actor_cast<loss_actor>(st.loss), labels_data{mb.id, std::move(mb.labels)});

@@ -66,6 +66,7 @@ struct phase_plan {
   int64_t micro_batches = 0;  // to feed
   int64_t ticks = 0;          // lockstep: ticks every stage runs (micro_batches + 2(J−1))
   int64_t first_micro_batch = 0;  // position in the epoch of the first micro-batch to feed
+  int64_t spacing = 1;        // lockstep: a micro-batch enters every `spacing` ticks (backprop: 2J − 1)
 };
 
 /// One histogram bucket (value → count).

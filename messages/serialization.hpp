@@ -61,7 +61,7 @@ typename Inspector::result_type inspect(Inspector& f, eval_data& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_plan& x) {
-  return f(caf::meta::type_name("phase_plan"), x.epoch, x.micro_batches, x.ticks, x.first_micro_batch);
+  return f(caf::meta::type_name("phase_plan"), x.epoch, x.micro_batches, x.ticks, x.first_micro_batch, x.spacing);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, bucket& x) {
