@@ -55,7 +55,7 @@ TEST_CASE("default preset: PETRA on Fashion-MNIST with fashion_small, lr 0.05") 
   CHECK(goyal_lr(c) == doctest::Approx(0.05));
   CHECK(c.training.schedule.kind == "cosine");
   CHECK(c.training.schedule.warmup_epochs == 0.5);
-  CHECK(c.runtime.mode == "simulate");
+  CHECK(c.runtime.mode == "async");  // the main job runs on the actor runtime
   CHECK(c.runtime.threads == 2);
 }
 
