@@ -65,6 +65,33 @@ struct pipeline_config {
   std::vector<std::string> devices;       // per stage: cpu | cuda:N; empty = all cpu
   std::vector<int> threads;               // per stage compute threads (actor runtimes); empty = 1 each
   std::vector<std::string> nodes;         // per stage: local | host:port of a `petra node`; empty = all local
+  std::vector<std::string> spare_nodes;   // host:port of nodes that take over the stages of a lost node
+};
+
+/// TLS for connections to nodes beyond loopback (CAF's OpenSSL module): both sides present a
+/// certificate signed by `ca`.
+struct tls_config {
+  std::string cert = "";                  // PEM certificate of this process
+  std::string key = "";                   // its PEM private key
+  std::string ca = "";                    // PEM CA certificate that signs every peer
+  bool enabled() const { return !cert.empty() || !key.empty() || !ca.empty(); }
+};
+
+/// Injected faults, per stage j (lists indexed by stage; missing entries = no fault). Delays are
+/// ticks in lockstep and milliseconds in async. Every injected fault is an event in the metrics.
+struct faults_config {
+  std::vector<int> forward_delay;         // extra delay on the link stage j → j+1
+  std::vector<int> backward_delay;        // extra delay on the link stage j+1 → j (into stage j)
+  std::vector<int> jitter_ms;             // async: extra uniform 0..jitter ms on stage j's outgoing messages
+  std::vector<double> drop;               // probability that a message stage j sends is lost
+  std::vector<double> duplicate;          // probability that it is delivered twice
+  std::vector<double> reorder;            // async: probability that it is held back behind the next one
+  std::vector<double> slow;               // compute slow-down factor of stage j (1 = none)
+  std::vector<int> crash_at_tick;         // stage j throws at this tick (lockstep) or forward (async); -1 = never
+  std::vector<std::string> kill_node;     // "host:port@seconds": that node exits that long after the run starts
+  uint64_t seed = 1;                      // for the random faults
+  int max_restarts = 3;                   // recoveries from the last checkpoint before the run gives up
+  int stall_seconds = 60;                 // a phase with no progress this long is a lost message: recover
 };
 
 struct runtime_config {
@@ -90,6 +117,8 @@ struct run_config {
   pipeline_config pipeline;
   runtime_config runtime;
   output_config output;
+  tls_config tls;
+  faults_config faults;
 };
 
 /// A bad config: `where` is the YAML path (training.micro_batch) and, when known, file:line.

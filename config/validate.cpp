@@ -220,6 +220,53 @@ void validate_output(const output_config& output, const checker& check) {
 
 }  // namespace
 
+void validate_tls(const tls_config& tls, const checker& check) {
+  if (!tls.enabled()) return;
+  for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"tls.cert", tls.cert},
+                                   {"tls.key", tls.key}, {"tls.ca", tls.ca}})
+    if (value.empty())
+      check.fail(key, "is empty but other tls keys are set: TLS needs a certificate, its key and the CA, all three");
+}
+
+void validate_faults(const faults_config& faults, const pipeline_config& pipeline, const checker& check) {
+  for (const auto& [path, list] : {std::pair<const char*, const std::vector<int>&>{"faults.forward_delay", faults.forward_delay},
+                                   {"faults.backward_delay", faults.backward_delay},
+                                   {"faults.jitter_ms", faults.jitter_ms}})
+    for (size_t i = 0; i < list.size(); ++i)
+      if (list[i] < 0) check.fail(path, "entry " + std::to_string(i) + " is " + std::to_string(list[i]) + "; a delay is 0 or more");
+  for (const auto& [path, list] : {std::pair<const char*, const std::vector<double>&>{"faults.drop", faults.drop},
+                                   {"faults.duplicate", faults.duplicate}, {"faults.reorder", faults.reorder}})
+    for (size_t i = 0; i < list.size(); ++i)
+      if (!(list[i] >= 0 && list[i] <= 1))
+        check.fail(path, "entry " + std::to_string(i) + " is " + show(list[i]) + "; a probability is in [0, 1]");
+  for (size_t i = 0; i < faults.slow.size(); ++i)
+    if (!(faults.slow[i] >= 1))
+      check.fail("faults.slow", "entry " + std::to_string(i) + " is " + show(faults.slow[i]) +
+                                    "; a slow-down factor is 1 (none) or more");
+  for (size_t i = 0; i < faults.crash_at_tick.size(); ++i)
+    if (faults.crash_at_tick[i] < -1)
+      check.fail("faults.crash_at_tick", "entry " + std::to_string(i) + " is " + std::to_string(faults.crash_at_tick[i]) +
+                                             "; -1 means never, else a tick from 0");
+  for (size_t i = 0; i < faults.kill_node.size(); ++i) {
+    const std::string& k = faults.kill_node[i];
+    const auto at = k.rfind('@');
+    bool ok = at != std::string::npos && is_node_name(k.substr(0, at)) && k.substr(0, at) != "local";
+    if (ok) {
+      const std::string seconds = k.substr(at + 1);
+      ok = !seconds.empty() && seconds.find_first_not_of("0123456789.") == std::string::npos;
+    }
+    if (!ok)
+      check.fail("faults.kill_node", "entry " + std::to_string(i) + " is '" + k +
+                                         "'; write host:port@seconds, e.g. 127.0.0.1:7001@2.5");
+  }
+  for (size_t i = 0; i < pipeline.spare_nodes.size(); ++i)
+    if (!is_node_name(pipeline.spare_nodes[i]) || pipeline.spare_nodes[i] == "local")
+      check.fail("pipeline.spare_nodes", "entry " + std::to_string(i) + " is '" + pipeline.spare_nodes[i] +
+                                             "'; a spare is host:port of a running `petra node`");
+  check.at_least("faults.max_restarts", faults.max_restarts, 0, "0 means a failure ends the run");
+  check.at_least("faults.stall_seconds", faults.stall_seconds, 1, "at least one second");
+}
+
 void validate(const run_config& config, const source_map& sources) {
   const checker check(sources);
   validate_model(config.model, check);
@@ -228,6 +275,8 @@ void validate(const run_config& config, const source_map& sources) {
   validate_pipeline(config.pipeline, check);
   validate_runtime(config.runtime, check);
   validate_output(config.output, check);
+  validate_tls(config.tls, check);
+  validate_faults(config.faults, config.pipeline, check);
 }
 
 }  // namespace petra::config::detail

@@ -26,7 +26,7 @@ TEST_CASE("unknown keys name the key, the file:line, a likely fix and the known 
   const std::string top = error_of("model:\n  arch: tiny\ntrainng:\n  epochs: 3\n");
   CHECK(contains(top, "unknown key 'trainng' at top level of runs/x.yaml:3"));
   CHECK(contains(top, "did you mean 'training'?"));
-  CHECK(contains(top, "known keys: model, data, training, pipeline, runtime, output"));
+  CHECK(contains(top, "known keys: model, data, training, pipeline, runtime, tls, faults, output"));
 
   const std::string nested =
       error_of("training:\n  method: petra\n  optimizer:\n    momentum: 0.9\n    nestrov: true\n");
