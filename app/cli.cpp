@@ -27,6 +27,17 @@ int run_cli(int argc, char** argv) {
   auto* node_cmd = cli.add_subcommand("node", "Host stage actors for a coordinator (pipeline.nodes)");
   node_cmd->add_option("--listen", node.listen, "host:port to listen on (default 127.0.0.1:0, a free port)");
   node_cmd->add_option("--threads", node.threads, "Scheduler threads")->check(CLI::PositiveNumber);
+  node_cmd->add_option("--tls-cert", node.tls_cert, "PEM certificate of this node (TLS)");
+  node_cmd->add_option("--tls-key", node.tls_key, "PEM private key of this node (TLS)");
+  node_cmd->add_option("--tls-ca", node.tls_ca, "PEM CA certificate that must sign every peer (TLS)");
+
+  sweep_options sweep;
+  auto* sweep_cmd = cli.add_subcommand("sweep", "Train a config over a grid of values; table and plot");
+  sweep_cmd->add_option("config", sweep.config, "YAML config file or preset")->required();
+  sweep_cmd->add_option("--grid", sweep.grid, "key=v1,v2,... (repeat for a product grid)")->required();
+  sweep_cmd->add_option("--set", sweep.sets, "Override a config value for every run");
+  sweep_cmd->add_option("--output", sweep.output, "Parent directory (default: sweeps)");
+  sweep_cmd->add_option("--name", sweep.name, "Sweep directory name (default: sweep-<time>)");
 
   std::string eval_target;
   std::vector<std::string> eval_sets;
@@ -67,6 +78,7 @@ int run_cli(int argc, char** argv) {
   }
   if (*eval_cmd) return eval_command(eval_target, eval_sets);
   if (*node_cmd) return node_command(node);
+  if (*sweep_cmd) return sweep_command(sweep);
   if (*info_cmd) return model_info_command(info_config, info_sets, flags);
   if (*memory_cmd) return memory_model_command(info_config, info_sets, flags);
   return 2;

@@ -18,9 +18,20 @@ int train_command(const train_options& options);
 struct node_options {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one (printed)
   int threads = 2;                     // scheduler threads
+  std::string tls_cert, tls_key, tls_ca;  // PEM files; required to listen beyond loopback
 };
 /// Hosts stage actors for coordinators until SIGINT/SIGTERM.
 int node_command(const node_options& options);
+
+struct sweep_options {
+  std::string config;                  // file or preset
+  std::vector<std::string> sets;       // fixed overrides for every run
+  std::vector<std::string> grid;       // "key=v1,v2,..." (several: the cartesian product)
+  std::string output = "sweeps";       // parent directory of the sweep's directory
+  std::string name;                    // "" = sweep-<UTC time>
+};
+/// Runs a config over a grid of values; writes a table (Markdown and CSV) and a plot (PNG).
+int sweep_command(const sweep_options& options);
 
 /// Evaluates a checkpoint (a file, or the latest one in a run directory) on the test set.
 int eval_command(const std::string& target, const std::vector<std::string>& sets);

@@ -13,7 +13,7 @@ cmake --build "$build" --target petra_tests_cuda bench_gpu_step -j"${JOBS:-2}"
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$out"
-cp "$build/petra_tests_cuda" "$build/bench_gpu_step" "$stage/bin/"
+cp "$build/petra_tests_cuda" "$build/bench/bench_gpu_step" "$stage/bin/"
 for lib in $(ldd "$stage/bin/petra_tests_cuda" "$stage/bin/bench_gpu_step" | awk '/=> \//{print $3}' | sort -u); do
   case $(basename "$lib") in
     libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | ld-linux* | libstdc++* | libgcc_s*) ;;

@@ -17,10 +17,12 @@ tf32=${TF32:-0}
 if [ -f "$bundle" ]; then
   unpacked=$(mktemp -d)
   tar -C "$unpacked" -xJf "$bundle"
-  bin=$unpacked/bin
+  tests=$unpacked/bin/petra_tests_cuda
+  bench=$unpacked/bin/bench_gpu_step
   export LD_LIBRARY_PATH=$unpacked/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 else
-  bin=${BUILD_DIR:-$root/build-cuda}
+  tests=${BUILD_DIR:-$root/build-cuda}/petra_tests_cuda
+  bench=${BUILD_DIR:-$root/build-cuda}/bench/bench_gpu_step
 fi
 # cuDNN and cuBLAS on the loader path: the toolkit's or the pip nvidia-* packages'.
 for l in libcudnn.so.9 libcublas.so.13 libcublasLt.so.13 libcudart.so.13; do
@@ -31,12 +33,12 @@ for l in libcudnn.so.9 libcublas.so.13 libcublasLt.so.13 libcudart.so.13; do
 done
 
 nvidia-smi -L 2>&1 | tee "$results/gpus.txt"
-echo "== CUDA parity tests ($bin/petra_tests_cuda)"
-"$bin/petra_tests_cuda" 2>&1 | tee "$results/parity.txt"
+echo "== CUDA parity tests ($tests)"
+"$tests" 2>&1 | tee "$results/parity.txt"
 tests_rc=${PIPESTATUS[0]}
 
 echo "== benchmarks"
-"$bin/bench_gpu_step" --batch "${BATCH:-128}" --iters "${ITERS:-20}" --warmup 5 \
+"$bench" --batch "${BATCH:-128}" --iters "${ITERS:-20}" --warmup 5 \
   --micro-batches "${MICRO_BATCHES:-60}" --tf32 "$tf32" 2> "$results/bench_stderr.txt" | tee "$results/ours.jsonl"
 peer_flags=()
 [ "$tf32" = 1 ] && peer_flags+=(--tf32)
