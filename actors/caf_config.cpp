@@ -2,10 +2,61 @@
 #include "actors/caf_config.hpp"
 
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+#include <fstream>
+#include <memory>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <stdexcept>
 
 #include "messages/type_ids.hpp"
 
 namespace petra {
+namespace {
+
+std::string openssl_error() {
+  std::string text;
+  while (unsigned long code = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(code, buf, sizeof buf);
+    text += text.empty() ? buf : std::string("; ") + buf;
+  }
+  return text;
+}
+
+// CAF loads these files lazily, inside its I/O thread, and throws there on a bad one; loading them
+// here first turns that into an error at start-up that names the file.
+void check_tls_pair(const config::tls_config& tls, const std::array<std::string, 3>& names) {
+  using context = std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)>;
+  context with_cert(SSL_CTX_new(TLS_method()), SSL_CTX_free), key_only(SSL_CTX_new(TLS_method()), SSL_CTX_free);
+  if (!with_cert || !key_only) throw std::runtime_error("cannot create an OpenSSL context: " + openssl_error());
+  if (SSL_CTX_use_certificate_chain_file(with_cert.get(), tls.cert.c_str()) != 1)
+    throw std::invalid_argument(names[0] + " " + tls.cert + " is not a PEM certificate: " + openssl_error());
+  if (SSL_CTX_use_PrivateKey_file(key_only.get(), tls.key.c_str(), SSL_FILETYPE_PEM) != 1)
+    throw std::invalid_argument(names[1] + " " + tls.key + " is not a PEM private key (or needs a passphrase): " +
+                                openssl_error());
+  if (SSL_CTX_use_PrivateKey_file(with_cert.get(), tls.key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+      SSL_CTX_check_private_key(with_cert.get()) != 1)
+    throw std::invalid_argument(names[1] + " " + tls.key + " does not match the certificate " + tls.cert + ": " +
+                                openssl_error());
+  if (SSL_CTX_load_verify_locations(with_cert.get(), tls.ca.c_str(), nullptr) != 1)
+    throw std::invalid_argument(names[2] + " " + tls.ca + " holds no PEM CA certificate: " + openssl_error());
+}
+
+}  // namespace
+
+void check_tls_files(const config::tls_config& tls, const std::array<std::string, 3>& names) {
+  if (!tls.enabled()) return;
+  const std::array<const std::string*, 3> files{&tls.cert, &tls.key, &tls.ca};
+  for (std::size_t i = 0; i < files.size(); ++i)
+    if (files[i]->empty())
+      throw std::invalid_argument(names[i] + " is missing: TLS needs " + names[0] + ", " + names[1] + " and " +
+                                  names[2] + ", all three (or none, on loopback)");
+  for (std::size_t i = 0; i < files.size(); ++i)
+    if (!std::ifstream(*files[i]))
+      throw std::invalid_argument(names[i] + " " + *files[i] + " does not exist or is not readable");
+  check_tls_pair(tls, names);
+}
 
 caf_config::caf_config(int scheduler_threads) {
   add_message_types<caf::id_block::petra>();
@@ -13,6 +64,17 @@ caf_config::caf_config(int scheduler_threads) {
   set("scheduler.max-threads", scheduler_threads);
   set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
   set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(10)});
+}
+
+caf_config::caf_config(int scheduler_threads, const config::tls_config& tls) : caf_config(scheduler_threads) {
+  if (!tls.enabled()) return;
+  check_tls_files(tls, {"tls.cert", "tls.key", "tls.ca"});
+  load<caf::openssl::manager>();
+  // With any of these set, CAF's OpenSSL module requires a certificate from both sides
+  // (SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT) and trusts only cafile.
+  openssl_certificate = tls.cert;
+  openssl_key = tls.key;
+  openssl_cafile = tls.ca;
 }
 
 }  // namespace petra

@@ -28,6 +28,7 @@ void feed_while_credit(self_ptr self) {
   while (st.credits > 0 && st.sent < total) {
     forward_data out;
     out.s.tick = st.mode == runtime_mode::lockstep ? st.sent : -1;
+    out.s.phase = st.plan.phase;
     micro_batch mb;
     const bool entry_tick = st.mode != runtime_mode::lockstep || st.sent % std::max<int64_t>(1, st.plan.spacing) == 0;
     if (entry_tick && st.fed < st.plan.micro_batches && st.feed->next(mb)) {

@@ -2,6 +2,10 @@
 #include "actors/node_actor.hpp"
 
 #include <caf/all.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 #include "actors/setup.hpp"
 #include "actors/stage_actor.hpp"
@@ -41,6 +45,14 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
           return caf::make_error(caf::sec::runtime_error, std::string("node cannot build stage ") +
                                                               std::to_string(index + 1) + ": " + e.what());
         }
+      },
+      [=](kill_atom, double seconds) {
+        // Fault injection: the whole process dies as if killed, without a goodbye to its peers.
+        std::thread([seconds] {
+          std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+          std::fprintf(stderr, "petra node: injected kill (faults.kill_node)\n");
+          std::_Exit(137);
+        }).detach();
       },
   };
 }

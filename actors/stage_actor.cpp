@@ -1,6 +1,7 @@
 // The stage actor. Handlers are short: they queue what arrived and let `advance` run the
 // compute stage as far as the inputs allow. No exception crosses the actor boundary: a failure
-// becomes a failure_report to the coordinator, and the actor quits.
+// becomes a failure_report to the coordinator, and the actor quits. Faults (DESIGN.md §6) are
+// injected on the way out, on a phase's first attempt only, so that a replay runs clean.
 #include "actors/stage_actor.hpp"
 
 #include <caf/all.hpp>
@@ -8,6 +9,9 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <random>
+#include <set>
+#include <thread>
 
 #include "compute/pipeline/stage_state.hpp"
 
@@ -22,16 +26,19 @@ struct stage_actor_state {
   stage_context ctx;
   int32_t count = 1;  // J
   caf::actor prev, next, loss, loader, coordinator;
+  stage_faults faults;
+  std::mt19937_64 fault_rng;
 
   bool in_phase = false;
   phase_plan plan;
-  int64_t tick = 0;                 // lockstep: the next tick to run
+  int64_t tick = 0;                 // lockstep: the next tick to run; async: forwards done
   int64_t completed = 0;            // async, first stage: micro-batches finished
   bool awaiting_loss = false;       // last stage: a loss request is out
   std::map<int64_t, forward_data> lockstep_forward;   // by tick
   std::map<int64_t, backward_data> lockstep_backward;
-  std::deque<forward_data> async_forward;
-  std::deque<backward_data> async_backward;
+  std::deque<forward_data> async_forward;             // arrival order
+  std::map<int64_t, backward_data> async_backward;    // by micro-batch: run in this stage's FIFO order
+  std::set<int64_t> seen_forward, seen_backward;      // async duplicate detection
 
   // Measurements of the phase.
   std::map<int64_t, int64_t> forward_tick;      // micro-batch → tick of its forward
@@ -39,16 +46,27 @@ struct stage_actor_state {
   int64_t mailbox_peak = 0;
   double busy_seconds = 0;
   clock_type::time_point phase_start;
+  stage_report events;  // the injected_* and duplicates_discarded counters
+  std::vector<forward_data> early_forward;    // for a phase not planned here yet
+  std::vector<backward_data> early_backward;
 
   bool is_first() const { return ctx.index == 0; }
   bool is_last() const { return ctx.index == count - 1; }
+  bool faults_on() const { return plan.attempt == 0; }
+  bool lockstep() const { return ctx.mode == runtime_mode::lockstep; }
 };
 
 using self_ptr = stage_actor::stateful_pointer<stage_actor_state>;
 
 activation on_device(stage_actor_state& st, const activation& x) {
-  auto up = [&](const tensor& t) { return !t.defined() || t.where() == st.ctx.device->where() ? t : st.ctx.device->from_host(t); };
+  auto up = [&](const tensor& t) {
+    return !t.defined() || t.where() == st.ctx.device->where() ? t : st.ctx.device->from_host(t);
+  };
   return {up(x.x1), up(x.x2)};
+}
+
+tensor to_host(stage_actor_state& st, const tensor& t) {
+  return !t.defined() || t.where().type == device_type::cpu ? t : st.ctx.device->to_host(t);
 }
 
 void note_mailbox(stage_actor_state& st) {
@@ -59,26 +77,76 @@ void note_mailbox(stage_actor_state& st) {
 
 void fail(self_ptr self, const std::string& what, int64_t micro_batch) {
   auto& st = self->state;
-  caf::anon_send(st.coordinator, failure_report{st.ctx.index, st.tick, micro_batch, what});
+  caf::anon_send(st.coordinator, failure_report{st.ctx.index, st.tick, micro_batch, what, st.plan.generation});
   self->quit(caf::make_error(caf::sec::runtime_error, what));
 }
 
-/// The forward of one micro-batch; returns the output.
-activation run_forward(stage_actor_state& st, const forward_data& in) {
+bool chance(stage_actor_state& st, double p) {
+  return p > 0 && std::uniform_real_distribution<double>(0, 1)(st.fault_rng) < p;
+}
+
+/// Sends one message on a link, applying the faults of this stage (first attempt only). In
+/// lockstep a link delay is in the stamp (ticks); in async it is time.
+template <class Handle, class Message>
+void emit(self_ptr self, const Handle& to, Message msg, int64_t link_delay_ms) {
+  auto& st = self->state;
+  if (!st.faults_on()) {
+    self->send(to, std::move(msg));
+    return;
+  }
+  const bool marker = msg.s.micro_batch < 0;
+  if (!marker && chance(st, st.faults.drop)) {
+    ++st.events.injected_drops;
+    return;
+  }
+  const int copies = !marker && chance(st, st.faults.duplicate) ? 2 : 1;
+  if (copies == 2) ++st.events.injected_duplicates;
+  int64_t delay_ms = st.lockstep() ? 0 : link_delay_ms;
+  if (!st.lockstep() && st.faults.jitter_ms > 0)
+    delay_ms += std::uniform_int_distribution<int64_t>(0, st.faults.jitter_ms)(st.fault_rng);
+  if (!st.lockstep() && !marker && chance(st, st.faults.reorder)) {
+    delay_ms += 1 + std::uniform_int_distribution<int64_t>(0, 19)(st.fault_rng);  // later messages overtake it
+    ++st.events.injected_reorders;
+  }
+  for (int i = 0; i < copies; ++i) {
+    if (delay_ms > 0) {
+      ++st.events.injected_delays;
+      self->delayed_send(to, std::chrono::milliseconds(delay_ms), msg);
+    } else {
+      self->send(to, msg);
+    }
+  }
+}
+
+/// Runs a computation, counts it as busy time, and slows it down when asked to.
+template <class F>
+auto timed(stage_actor_state& st, F&& f) {
   const auto t0 = clock_type::now();
-  st.forward_tick[in.s.micro_batch] = st.tick;
-  activation out = st.ctx.compute->forward(on_device(st, in.x), in.s.micro_batch);
+  auto out = f();
+  const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+  if (st.faults_on() && st.faults.slow > 1)
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds * (st.faults.slow - 1)));
   st.busy_seconds += std::chrono::duration<double>(clock_type::now() - t0).count();
   return out;
 }
 
-/// The backward of one micro-batch; returns (rebuilt input, its gradient).
+void maybe_crash(stage_actor_state& st) {
+  if (st.faults_on() && st.faults.crash_at_tick >= 0 && st.tick == st.faults.crash_at_tick) {
+    ++st.events.injected_crashes;
+    throw std::runtime_error("injected crash (faults.crash_at_tick)");
+  }
+}
+
+activation run_forward(stage_actor_state& st, const forward_data& in) {
+  st.forward_tick[in.s.micro_batch] = st.tick;
+  return timed(st, [&] { return st.ctx.compute->forward(on_device(st, in.x), in.s.micro_batch); });
+}
+
 stage::backward_result run_backward(stage_actor_state& st, int64_t id, const activation& rebuilt,
                                     const activation& grad) {
-  const auto t0 = clock_type::now();
   const int64_t version = st.ctx.compute->weight_version();
-  stage::backward_result r = st.ctx.compute->backward(on_device(st, rebuilt), on_device(st, grad), id);
-  st.busy_seconds += std::chrono::duration<double>(clock_type::now() - t0).count();
+  stage::backward_result r =
+      timed(st, [&] { return st.ctx.compute->backward(on_device(st, rebuilt), on_device(st, grad), id); });
   auto it = st.forward_tick.find(id);
   if (it != st.forward_tick.end()) {
     ++st.delays[st.tick - it->second];
@@ -89,16 +157,38 @@ stage::backward_result run_backward(stage_actor_state& st, int64_t id, const act
 }
 
 stamp stamp_for(stage_actor_state& st, int64_t id, int64_t tick) {
-  return stamp{id, tick, st.ctx.compute->weight_version(), st.ctx.index};
+  return stamp{id, tick, st.ctx.compute->weight_version(), st.ctx.index, st.plan.phase};
+}
+
+/// A message of an earlier phase: a late duplicate or delayed copy.
+bool stale(stage_actor_state& st, const stamp& s) { return s.phase < st.plan.phase || (s.phase == st.plan.phase && !st.in_phase); }
+
+/// A message of a phase whose plan has not reached this stage yet (a neighbour started first).
+bool early(stage_actor_state& st, const stamp& s) { return s.phase > st.plan.phase; }
+
+/// Lockstep: the tick a message sent at tick t on a link with this delay is for.
+int64_t arrival_tick(stage_actor_state& st, int64_t t, int64_t link_delay) {
+  return t + 1 + (st.faults_on() ? link_delay : 0);
+}
+
+void send_forward(self_ptr self, int64_t id, int64_t t, activation out) {
+  auto& st = self->state;
+  const int64_t at = st.lockstep() ? arrival_tick(st, t, st.faults.forward_delay) : -1;
+  if (st.lockstep() && at >= st.plan.ticks) return;  // nothing is sent past the phase
+  emit(self, caf::actor_cast<stage_actor>(st.next), forward_data{stamp_for(st, id, at), std::move(out)},
+       st.faults.forward_delay);
 }
 
 /// Sends the backward result of micro-batch `id` upstream (or finishes it at the first stage).
-void send_backward(self_ptr self, int64_t id, int64_t tick, stage::backward_result r) {
+void send_backward(self_ptr self, int64_t id, int64_t t, activation rebuilt, activation grad) {
   auto& st = self->state;
   if (!st.is_first()) {
-    self->send(caf::actor_cast<stage_actor>(st.prev),
-               backward_data{stamp_for(st, id, tick), std::move(r.input), std::move(r.input_grad)});
-  } else if (st.ctx.mode == runtime_mode::async) {
+    const int64_t at = st.lockstep() ? arrival_tick(st, t, st.faults.backward_delay) : -1;
+    if (st.lockstep() && at >= st.plan.ticks) return;
+    auto host = [&](const activation& a) { return activation{to_host(st, a.x1), to_host(st, a.x2)}; };
+    emit(self, caf::actor_cast<stage_actor>(st.prev),
+         backward_data{stamp_for(st, id, at), host(rebuilt), host(grad)}, st.faults.backward_delay);
+  } else if (!st.lockstep()) {
     ++st.completed;
     self->send(caf::actor_cast<loader_actor>(st.loader), credit_atom_v, int64_t{1});
   }
@@ -107,17 +197,17 @@ void send_backward(self_ptr self, int64_t id, int64_t tick, stage::backward_resu
 void finish_phase(self_ptr self) {
   auto& st = self->state;
   st.in_phase = false;
-  caf::anon_send(st.coordinator, done_atom_v, st.ctx.index);
+  caf::anon_send(st.coordinator, done_atom_v, st.ctx.index, st.plan.generation);
 }
 
 void advance(self_ptr self);
 
-/// Last stage: forward done, the loss actor's answer arrives here; the backward follows at once.
+/// Last stage: after the forward, the loss actor's answer; the backward follows at once.
 void request_loss(self_ptr self, int64_t id, activation logits, std::function<void(stage::backward_result)> then) {
   auto& st = self->state;
   st.awaiting_loss = true;
-  const tensor host_logits = st.ctx.device->where().type == device_type::cpu ? logits.x1 : st.ctx.device->to_host(logits.x1);
-  self->request(caf::actor_cast<loss_actor>(st.loss), std::chrono::seconds(120), logits_data{stamp_for(st, id, st.tick), host_logits})
+  self->request(caf::actor_cast<loss_actor>(st.loss), std::chrono::seconds(120),
+                logits_data{stamp_for(st, id, st.tick), to_host(st, logits.x1)})
       .await(
           [=](loss_data& answer) {
             auto& s = self->state;
@@ -132,30 +222,32 @@ void request_loss(self_ptr self, int64_t id, activation logits, std::function<vo
           [=](caf::error& err) { fail(self, "loss actor did not answer: " + self->system().render(err), id); });
 }
 
-/// Lockstep: run tick `st.tick` if its inputs are there. Returns false when it must wait.
+/// Lockstep: runs tick `st.tick` if its inputs are there. Returns false when it must wait.
 bool run_lockstep_tick(self_ptr self) {
   auto& st = self->state;
   const int64_t t = st.tick;
-  const bool need_forward = st.is_first() || t > 0;
-  const bool need_backward = !st.is_last() && t > 0;
+  const int64_t in_fwd = st.faults_on() ? st.faults.in_forward_delay : 0;
+  const int64_t in_bwd = st.faults_on() ? st.faults.in_backward_delay : 0;
+  const bool need_forward = st.is_first() || t >= 1 + in_fwd;
+  const bool need_backward = !st.is_last() && t >= 1 + in_bwd;
   auto f = st.lockstep_forward.find(t);
   auto b = st.lockstep_backward.find(t);
   if ((need_forward && f == st.lockstep_forward.end()) || (need_backward && b == st.lockstep_backward.end()))
     return false;
+  maybe_crash(st);
   forward_data fin = f != st.lockstep_forward.end() ? std::move(f->second) : forward_data{};
   backward_data bin = b != st.lockstep_backward.end() ? std::move(b->second) : backward_data{};
   if (f != st.lockstep_forward.end()) st.lockstep_forward.erase(f);
   if (b != st.lockstep_backward.end()) st.lockstep_backward.erase(b);
-  const bool last_tick_message = t + 1 >= st.plan.ticks;  // nothing is sent past the phase
 
-  auto end_tick = [self, t, bin, last_tick_message](stage_actor_state& s) {
+  auto end_tick = [self, t, bin](stage_actor_state& s) {
     // The backward half (for the last stage it already ran with the loss), then the tick is over.
     if (!s.is_last()) {
       if (bin.grad.defined()) {
         stage::backward_result r = run_backward(s, bin.s.micro_batch, bin.rebuilt, bin.grad);
-        if (!s.is_first() || !last_tick_message) send_backward(self, bin.s.micro_batch, t + 1, std::move(r));
-      } else if (!s.is_first() && !last_tick_message) {
-        self->send(caf::actor_cast<stage_actor>(s.prev), backward_data{stamp{-1, t + 1, s.ctx.compute->weight_version(), s.ctx.index}, {}, {}});
+        send_backward(self, bin.s.micro_batch, t, std::move(r.input), std::move(r.input_grad));
+      } else {
+        send_backward(self, -1, t, {}, {});
       }
     }
     if (s.is_first()) self->send(caf::actor_cast<loader_actor>(s.loader), credit_atom_v, int64_t{1});
@@ -166,45 +258,47 @@ bool run_lockstep_tick(self_ptr self) {
     const int64_t id = fin.s.micro_batch;
     activation out = run_forward(st, fin);
     if (st.is_last()) {
-      request_loss(self, id, out, [self, id, t, last_tick_message, end_tick](stage::backward_result r) {
+      request_loss(self, id, out, [self, id, t, end_tick](stage::backward_result r) {
         auto& s = self->state;
-        if (!s.is_first() && !last_tick_message) send_backward(self, id, t + 1, std::move(r));
+        send_backward(self, id, t, std::move(r.input), std::move(r.input_grad));
         end_tick(s);
       });
       return false;  // continues when the loss answers
     }
-    if (!last_tick_message)
-      self->send(caf::actor_cast<stage_actor>(st.next), forward_data{stamp_for(st, id, t + 1), std::move(out)});
+    send_forward(self, id, t, std::move(out));
   } else {
-    if (!st.is_last() && !last_tick_message)
-      self->send(caf::actor_cast<stage_actor>(st.next), forward_data{stamp{-1, t + 1, st.ctx.compute->weight_version(), st.ctx.index}, {}});
-    if (st.is_last() && !st.is_first() && !last_tick_message)
-      self->send(caf::actor_cast<stage_actor>(st.prev), backward_data{stamp{-1, t + 1, st.ctx.compute->weight_version(), st.ctx.index}, {}, {}});
+    if (!st.is_last()) send_forward(self, -1, t, {});
+    if (st.is_last()) send_backward(self, -1, t, {}, {});
   }
   end_tick(st);
   return true;
 }
 
-/// Async: one unit of work, backward first. Returns false when there is nothing to do.
+/// Async: one unit of work, backward first (in this stage's FIFO order). False when idle.
 bool run_async_step(self_ptr self) {
   auto& st = self->state;
-  if (!st.async_backward.empty()) {
-    backward_data in = std::move(st.async_backward.front());
-    st.async_backward.pop_front();
-    send_backward(self, in.s.micro_batch, -1, run_backward(st, in.s.micro_batch, in.rebuilt, in.grad));
+  auto b = st.async_backward.find(st.ctx.compute->next_backward_id());
+  if (b != st.async_backward.end()) {
+    backward_data in = std::move(b->second);
+    st.async_backward.erase(b);
+    stage::backward_result r = run_backward(st, in.s.micro_batch, in.rebuilt, in.grad);
+    send_backward(self, in.s.micro_batch, -1, std::move(r.input), std::move(r.input_grad));
     return true;
   }
   if (st.async_forward.empty()) return false;
   forward_data in = std::move(st.async_forward.front());
   st.async_forward.pop_front();
+  maybe_crash(st);
   const int64_t id = in.s.micro_batch;
   activation out = run_forward(st, in);
   ++st.tick;  // async "ticks" count this stage's forwards: the delay is the forwards in between
   if (st.is_last()) {
-    request_loss(self, id, out, [self, id](stage::backward_result r) { send_backward(self, id, -1, std::move(r)); });
+    request_loss(self, id, out, [self, id](stage::backward_result r) {
+      send_backward(self, id, -1, std::move(r.input), std::move(r.input_grad));
+    });
     return false;
   }
-  self->send(caf::actor_cast<stage_actor>(st.next), forward_data{stamp_for(st, id, -1), std::move(out)});
+  send_forward(self, id, -1, std::move(out));
   return true;
 }
 
@@ -212,7 +306,7 @@ void advance(self_ptr self) {
   auto& st = self->state;
   if (!st.in_phase || st.awaiting_loss) return;
   try {
-    if (st.ctx.mode == runtime_mode::lockstep) {
+    if (st.lockstep()) {
       while (st.tick < st.plan.ticks && run_lockstep_tick(self)) {
       }
       if (!st.awaiting_loss && st.tick >= st.plan.ticks) finish_phase(self);
@@ -227,7 +321,7 @@ void advance(self_ptr self) {
 }
 
 stage_report make_report(stage_actor_state& st) {
-  stage_report r;
+  stage_report r = st.events;
   const stage_stats& s = st.ctx.compute->stats();
   r.stage = st.ctx.index;
   r.forwards = s.forwards;
@@ -248,31 +342,68 @@ stage_report make_report(stage_actor_state& st) {
   return r;
 }
 
+void accept_forward(self_ptr self, forward_data in) {
+        auto& st = self->state;
+        if (early(st, in.s)) {
+          st.early_forward.push_back(std::move(in));
+          return;
+        }
+        if (stale(st, in.s)) {
+          ++st.events.duplicates_discarded;
+          return;
+        }
+        if (st.lockstep()) {
+          // A second copy of a tick's message: that tick is waiting for it, or has already run.
+          if (in.s.tick < st.tick || !st.lockstep_forward.emplace(in.s.tick, std::move(in)).second)
+            ++st.events.duplicates_discarded;
+        } else if (in.s.micro_batch >= 0 && !st.seen_forward.insert(in.s.micro_batch).second) {
+          ++st.events.duplicates_discarded;
+          return;
+        } else {
+          st.async_forward.push_back(std::move(in));
+        }
+        note_mailbox(st);
+        advance(self);
+}
+
+void accept_backward(self_ptr self, backward_data in) {
+        auto& st = self->state;
+        if (early(st, in.s)) {
+          st.early_backward.push_back(std::move(in));
+          return;
+        }
+        if (stale(st, in.s)) {
+          ++st.events.duplicates_discarded;
+          return;
+        }
+        if (st.lockstep()) {
+          if (in.s.tick < st.tick || !st.lockstep_backward.emplace(in.s.tick, std::move(in)).second)
+            ++st.events.duplicates_discarded;
+          note_mailbox(st);
+          advance(self);
+          return;
+        }
+        if (!st.seen_backward.insert(in.s.micro_batch).second) {
+          ++st.events.duplicates_discarded;
+          return;
+        }
+        st.async_backward.emplace(in.s.micro_batch, std::move(in));
+        note_mailbox(st);
+        self->send(self, process_atom_v);  // let forwards that already arrived wait behind it
+}
+
 stage_actor::behavior_type stage_behavior(self_ptr self, stage_context ctx) {
   self->state.ctx = std::move(ctx);
   return {
-      [=](forward_data& in) {
-        auto& st = self->state;
-        if (st.ctx.mode == runtime_mode::lockstep)
-          st.lockstep_forward.emplace(in.s.tick, std::move(in));
-        else
-          st.async_forward.push_back(std::move(in));
-        note_mailbox(st);
-        advance(self);
-      },
-      [=](backward_data& in) {
-        auto& st = self->state;
-        if (st.ctx.mode == runtime_mode::lockstep)
-          st.lockstep_backward.emplace(in.s.tick, std::move(in));
-        else
-          st.async_backward.push_back(std::move(in));
-        note_mailbox(st);
-        if (st.ctx.mode == runtime_mode::async)
-          self->send(self, process_atom_v);  // let forwards that already arrived wait behind it
-        else
-          advance(self);
-      },
+      [=](forward_data& in) { accept_forward(self, std::move(in)); },
+      [=](backward_data& in) { accept_backward(self, std::move(in)); },
       [=](process_atom) { advance(self); },
+      [=](flush_atom, int64_t) { advance(self); },
+      [=](faults_atom, stage_faults f) {
+        self->state.faults = f;
+        self->state.fault_rng.seed(f.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(self->state.ctx.index));
+        return faults_atom_v;
+      },
       [=](wire_atom, caf::actor prev, caf::actor next, caf::actor loss, caf::actor loader, caf::actor coordinator,
           int32_t count) {
         auto& st = self->state;
@@ -288,9 +419,16 @@ stage_actor::behavior_type stage_behavior(self_ptr self, stage_context ctx) {
         st.completed = 0;
         st.in_phase = true;
         st.delays.clear(), st.staleness.clear(), st.forward_tick.clear();
+        st.seen_forward.clear(), st.seen_backward.clear();
         st.mailbox_peak = 0;
         st.busy_seconds = 0;
+        st.events = stage_report{};
         st.phase_start = clock_type::now();
+        auto forwards = std::move(st.early_forward);
+        auto backwards = std::move(st.early_backward);
+        st.early_forward.clear(), st.early_backward.clear();
+        for (auto& f : forwards) accept_forward(self, std::move(f));
+        for (auto& b : backwards) accept_backward(self, std::move(b));
         advance(self);
         return plan_atom_v;
       },
@@ -298,8 +436,7 @@ stage_actor::behavior_type stage_behavior(self_ptr self, stage_context ctx) {
         auto& st = self->state;
         try {
           activation out = st.ctx.compute->evaluate(on_device(st, in.x));
-          auto down = [&](const tensor& t) { return !t.defined() || t.where().type == device_type::cpu ? t : st.ctx.device->to_host(t); };
-          return eval_data{in.batch, activation{down(out.x1), down(out.x2)}};
+          return eval_data{in.batch, activation{to_host(st, out.x1), to_host(st, out.x2)}};
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::runtime_error, "stage " + std::to_string(st.ctx.index + 1) + ": " + e.what());
         }

@@ -23,6 +23,16 @@ nlohmann::json to_json(const messages::stage_report& r, std::size_t stage_count)
                       {"mailbox_peak", r.mailbox_peak},
                       {"busy_seconds", r.busy_seconds},
                       {"busy_fraction", r.wall_seconds > 0 ? r.busy_seconds / r.wall_seconds : 0.0}};
+  const int64_t injected = r.injected_drops + r.injected_duplicates + r.injected_reorders + r.injected_delays +
+                           r.injected_crashes;
+  if (injected > 0 || r.duplicates_discarded > 0) {
+    s["injected_drops"] = r.injected_drops;
+    s["injected_duplicates"] = r.injected_duplicates;
+    s["injected_reorders"] = r.injected_reorders;
+    s["injected_delays"] = r.injected_delays;
+    s["injected_crashes"] = r.injected_crashes;
+    s["duplicates_discarded"] = r.duplicates_discarded;
+  }
   if (r.inversion_samples > 0) {
     s["inversion_samples"] = r.inversion_samples;
     s["inversion_error_mean"] = r.inversion_error_sum / static_cast<double>(r.inversion_samples);

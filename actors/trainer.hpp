@@ -30,7 +30,12 @@ class trainer {
  public:
   virtual ~trainer() = default;
   /// Trains micro-batches [first, first + count) of `epoch` (1-based) and drains the pipeline.
-  virtual phase_totals train(int epoch, int64_t first, int64_t count, const progress_fn& progress) = 0;
+  /// `attempt` > 0 replays the phase after a rollback (injected faults stay off).
+  virtual phase_totals train(int epoch, int64_t first, int64_t count, const progress_fn& progress,
+                             int attempt = 0) = 0;
+  /// After a failure: tears the pipeline down and builds it again (stages of a lost node move to a
+  /// spare node, or back to theirs if it answers). The caller then restores the last checkpoint.
+  virtual void recover() = 0;
   /// Mean loss and accuracy on the test feed, with running BN statistics.
   virtual eval_result evaluate(data_feed& test) = 0;
   /// Every stage's state and step counts in one safetensors file (written atomically).

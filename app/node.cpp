@@ -1,13 +1,16 @@
 // `petra node`: a process that hosts stage actors for a coordinator. It binds loopback unless
-// told otherwise; beyond loopback it refuses to run without TLS. It serves until SIGINT/SIGTERM.
+// told otherwise; beyond loopback it requires TLS (--tls-cert/--tls-key/--tls-ca: both sides present
+// a certificate signed by that CA). It serves until SIGINT/SIGTERM.
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "actors/caf_config.hpp"
 #include "actors/node_actor.hpp"
+#include "actors/node_connection.hpp"
 #include "app/commands.hpp"
 
 namespace petra::app {
@@ -21,10 +24,18 @@ int node_command(const node_options& options) {
     std::cerr << "petra node: --listen " << e.what() << "\n";
     return 2;
   }
-  if (!is_loopback(host)) {
+  const config::tls_config tls{options.tls_cert, options.tls_key, options.tls_ca};
+  try {
+    check_tls_files(tls, {"--tls-cert", "--tls-key", "--tls-ca"});
+  } catch (const std::exception& e) {
+    std::cerr << "petra node: " << e.what() << "\n";
+    return 2;
+  }
+  if (!tls.enabled() && !is_loopback(host)) {
     std::cerr << "petra node: refusing to listen on " << host
               << " without TLS: stages and their tensors would cross the network in the clear. "
-                 "Listen on 127.0.0.1 (and tunnel), or use TLS when this build supports it.\n";
+                 "Give --tls-cert, --tls-key and --tls-ca (see deploy/make-test-ca.sh), or listen on "
+                 "127.0.0.1 (and tunnel).\n";
     return 2;
   }
   // Signals are taken by this thread alone (sigwait), so every actor thread is started with them blocked.
@@ -34,16 +45,17 @@ int node_command(const node_options& options) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  caf_config cfg(options.threads);
+  caf_config cfg(options.threads, tls);
   caf::actor_system system(cfg);
   auto node = spawn_node_actor(system);
-  auto bound = system.middleman().publish(node, port, host.c_str(), true);
+  auto bound = publish_node(system, node, host, port, tls.enabled());
   if (!bound) {
     std::cerr << "petra node: cannot listen on " << options.listen << ": " << system.render(bound.error()) << "\n";
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
     return 1;
   }
-  std::printf("petra node listening on %s:%u\n", host.c_str(), static_cast<unsigned>(*bound));
+  std::printf("petra node listening on %s:%u%s\n", host.c_str(), static_cast<unsigned>(*bound),
+              tls.enabled() ? " (TLS)" : "");
   std::fflush(stdout);
   int received = 0;
   sigwait(&signals, &received);

@@ -18,7 +18,7 @@ class simulate_trainer : public trainer {
         stages_(build_stages(c, *device_, optimizer)),
         sim_(stages_, *device_, method_for(c.training)) {}
 
-  phase_totals train(int epoch, int64_t first, int64_t count, const progress_fn& progress) override {
+  phase_totals train(int epoch, int64_t first, int64_t count, const progress_fn& progress, int) override {
     data_.train_feed->start_epoch(epoch, first);
     sim_.reset_timings();
     int64_t fed = 0;
@@ -48,6 +48,8 @@ class simulate_trainer : public trainer {
   }
 
   double current_lr() override { return stages_.front()->optimizer().current_lr(); }
+
+  void recover() override {}  // one thread, nothing to lose: the checkpoint restores everything
 
  private:
   messages::stage_report report(std::size_t j) {

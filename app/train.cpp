@@ -23,6 +23,30 @@ struct resume_point {
   int64_t position = 0;   // its next micro-batch
 };
 
+/// What happened to the micro-batches and the faults over the run (the summary's accounting).
+struct accounting {
+  int64_t completed = 0;             // micro-batches whose phase finished
+  int64_t replayed = 0;              // micro-batches of phases rolled back and run again
+  int64_t restarts = 0;
+  int64_t duplicates_discarded = 0;
+  int64_t injected = 0;              // faults injected (drops, duplicates, reorders, delays, crashes)
+  double recovery_seconds = 0;       // from a failure report to the pipeline ready again
+
+  void add_events(const nlohmann::json& stages) {
+    for (const auto& s : stages) {
+      duplicates_discarded += s.value("duplicates_discarded", int64_t{0});
+      for (const char* k : {"injected_drops", "injected_duplicates", "injected_reorders", "injected_delays",
+                            "injected_crashes"})
+        injected += s.value(k, int64_t{0});
+    }
+  }
+  nlohmann::json json() const {
+    return {{"completed", completed},   {"replayed", replayed}, {"restarts", restarts},
+            {"duplicates_discarded", duplicates_discarded}, {"faults_injected", injected},
+            {"recovery_seconds", recovery_seconds}};
+  }
+};
+
 phase_totals& operator+=(phase_totals& a, const phase_totals& b) {
   a.micro_batches += b.micro_batches, a.samples += b.samples, a.correct += b.correct;
   a.loss_sum += b.loss_sum, a.ticks += b.ticks;
@@ -107,6 +131,36 @@ int train_command(const train_options& options) {
                               {{"epoch", std::to_string(epoch)}, {"position", std::to_string(position)},
                                {"method", method.str()}, {"config", config::to_yaml(cfg)}});
     };
+    accounting account;
+    // The first rollback target: a failure in the first phase restores this.
+    if (options.resume.empty()) checkpoint(start.epoch, start.position);
+    // One phase, replayed from the last checkpoint after each failure, up to faults.max_restarts.
+    auto run_phase = [&](int epoch, int64_t position, int64_t count, const progress_fn& progress) {
+      for (int attempt = 0;; ++attempt) {
+        try {
+          phase_totals totals = runner->train(epoch, position, count, progress, attempt);
+          account.completed += count;
+          account.add_events(totals.stages);
+          return totals;
+        } catch (const run_error& e) {
+          if (attempt >= cfg.faults.max_restarts) throw;
+          const auto t0 = std::chrono::steady_clock::now();
+          std::printf("\n%s; rolling back to the checkpoint at epoch %d, micro-batch %lld and replaying %lld micro-batches\n",
+                      e.what(), epoch, static_cast<long long>(position), static_cast<long long>(count));
+          std::fflush(stdout);
+          runner->recover();
+          runner->load_checkpoint(run.file("checkpoint.safetensors"));
+          const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          account.replayed += count;
+          account.restarts += 1;
+          if (std::string(e.what()).find("injected") != std::string::npos) account.injected += 1;
+          account.recovery_seconds += seconds;
+          run.log({{"event", "failure"}, {"epoch", epoch}, {"position", position}, {"stage", e.stage() + 1},
+                   {"tick", e.tick()}, {"what", e.what()}, {"attempt", attempt}, {"recovery_seconds", seconds},
+                   {"replayed_micro_batches", count}});
+        }
+      }
+    };
     for (int epoch = start.epoch; epoch <= cfg.training.epochs; ++epoch) {
       int64_t position = epoch == start.epoch ? start.position : 0;
       bar.start_epoch(epoch, cfg.training.epochs, per_epoch - position);
@@ -116,7 +170,7 @@ int train_command(const train_options& options) {
         const int64_t count = std::min(phase_size, per_epoch - position);
         const phase_totals before = epoch_totals;
         const auto t0 = std::chrono::steady_clock::now();
-        const phase_totals totals = runner->train(epoch, position, count, [&](const phase_totals& t) {
+        const phase_totals totals = run_phase(epoch, position, count, [&](const phase_totals& t) {
           bar.update(before.micro_batches + t.micro_batches, before.samples + t.samples,
                      (before.loss_sum + t.loss_sum) / std::max<int64_t>(1, before.micro_batches + t.micro_batches),
                      static_cast<double>(before.correct + t.correct) / std::max<int64_t>(1, before.samples + t.samples));
@@ -159,11 +213,18 @@ int train_command(const train_options& options) {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
     run.log({{"event", "summary"},
              {"test_accuracy", last_test_acc},
+             {"micro_batches", account.json()},
              {"wall_seconds", wall},
              {"train_seconds", train_seconds},
              {"images_per_s", train_seconds > 0 ? train_images / train_seconds : 0.0}});
     std::printf("done: test accuracy %.2f%%, wall %.1f s, %.0f img/s training -> %s\n", 100 * last_test_acc, wall,
                 train_seconds > 0 ? train_images / train_seconds : 0.0, run.path().c_str());
+    if (account.restarts || account.injected || account.duplicates_discarded)
+      std::printf("micro-batches: %lld completed, %lld replayed after %lld rollbacks (%.2f s recovering); "
+                  "%lld faults injected, %lld duplicates discarded\n",
+                  static_cast<long long>(account.completed), static_cast<long long>(account.replayed),
+                  static_cast<long long>(account.restarts), account.recovery_seconds,
+                  static_cast<long long>(account.injected), static_cast<long long>(account.duplicates_discarded));
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "\npetra train: failed: " << e.what() << "\n";

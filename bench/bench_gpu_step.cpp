@@ -80,10 +80,11 @@ void bench_step(backend& be, const settings& s) {
     if (i >= s.warmup) ms.push_back(ms_since(t0));
   }
   std::sort(ms.begin(), ms.end());
-  std::printf("{\"bench\": \"step\", \"impl\": \"petra\", \"arch\": \"revnet18\", \"batch\": %d, \"tf32\": %s, "
-              "\"median_ms\": %.3f, \"min_ms\": %.3f, \"iters\": %d, \"images_per_s\": %.1f}\n",
-              s.batch, s.tf32 ? "true" : "false", ms[ms.size() / 2], ms.front(), s.iters,
-              1000.0 * s.batch / ms[ms.size() / 2]);
+  std::printf(
+      "{\"bench\": \"step\", \"impl\": \"petra\", \"arch\": \"revnet18\", \"batch\": %d, \"tf32\": %s, "
+      "\"median_ms\": %.3f, \"min_ms\": %.3f, \"iters\": %d, \"images_per_s\": %.1f}\n",
+      s.batch, s.tf32 ? "true" : "false", ms[ms.size() / 2], ms.front(), s.iters,
+      1000.0 * s.batch / ms[ms.size() / 2]);
 }
 
 /// (c) images/s of `kind` over `micro_batches` micro-batches (fill and drain included), after a
@@ -102,7 +103,8 @@ void bench_method(backend& be, const settings& s, method_kind kind, int stages_w
   auto groups = partition_blocks(std::move(blocks), resolve_partition(per_stage, block_count));
   std::vector<std::unique_ptr<stage>> stages;
   for (std::size_t j = 0; j < groups.size(); ++j)
-    stages.push_back(std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, opt, method.for_stage(0)));
+    stages.push_back(
+        std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, opt, method.for_stage(0)));
   simulator sim(stages, be, method);
   const tensor images = be.from_host(random_images(s.batch, spec, 2));
   auto feed = [&](int count) {
@@ -121,10 +123,11 @@ void bench_method(backend& be, const settings& s, method_kind kind, int stages_w
   const run_totals totals = feed(s.micro_batches);
   wait_for(be);
   const double ms = ms_since(t0);
-  std::printf("{\"bench\": \"method\", \"method\": \"%s\", \"stages\": %zu, \"batch\": %d, \"micro_batches\": %d, "
-              "\"ticks\": %lld, \"ms\": %.1f, \"images_per_s\": %.1f, \"mean_loss\": %.4f}\n",
-              method.str().c_str(), stages.size(), s.batch, s.micro_batches, static_cast<long long>(totals.ticks), ms,
-              1000.0 * static_cast<double>(totals.samples) / ms, totals.mean_loss());
+  std::printf(
+      "{\"bench\": \"method\", \"method\": \"%s\", \"stages\": %zu, \"batch\": %d, \"micro_batches\": %d, "
+      "\"ticks\": %lld, \"ms\": %.1f, \"images_per_s\": %.1f, \"mean_loss\": %.4f}\n",
+      method.str().c_str(), stages.size(), s.batch, s.micro_batches, static_cast<long long>(totals.ticks), ms,
+      1000.0 * static_cast<double>(totals.samples) / ms, totals.mean_loss());
 }
 
 }  // namespace
@@ -134,19 +137,26 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i];
     const int value = std::atoi(argv[i + 1]);
-    if (key == "--batch") s.batch = value;
-    else if (key == "--iters") s.iters = value;
-    else if (key == "--warmup") s.warmup = value;
-    else if (key == "--micro-batches") s.micro_batches = value;
-    else if (key == "--tf32") s.tf32 = value != 0;
+    if (key == "--batch")
+      s.batch = value;
+    else if (key == "--iters")
+      s.iters = value;
+    else if (key == "--warmup")
+      s.warmup = value;
+    else if (key == "--micro-batches")
+      s.micro_batches = value;
+    else if (key == "--tf32")
+      s.tf32 = value != 0;
     else {
-      std::fprintf(stderr, "bench_gpu_step: unknown option %s (use --batch --iters --warmup --micro-batches --tf32)\n",
-                   argv[i]);
+      std::fprintf(
+          stderr, "bench_gpu_step: unknown option %s (use --batch --iters --warmup --micro-batches --tf32)\n",
+          argv[i]);
       return 2;
     }
   }
   if (s.batch < 2 || s.iters < 1 || s.warmup < 0 || s.micro_batches < 1) {
-    std::fprintf(stderr, "bench_gpu_step: need --batch >= 2, --iters >= 1, --warmup >= 0, --micro-batches >= 1\n");
+    std::fprintf(stderr,
+                 "bench_gpu_step: need --batch >= 2, --iters >= 1, --warmup >= 0, --micro-batches >= 1\n");
     return 2;
   }
   std::string why;

@@ -15,6 +15,8 @@ using stage_actor = caf::typed_actor<
     caf::reacts_to<forward_data>,
     caf::reacts_to<backward_data>,
     caf::reacts_to<atoms::process_atom>,
+    caf::reacts_to<atoms::flush_atom, int64_t>,
+    caf::replies_to<atoms::faults_atom, stage_faults>::with<atoms::faults_atom>,
     caf::replies_to<atoms::wire_atom, caf::actor, caf::actor, caf::actor, caf::actor, caf::actor, int32_t>::with<
         atoms::wire_atom>,
     caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
@@ -40,7 +42,9 @@ using loader_actor = caf::typed_actor<
 
 /// A node: a process that hosts stages for a coordinator. spawn: (the resolved config as YAML,
 /// stage index, optimizer steps per epoch) → the new stage actor (untyped; cast to stage_actor).
+/// kill: the node process exits (as if killed) after the given seconds: fault injection.
 using node_actor =
-    caf::typed_actor<caf::replies_to<atoms::spawn_atom, std::string, int32_t, int64_t>::with<caf::actor>>;
+    caf::typed_actor<caf::replies_to<atoms::spawn_atom, std::string, int32_t, int64_t>::with<caf::actor>,
+                     caf::reacts_to<atoms::kill_atom, double>>;
 
 }  // namespace petra::messages

@@ -18,6 +18,7 @@ struct stamp {
   int64_t tick = -1;
   int64_t weight_version = 0;
   int32_t sender = -1;
+  int64_t phase = 0;  // the coordinator's phase number: a late copy from an earlier phase is stale
 };
 
 /// Forward: one activation. In lockstep an undefined activation is the marker of a tick
@@ -67,6 +68,23 @@ struct phase_plan {
   int64_t ticks = 0;          // lockstep: ticks every stage runs (micro_batches + 2(J−1))
   int64_t first_micro_batch = 0;  // position in the epoch of the first micro-batch to feed
   int64_t spacing = 1;        // lockstep: a micro-batch enters every `spacing` ticks (backprop: 2J − 1)
+  int32_t attempt = 0;        // 0 = the first run of this phase; > 0 = a replay after a rollback (no faults)
+  int32_t generation = 0;     // the coordinator's pipeline build: reports of older builds are stale
+  int64_t phase = 0;          // numbers the phases of a run; every message carries it
+};
+
+/// The faults one stage injects (DESIGN.md §6), from the run's `faults` config.
+struct stage_faults {
+  int64_t forward_delay = 0;      // on its forward link (ticks in lockstep, ms in async)
+  int64_t backward_delay = 0;     // on its backward link (to stage j − 1)
+  int64_t in_forward_delay = 0;   // lockstep: the delay of the link into it, forward
+  int64_t in_backward_delay = 0;  // lockstep: the delay of the link into it, backward
+  int64_t jitter_ms = 0;
+  double drop = 0, duplicate = 0, reorder = 0;
+  double slow = 1;
+  int64_t crash_at_tick = -1;
+  uint64_t seed = 1;
+  bool any_random() const { return drop > 0 || duplicate > 0 || reorder > 0 || jitter_ms > 0; }
 };
 
 /// One histogram bucket (value → count).
@@ -93,6 +111,13 @@ struct stage_report {
   int64_t inversion_samples = 0;
   double inversion_error_sum = 0;
   double inversion_error_max = 0;
+  // Injected faults (events) and what the receiver did about them.
+  int64_t injected_drops = 0;
+  int64_t injected_duplicates = 0;
+  int64_t injected_reorders = 0;
+  int64_t injected_delays = 0;
+  int64_t injected_crashes = 0;
+  int64_t duplicates_discarded = 0;
 };
 
 /// The loss actor's totals over one phase.
@@ -121,6 +146,7 @@ struct failure_report {
   int64_t tick = -1;
   int64_t micro_batch = -1;
   std::string what;
+  int32_t generation = 0;  // of the plan it happened in
 };
 
 }  // namespace petra::messages

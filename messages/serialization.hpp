@@ -33,7 +33,7 @@ namespace messages {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stamp& x) {
-  return f(caf::meta::type_name("stamp"), x.micro_batch, x.tick, x.weight_version, x.sender);
+  return f(caf::meta::type_name("stamp"), x.micro_batch, x.tick, x.weight_version, x.sender, x.phase);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, forward_data& x) {
@@ -61,7 +61,13 @@ typename Inspector::result_type inspect(Inspector& f, eval_data& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_plan& x) {
-  return f(caf::meta::type_name("phase_plan"), x.epoch, x.micro_batches, x.ticks, x.first_micro_batch, x.spacing);
+  return f(caf::meta::type_name("phase_plan"), x.epoch, x.micro_batches, x.ticks, x.first_micro_batch, x.spacing,
+           x.attempt, x.generation, x.phase);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_faults& x) {
+  return f(caf::meta::type_name("stage_faults"), x.forward_delay, x.backward_delay, x.in_forward_delay,
+           x.in_backward_delay, x.jitter_ms, x.drop, x.duplicate, x.reorder, x.slow, x.crash_at_tick, x.seed);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, bucket& x) {
@@ -72,7 +78,8 @@ typename Inspector::result_type inspect(Inspector& f, stage_report& x) {
   return f(caf::meta::type_name("stage_report"), x.stage, x.forwards, x.backwards, x.weight_version,
            x.delay_ticks, x.staleness_steps, x.fifo_peak, x.fifo_peak_bytes, x.stash_peak, x.stash_peak_bytes,
            x.mailbox_peak, x.busy_seconds, x.wall_seconds, x.inversion_samples, x.inversion_error_sum,
-           x.inversion_error_max);
+           x.inversion_error_max, x.injected_drops, x.injected_duplicates, x.injected_reorders, x.injected_delays,
+           x.injected_crashes, x.duplicates_discarded);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, loss_report& x) {
@@ -88,7 +95,7 @@ typename Inspector::result_type inspect(Inspector& f, stage_state& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, failure_report& x) {
-  return f(caf::meta::type_name("failure_report"), x.stage, x.tick, x.micro_batch, x.what);
+  return f(caf::meta::type_name("failure_report"), x.stage, x.tick, x.micro_batch, x.what, x.generation);
 }
 
 }  // namespace messages

@@ -22,8 +22,8 @@ constexpr double unused_backward_eps = 1e-5;
 
 }  // namespace
 
-tensor cuda_backend::batch_norm_forward_train(const tensor& x, const tensor& gamma, const tensor& beta, float eps,
-                                              batch_norm_saved& saved) {
+tensor cuda_backend::batch_norm_forward_train(const tensor& x, const tensor& gamma, const tensor& beta,
+                                              float eps, batch_norm_saved& saved) {
   const char* op = "batch_norm_forward_train";
   require(op, "x", x, 4, "(N, C, H, W)");
   const int64_t channels = x.dim(1);
@@ -46,8 +46,9 @@ tensor cuda_backend::batch_norm_forward_train(const tensor& x, const tensor& gam
   return y;
 }
 
-void cuda_backend::batch_norm_update_running(const batch_norm_saved& saved, int64_t count_per_channel, float eps,
-                                             float momentum, tensor& running_mean, tensor& running_var) {
+void cuda_backend::batch_norm_update_running(const batch_norm_saved& saved, int64_t count_per_channel,
+                                             float eps, float momentum, tensor& running_mean,
+                                             tensor& running_var) {
   const char* op = "batch_norm_update_running";
   require(op, "saved.mean", saved.mean, 1, "(C) from batch_norm_forward_train");
   const int64_t channels = saved.mean.dim(0);
@@ -61,11 +62,13 @@ void cuda_backend::batch_norm_update_running(const batch_norm_saved& saved, int6
     fail(op, "momentum = " + std::to_string(momentum) + " must be in [0, 1]");
   enter();
   cuda::kernels::batch_norm_update_running(saved.mean.data(), saved.inv_std.data(), running_mean.data(),
-                                           running_var.data(), channels, count_per_channel, eps, momentum, stream());
+                                           running_var.data(), channels, count_per_channel, eps, momentum,
+                                           stream());
 }
 
 tensor cuda_backend::batch_norm_forward_eval(const tensor& x, const tensor& gamma, const tensor& beta,
-                                             const tensor& running_mean, const tensor& running_var, float eps) {
+                                             const tensor& running_mean, const tensor& running_var,
+                                             float eps) {
   const char* op = "batch_norm_forward_eval";
   require(op, "x", x, 4, "(N, C, H, W)");
   const int64_t channels = x.dim(1);

@@ -14,11 +14,10 @@ const char* const fault_advice =
     "a kernel failed and the CUDA context is lost: rerun with CUDA_LAUNCH_BLOCKING=1 (and under "
     "compute-sanitizer) to find the op, and report it with the shapes involved";
 
-std::string message(const char* call, const std::string& status, const char* where, const std::string& advice) {
+std::string message(const char* call, const std::string& status, const char* where,
+                    const std::string& advice) {
   return std::string(call) + " failed with " + status + " (" + where + "): " + advice;
 }
-
-}  // namespace
 
 std::string advice_for(cudaError_t status) {
   switch (status) {
@@ -85,6 +84,8 @@ std::string advice_for(cublasStatus_t status) {
   }
 }
 
+}  // namespace
+
 void throw_status(cudaError_t status, const char* call, const char* where) {
   const std::string name = std::string(cudaGetErrorName(status)) + " \"" + cudaGetErrorString(status) + "\"";
   throw std::runtime_error(message(call, name, where, advice_for(status)));
@@ -95,7 +96,8 @@ void throw_status(cudnnStatus_t status, const char* call, const char* where) {
 }
 
 void throw_status(cublasStatus_t status, const char* call, const char* where) {
-  const std::string name = std::string(cublasGetStatusName(status)) + " \"" + cublasGetStatusString(status) + "\"";
+  const std::string name =
+      std::string(cublasGetStatusName(status)) + " \"" + cublasGetStatusString(status) + "\"";
   throw std::runtime_error(message(call, name, where, advice_for(status)));
 }
 
@@ -111,11 +113,12 @@ void require_on(const char* op, const char* name, const tensor& t, const device&
                 const char* layout) {
   if (!t.defined()) fail(op, std::string(name) + " is undefined: pass a tensor " + layout);
   if (t.where() != where)
-    fail(op, std::string(name) + " " + t.shape_str() + " lives on " + t.where().str() + ", but this backend is " +
-                 where.str() + ": move it with from_host (host tensors) or copy_between (other GPUs) first");
+    fail(op, std::string(name) + " " + t.shape_str() + " lives on " + t.where().str() +
+                 ", but this backend is " + where.str() +
+                 ": move it with from_host (host tensors) or copy_between (other GPUs) first");
   if (t.rank() != rank)
-    fail(op, std::string(name) + " " + t.shape_str() + " has rank " + std::to_string(t.rank()) + ", expected " +
-                 layout);
+    fail(op, std::string(name) + " " + t.shape_str() + " has rank " + std::to_string(t.rank()) +
+                 ", expected " + layout);
 }
 
 void require_same_shape(const char* op, const char* name_a, const tensor& a, const char* name_b,
@@ -129,8 +132,8 @@ void require_vector(const char* op, const char* name, const tensor& t, const dev
                     const char* of) {
   require_on(op, name, t, where, 1, "(C)");
   if (t.dim(0) != channels)
-    fail(op, std::string(name) + " " + t.shape_str() + " has " + std::to_string(t.dim(0)) + " entries but " + of +
-                 " has " + std::to_string(channels));
+    fail(op, std::string(name) + " " + t.shape_str() + " has " + std::to_string(t.dim(0)) + " entries but " +
+                 of + " has " + std::to_string(channels));
 }
 
 int to_int(const char* op, const char* what, int64_t value) {

@@ -37,11 +37,6 @@ inline void check(cublasStatus_t status, const char* call, const char* where) {
 /// After a kernel launch: a bad configuration or a fault of an earlier kernel surfaces here.
 void check_launch(const char* kernel);
 
-/// What to do about a runtime error, for the message (also used by the tests).
-std::string advice_for(cudaError_t status);
-std::string advice_for(cudnnStatus_t status);
-std::string advice_for(cublasStatus_t status);
-
 [[noreturn]] inline void fail(const char* op, const std::string& what) {
   throw std::invalid_argument(std::string(op) + ": " + what);
 }

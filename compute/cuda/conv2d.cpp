@@ -25,9 +25,11 @@ cuda::conv_plan& cuda_backend::conv_plan_for(const char* op, const shape_t& x_sh
   if (x_shape.size() != 4) fail(op, "x " + to_string(x_shape) + " must be (N, C, H, W)");
   if (w_shape.size() != 4) fail(op, "w " + to_string(w_shape) + " must be (K, C, R, S)");
   for (int64_t d : x_shape)
-    if (d < 1) fail(op, "x " + to_string(x_shape) + " has an empty extent: every dimension must be at least 1");
+    if (d < 1)
+      fail(op, "x " + to_string(x_shape) + " has an empty extent: every dimension must be at least 1");
   for (int64_t d : w_shape)
-    if (d < 1) fail(op, "w " + to_string(w_shape) + " has an empty extent: every dimension must be at least 1");
+    if (d < 1)
+      fail(op, "w " + to_string(w_shape) + " has an empty extent: every dimension must be at least 1");
   if (x_shape[1] != w_shape[1])
     fail(op, "x " + to_string(x_shape) + " has " + std::to_string(x_shape[1]) + " channels but w " +
                  to_string(w_shape) + " expects " + std::to_string(w_shape[1]));
@@ -39,7 +41,8 @@ cuda::conv_plan& cuda_backend::conv_plan_for(const char* op, const shape_t& x_sh
   g.stride = p.stride, g.padding = p.padding;
   if (g.h + 2 * g.padding < g.r || g.w + 2 * g.padding < g.s)
     fail(op, "x " + to_string(x_shape) + " padded by " + std::to_string(p.padding) +
-                 " is smaller than the kernel of w " + to_string(w_shape) + ": use more padding or a smaller kernel");
+                 " is smaller than the kernel of w " + to_string(w_shape) +
+                 ": use more padding or a smaller kernel");
   return dnn_.conv(g);
 }
 
@@ -55,11 +58,13 @@ tensor cuda_backend::conv2d_forward(const tensor& x, const tensor& w, const tens
   tensor y = output(plan.geometry.y_shape());
   plan.conv.set_math(cuda::math_for(policy_, a.math));
   void* workspace = context_->workspace(a.workspace_bytes);
-  PETRA_CUDA_CHECK(cudnnConvolutionForward(context_->dnn(), &one, plan.x.get(), x.data(), plan.w.get(), w.data(),
-                                           plan.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(a.algo),
-                                           workspace, a.workspace_bytes, &zero, plan.y.get(), y.data()));
+  PETRA_CUDA_CHECK(cudnnConvolutionForward(context_->dnn(), &one, plan.x.get(), x.data(), plan.w.get(),
+                                           w.data(), plan.conv.get(),
+                                           static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), workspace,
+                                           a.workspace_bytes, &zero, plan.y.get(), y.data()));
   if (b.defined())
-    PETRA_CUDA_CHECK(cudnnAddTensor(context_->dnn(), &one, plan.bias.get(), b.data(), &one, plan.y.get(), y.data()));
+    PETRA_CUDA_CHECK(
+        cudnnAddTensor(context_->dnn(), &one, plan.bias.get(), b.data(), &one, plan.y.get(), y.data()));
   return y;
 }
 
@@ -93,15 +98,16 @@ void cuda_backend::conv2d_backward_filter(const tensor& x, const tensor& dy, con
   cuda::conv_plan& plan = conv_plan_for(op, x.shape(), dw.shape(), p);
   require_output_shape(op, dy, plan.geometry);
   if (db.defined()) require_vector(op, "db", db, plan.geometry.k, "dw's output channels (K)");
-  if (!plan.backward_filter) plan.backward_filter = cuda::choose_backward_filter(context_->dnn(), plan, policy_);
+  if (!plan.backward_filter)
+    plan.backward_filter = cuda::choose_backward_filter(context_->dnn(), plan, policy_);
   const cuda::conv_algorithm& a = *plan.backward_filter;
   plan.conv.set_math(cuda::math_for(policy_, a.math));
   void* workspace = context_->workspace(a.workspace_bytes);
   // beta = 1: parameter gradients accumulate.
-  PETRA_CUDA_CHECK(cudnnConvolutionBackwardFilter(context_->dnn(), &one, plan.x.get(), x.data(), plan.y.get(),
-                                                  dy.data(), plan.conv.get(),
-                                                  static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), workspace,
-                                                  a.workspace_bytes, &one, plan.w.get(), dw.data()));
+  PETRA_CUDA_CHECK(
+      cudnnConvolutionBackwardFilter(context_->dnn(), &one, plan.x.get(), x.data(), plan.y.get(), dy.data(),
+                                     plan.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
+                                     workspace, a.workspace_bytes, &one, plan.w.get(), dw.data()));
   // Our own reduction rather than cudnnConvolutionBackwardBias: fixed order, deterministic.
   if (db.defined())
     cuda::kernels::add_channel_sums(dy.data(), db.data(), plan.geometry.n, plan.geometry.k,

@@ -70,15 +70,16 @@ tensor cuda_backend::from_host(const tensor& host) {
   tensor copy = output(host.shape());
   // From pageable memory the call returns once the source is staged: `host` may go right after.
   if (host.numel())
-    PETRA_CUDA_CHECK(cudaMemcpyAsync(copy.data(), host.data(), host.bytes(), cudaMemcpyHostToDevice, stream()));
+    PETRA_CUDA_CHECK(
+        cudaMemcpyAsync(copy.data(), host.data(), host.bytes(), cudaMemcpyHostToDevice, stream()));
   return copy;
 }
 
 tensor cuda_backend::to_host(const tensor& t) {
   if (!t.defined()) fail("to_host", "the tensor is undefined: nothing to copy");
   if (t.where() != where())
-    fail("to_host", "the tensor " + t.shape_str() + " lives on " + t.where().str() + ", but this backend is " +
-                        where().str() + ": ask the backend that made it");
+    fail("to_host", "the tensor " + t.shape_str() + " lives on " + t.where().str() +
+                        ", but this backend is " + where().str() + ": ask the backend that made it");
   enter();
   tensor copy = tensor::empty(t.shape());
   if (t.numel())
@@ -93,7 +94,8 @@ void cuda_backend::copy(const tensor& src, tensor& dst) {
   cuda::require_same_shape("copy", "src", src, "dst", dst);
   enter();
   if (src.numel() && src.data() != dst.data())
-    PETRA_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice, stream()));
+    PETRA_CUDA_CHECK(
+        cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice, stream()));
 }
 
 void cuda_backend::fill_zero(tensor& t) {

@@ -95,7 +95,8 @@ class cuda_backend final : public backend {
   /// A fresh, uninitialised tensor on this GPU.
   tensor output(const shape_t& shape);
   void require(const char* op, const char* name, const tensor& t, std::size_t rank, const char* layout) const;
-  void require_vector(const char* op, const char* name, const tensor& t, int64_t channels, const char* of) const;
+  void require_vector(const char* op, const char* name, const tensor& t, int64_t channels,
+                      const char* of) const;
   cuda::conv_plan& conv_plan_for(const char* op, const shape_t& x_shape, const shape_t& w_shape,
                                  conv2d_params p);
 

@@ -49,8 +49,9 @@ device_context::device_context(int index, bool tf32) : index_(index) {
   int count = 0;
   PETRA_CUDA_CHECK(cudaGetDeviceCount(&count));
   if (index < 0 || index >= count)
-    throw std::invalid_argument("device cuda:" + std::to_string(index) + " does not exist: this machine has " +
-                                std::to_string(count) + " GPU(s), cuda:0 to cuda:" + std::to_string(count - 1));
+    throw std::invalid_argument("device cuda:" + std::to_string(index) +
+                                " does not exist: this machine has " + std::to_string(count) +
+                                " GPU(s), cuda:0 to cuda:" + std::to_string(count - 1));
   use_device(index);
   int pools = 0;
   PETRA_CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, index));

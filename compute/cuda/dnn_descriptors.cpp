@@ -42,8 +42,8 @@ conv_algorithm pick(const std::vector<perf_t>& results, int returned, const conv
 
 std::string conv_geometry::str() const {
   std::ostringstream out;
-  out << "x (" << n << ", " << c << ", " << h << ", " << w << ") * w (" << k << ", " << c << ", " << r << ", " << s
-      << "), stride " << stride << ", padding " << padding;
+  out << "x (" << n << ", " << c << ", " << h << ", " << w << ") * w (" << k << ", " << c << ", " << r << ", "
+      << s << "), stride " << stride << ", padding " << padding;
   return out.str();
 }
 
@@ -54,8 +54,8 @@ tensor_descriptor::tensor_descriptor() {
 }
 
 tensor_descriptor::tensor_descriptor(int64_t n, int64_t c, int64_t h, int64_t w) : tensor_descriptor() {
-  PETRA_CUDA_CHECK(cudnnSetTensor4dDescriptor(get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, extent(n), extent(c),
-                                              extent(h), extent(w)));
+  PETRA_CUDA_CHECK(cudnnSetTensor4dDescriptor(get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, extent(n),
+                                              extent(c), extent(h), extent(w)));
 }
 
 tensor_descriptor tensor_descriptor::batch_norm_parameters(const tensor_descriptor& x) {
@@ -68,9 +68,8 @@ std::array<int, 4> tensor_descriptor::extents() const {
   cudnnDataType_t type;
   std::array<int, 4> e{};
   int strides[4];
-  PETRA_CUDA_CHECK(
-      cudnnGetTensor4dDescriptor(get(), &type, &e[0], &e[1], &e[2], &e[3], &strides[0], &strides[1], &strides[2],
-                                 &strides[3]));
+  PETRA_CUDA_CHECK(cudnnGetTensor4dDescriptor(get(), &type, &e[0], &e[1], &e[2], &e[3], &strides[0],
+                                              &strides[1], &strides[2], &strides[3]));
   return e;
 }
 
@@ -129,21 +128,20 @@ conv_algorithm choose_backward_data(cudnnHandle_t handle, const conv_plan& plan,
   plan.conv.set_math(policy.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
   std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
   int returned = 0;
-  PETRA_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, plan.w.get(), plan.y.get(),
-                                                               plan.conv.get(), plan.x.get(),
-                                                               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned,
-                                                               results.data()));
+  PETRA_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+      handle, plan.w.get(), plan.y.get(), plan.conv.get(), plan.x.get(),
+      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results.data()));
   return pick(results, returned, policy, "backward-data", plan.geometry);
 }
 
-conv_algorithm choose_backward_filter(cudnnHandle_t handle, const conv_plan& plan, const conv_policy& policy) {
+conv_algorithm choose_backward_filter(cudnnHandle_t handle, const conv_plan& plan,
+                                      const conv_policy& policy) {
   plan.conv.set_math(policy.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
   std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
   int returned = 0;
-  PETRA_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, plan.x.get(), plan.y.get(),
-                                                                 plan.conv.get(), plan.w.get(),
-                                                                 CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-                                                                 &returned, results.data()));
+  PETRA_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+      handle, plan.x.get(), plan.y.get(), plan.conv.get(), plan.w.get(),
+      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, results.data()));
   return pick(results, returned, policy, "backward-filter", plan.geometry);
 }
 

@@ -16,7 +16,7 @@ unsigned blocks_for(int64_t count) {
   return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
 }
 
-#define PETRA_GRID_STRIDE(i, count)                                                              \
+#define PETRA_GRID_STRIDE(i, count)                                                          \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (count); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
@@ -54,8 +54,8 @@ __global__ void max_pool2x2_forward_kernel(const float* x, float* y, int64_t pla
   }
 }
 
-__global__ void max_pool2x2_backward_kernel(const float* x, const float* dy, float* dx, int64_t planes, int64_t h,
-                                            int64_t w) {
+__global__ void max_pool2x2_backward_kernel(const float* x, const float* dy, float* dx, int64_t planes,
+                                            int64_t h, int64_t w) {
   const int64_t ho = h / 2, wo = w / 2;
   PETRA_GRID_STRIDE(o, planes * ho * wo) {
     const int64_t plane = o / (ho * wo), i = (o / wo) % ho, j = o % wo;
@@ -96,11 +96,13 @@ __global__ void add_column_sums_kernel(const float* dy, float* db, int64_t rows,
 
 /// One block per channel; each thread sums a strided share, then a tree in shared memory: the
 /// order is fixed, so the result is deterministic.
-__global__ void add_channel_sums_kernel(const float* dy, float* db, int64_t n, int64_t channels, int64_t area) {
+__global__ void add_channel_sums_kernel(const float* dy, float* db, int64_t n, int64_t channels,
+                                        int64_t area) {
   __shared__ double partial[threads_per_block];
   const int64_t c = blockIdx.x;
   double sum = 0;
-  for (int64_t i = threadIdx.x; i < n * area; i += blockDim.x) sum += dy[((i / area) * channels + c) * area + i % area];
+  for (int64_t i = threadIdx.x; i < n * area; i += blockDim.x)
+    sum += dy[((i / area) * channels + c) * area + i % area];
   partial[threadIdx.x] = sum;
   __syncthreads();
   for (int half = blockDim.x / 2; half > 0; half /= 2) {
@@ -133,8 +135,8 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, const int32_t*
 }
 
 __global__ void batch_norm_update_running_kernel(const float* mean, const float* inv_std, float* running_mean,
-                                                 float* running_var, int64_t channels, double bessel, float eps,
-                                                 float momentum) {
+                                                 float* running_var, int64_t channels, double bessel,
+                                                 float eps, float momentum) {
   PETRA_GRID_STRIDE(c, channels) {
     const double s = inv_std[c];
     const double biased_var = fmax(0.0, 1.0 / (s * s) - eps);
@@ -143,12 +145,13 @@ __global__ void batch_norm_update_running_kernel(const float* mean, const float*
   }
 }
 
-__global__ void sgd_plain_kernel(float* w, const float* grad, int64_t count, float lr, float wd, float scale) {
+__global__ void sgd_plain_kernel(float* w, const float* grad, int64_t count, float lr, float wd,
+                                 float scale) {
   PETRA_GRID_STRIDE(i, count) w[i] -= lr * (scale * grad[i] + wd * w[i]);
 }
 
-__global__ void sgd_momentum_kernel(float* w, const float* grad, float* buffer, int64_t count, float lr, float mu,
-                                    float wd, float scale, bool nesterov) {
+__global__ void sgd_momentum_kernel(float* w, const float* grad, float* buffer, int64_t count, float lr,
+                                    float mu, float wd, float scale, bool nesterov) {
   PETRA_GRID_STRIDE(i, count) {
     const float g = scale * grad[i] + wd * w[i];
     const float b = mu * buffer[i] + g;
@@ -185,7 +188,8 @@ void sub(const float* a, const float* b, float* out, int64_t count, cudaStream_t
   check_launch("sub");
 }
 
-void max_pool2x2_forward(const float* x, float* y, int64_t planes, int64_t h, int64_t w, cudaStream_t stream) {
+void max_pool2x2_forward(const float* x, float* y, int64_t planes, int64_t h, int64_t w,
+                         cudaStream_t stream) {
   const int64_t outputs = planes * (h / 2) * (w / 2);
   if (outputs == 0) return;
   max_pool2x2_forward_kernel<<<blocks_for(outputs), threads_per_block, 0, stream>>>(x, y, planes, h, w);
@@ -209,7 +213,7 @@ void global_avg_pool_forward(const float* x, float* y, int64_t planes, int64_t a
 void global_avg_pool_backward(const float* dy, float* dx, int64_t planes, int64_t area, cudaStream_t stream) {
   if (planes * area == 0) return;
   global_avg_pool_backward_kernel<<<blocks_for(planes * area), threads_per_block, 0, stream>>>(dy, dx, planes,
-                                                                                                area);
+                                                                                               area);
   check_launch("global_avg_pool_backward");
 }
 
@@ -228,8 +232,8 @@ void add_column_sums(const float* dy, float* db, int64_t rows, int64_t cols, cud
 void add_channel_sums(const float* dy, float* db, int64_t n, int64_t channels, int64_t area,
                       cudaStream_t stream) {
   if (channels == 0) return;
-  add_channel_sums_kernel<<<static_cast<unsigned>(channels), threads_per_block, 0, stream>>>(dy, db, n, channels,
-                                                                                            area);
+  add_channel_sums_kernel<<<static_cast<unsigned>(channels), threads_per_block, 0, stream>>>(dy, db, n,
+                                                                                             channels, area);
   check_launch("add_channel_sums");
 }
 
@@ -237,12 +241,13 @@ void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t n
                            double* row_loss, int32_t* row_hit, cudaStream_t stream) {
   if (n == 0) return;
   softmax_cross_entropy_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(logits, labels, n, k, dlogits,
-                                                                                  row_loss, row_hit);
+                                                                                row_loss, row_hit);
   check_launch("softmax_cross_entropy");
 }
 
-void batch_norm_update_running(const float* mean, const float* inv_std, float* running_mean, float* running_var,
-                               int64_t channels, int64_t count, float eps, float momentum, cudaStream_t stream) {
+void batch_norm_update_running(const float* mean, const float* inv_std, float* running_mean,
+                               float* running_var, int64_t channels, int64_t count, float eps, float momentum,
+                               cudaStream_t stream) {
   if (channels == 0) return;
   const double bessel = static_cast<double>(count) / static_cast<double>(count - 1);
   batch_norm_update_running_kernel<<<blocks_for(channels), threads_per_block, 0, stream>>>(
@@ -259,8 +264,8 @@ void sgd_update(float* w, const float* grad, float* buffer, int64_t count, float
     check_launch("sgd_update (plain)");
     return;
   }
-  sgd_momentum_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(w, grad, buffer, count, lr, momentum,
-                                                                           weight_decay, grad_scale, nesterov);
+  sgd_momentum_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(
+      w, grad, buffer, count, lr, momentum, weight_decay, grad_scale, nesterov);
   check_launch("sgd_update (momentum)");
 }
 

@@ -49,8 +49,9 @@ void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t n
 // --- batch norm ----------------------------------------------------------------
 /// running ← (1 − m)·running + m·batch, the variance unbiased from the saved 1/sqrt(σ²_B + eps)
 /// with `count` values per channel (as PyTorch).
-void batch_norm_update_running(const float* mean, const float* inv_std, float* running_mean, float* running_var,
-                               int64_t channels, int64_t count, float eps, float momentum, cudaStream_t stream);
+void batch_norm_update_running(const float* mean, const float* inv_std, float* running_mean,
+                               float* running_var, int64_t channels, int64_t count, float eps, float momentum,
+                               cudaStream_t stream);
 
 // --- optimizer -----------------------------------------------------------------
 /// g = scale·grad + wd·w; with momentum: buf = μ·buf + g, step = nesterov ? g + μ·buf : buf;

@@ -46,8 +46,8 @@ tensor cuda_backend::linear_backward_data(const tensor& dy, const tensor& w) {
   require(op, "w", w, 2, "(O, I)");
   const int64_t n = dy.dim(0), out = w.dim(0), in = w.dim(1);
   if (dy.dim(1) != out)
-    fail(op, "dy " + dy.shape_str() + " has " + std::to_string(dy.dim(1)) + " outputs but w " + w.shape_str() +
-                 " has " + std::to_string(out));
+    fail(op, "dy " + dy.shape_str() + " has " + std::to_string(dy.dim(1)) + " outputs but w " +
+                 w.shape_str() + " has " + std::to_string(out));
   enter();
   tensor dx = output({n, in});
   if (n == 0 || in == 0) return dx;
@@ -58,8 +58,8 @@ tensor cuda_backend::linear_backward_data(const tensor& dy, const tensor& w) {
   // dxᵀ (I, N) = wᵀ (I, O) · dyᵀ (O, N); column-major w is wᵀ (I, O), dy is dyᵀ (O, N).
   PETRA_CUDA_CHECK(cublasSgemm(context_->blas(), CUBLAS_OP_N, CUBLAS_OP_N, cuda::to_int(op, "I", in),
                                cuda::to_int(op, "N", n), cuda::to_int(op, "O", out), &one, w.data(),
-                               cuda::to_int(op, "I", in), dy.data(), cuda::to_int(op, "O", out), &zero, dx.data(),
-                               cuda::to_int(op, "I", in)));
+                               cuda::to_int(op, "I", in), dy.data(), cuda::to_int(op, "O", out), &zero,
+                               dx.data(), cuda::to_int(op, "I", in)));
   return dx;
 }
 
@@ -69,18 +69,19 @@ void cuda_backend::linear_backward_weight(const tensor& x, const tensor& dy, ten
   require(op, "dy", dy, 2, "(N, O)");
   require(op, "dw", dw, 2, "(O, I)");
   const int64_t n = x.dim(0), in = x.dim(1), out = dy.dim(1);
-  if (dy.dim(0) != n) fail(op, "x " + x.shape_str() + " and dy " + dy.shape_str() + " have different batch sizes");
+  if (dy.dim(0) != n)
+    fail(op, "x " + x.shape_str() + " and dy " + dy.shape_str() + " have different batch sizes");
   if (dw.shape() != shape_t{out, in})
-    fail(op, "dw " + dw.shape_str() + " must be (O, I) = " + to_string({out, in}) + " for x " + x.shape_str() +
-                 " and dy " + dy.shape_str());
+    fail(op, "dw " + dw.shape_str() + " must be (O, I) = " + to_string({out, in}) + " for x " +
+                 x.shape_str() + " and dy " + dy.shape_str());
   if (db.defined()) require_vector(op, "db", db, out, "dy's outputs (O)");
   enter();
   if (n > 0 && in > 0 && out > 0)
     // dwᵀ (I, O) += xᵀ (I, N) · dy (N, O); column-major x is xᵀ (I, N), dy is dyᵀ (O, N).
     PETRA_CUDA_CHECK(cublasSgemm(context_->blas(), CUBLAS_OP_N, CUBLAS_OP_T, cuda::to_int(op, "I", in),
                                  cuda::to_int(op, "O", out), cuda::to_int(op, "N", n), &one, x.data(),
-                                 cuda::to_int(op, "I", in), dy.data(), cuda::to_int(op, "O", out), &one, dw.data(),
-                                 cuda::to_int(op, "I", in)));
+                                 cuda::to_int(op, "I", in), dy.data(), cuda::to_int(op, "O", out), &one,
+                                 dw.data(), cuda::to_int(op, "I", in)));
   if (db.defined()) cuda::kernels::add_column_sums(dy.data(), db.data(), n, out, stream());
 }
 

@@ -16,14 +16,16 @@ float cuda_backend::softmax_cross_entropy(const tensor& logits, const std::vecto
   const char* op = "softmax_cross_entropy";
   require(op, "logits", logits, 2, "(N, K)");
   const int64_t n = logits.dim(0), classes = logits.dim(1);
-  if (n < 1 || classes < 1) fail(op, "logits " + logits.shape_str() + " is empty: need N ≥ 1 rows of K ≥ 1 classes");
+  if (n < 1 || classes < 1)
+    fail(op, "logits " + logits.shape_str() + " is empty: need N ≥ 1 rows of K ≥ 1 classes");
   if (static_cast<int64_t>(labels.size()) != n)
-    fail(op, std::to_string(labels.size()) + " labels for logits " + logits.shape_str() + ": need one per row");
+    fail(op,
+         std::to_string(labels.size()) + " labels for logits " + logits.shape_str() + ": need one per row");
   for (int64_t i = 0; i < n; ++i)
     if (labels[i] < 0 || labels[i] >= classes)
       fail(op, "labels[" + std::to_string(i) + "] = " + std::to_string(labels[i]) + " is outside [0, " +
-                   std::to_string(classes) + "): logits " + logits.shape_str() + " have " + std::to_string(classes) +
-                   " classes");
+                   std::to_string(classes) + "): logits " + logits.shape_str() + " have " +
+                   std::to_string(classes) + " classes");
   enter();
   const auto rows = static_cast<std::size_t>(n);
   // One scratch block: labels (int32), then per-row losses (double, 8-aligned), then hits (int32).
@@ -34,15 +36,17 @@ float cuda_backend::softmax_cross_entropy(const tensor& logits, const std::vecto
   auto* device_labels = reinterpret_cast<int32_t*>(base);
   auto* row_loss = reinterpret_cast<double*>(base + loss_offset);
   auto* row_hit = reinterpret_cast<int32_t*>(base + hit_offset);
-  PETRA_CUDA_CHECK(cudaMemcpyAsync(device_labels, labels.data(), rows * sizeof(int32_t), cudaMemcpyHostToDevice,
-                                   stream()));
+  PETRA_CUDA_CHECK(cudaMemcpyAsync(device_labels, labels.data(), rows * sizeof(int32_t),
+                                   cudaMemcpyHostToDevice, stream()));
   if (dlogits) *dlogits = output(logits.shape());
-  cuda::kernels::softmax_cross_entropy(logits.data(), device_labels, n, classes, dlogits ? dlogits->data() : nullptr,
-                                       row_loss, row_hit, stream());
+  cuda::kernels::softmax_cross_entropy(logits.data(), device_labels, n, classes,
+                                       dlogits ? dlogits->data() : nullptr, row_loss, row_hit, stream());
   std::vector<double> losses(rows);
   std::vector<int32_t> hits(rows);
-  PETRA_CUDA_CHECK(cudaMemcpyAsync(losses.data(), row_loss, rows * sizeof(double), cudaMemcpyDeviceToHost, stream()));
-  PETRA_CUDA_CHECK(cudaMemcpyAsync(hits.data(), row_hit, rows * sizeof(int32_t), cudaMemcpyDeviceToHost, stream()));
+  PETRA_CUDA_CHECK(
+      cudaMemcpyAsync(losses.data(), row_loss, rows * sizeof(double), cudaMemcpyDeviceToHost, stream()));
+  PETRA_CUDA_CHECK(
+      cudaMemcpyAsync(hits.data(), row_hit, rows * sizeof(int32_t), cudaMemcpyDeviceToHost, stream()));
   context_->synchronize();
   double loss = 0;
   int64_t total_hits = 0;

@@ -8,7 +8,8 @@ namespace petra {
 
 using cuda::fail;
 
-void cuda_backend::sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer, const sgd_update_params& p) {
+void cuda_backend::sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer,
+                              const sgd_update_params& p) {
   const char* op = "sgd_update";
   require(op, "w", w, w.rank(), "on this GPU");
   require(op, "grad", grad, grad.rank(), "on this GPU");
@@ -18,13 +19,14 @@ void cuda_backend::sgd_update(tensor& w, const tensor& grad, tensor& momentum_bu
                  ": set momentum (e.g. 0.9) or turn nesterov off");
   if (p.momentum < 0.f) fail(op, "momentum " + std::to_string(p.momentum) + " must not be negative");
   if (p.momentum != 0.f) {
-    require(op, "momentum_buffer", momentum_buffer, momentum_buffer.rank(), "shaped like w, zero before the first step");
+    require(op, "momentum_buffer", momentum_buffer, momentum_buffer.rank(),
+            "shaped like w, zero before the first step");
     cuda::require_same_shape(op, "momentum_buffer", momentum_buffer, "w", w);
   }
   enter();
   // A zero buffer makes the first step buf = g, as PyTorch's buf = clone(g).
-  cuda::kernels::sgd_update(w.data(), grad.data(), p.momentum != 0.f ? momentum_buffer.data() : nullptr, w.numel(),
-                            p.lr, p.momentum, p.weight_decay, p.grad_scale, p.nesterov, stream());
+  cuda::kernels::sgd_update(w.data(), grad.data(), p.momentum != 0.f ? momentum_buffer.data() : nullptr,
+                            w.numel(), p.lr, p.momentum, p.weight_decay, p.grad_scale, p.nesterov, stream());
 }
 
 }  // namespace petra

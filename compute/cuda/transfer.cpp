@@ -56,8 +56,8 @@ tensor copy_between(const tensor& src, backend& from, backend& to) {
   const char* op = "copy_between";
   if (!src.defined()) fail(op, "the tensor is undefined: nothing to copy");
   if (src.where() != from.where())
-    fail(op, "the tensor " + src.shape_str() + " lives on " + src.where().str() + ", not on " + from.where().str() +
-                 " (the backend named as its maker)");
+    fail(op, "the tensor " + src.shape_str() + " lives on " + src.where().str() + ", not on " +
+                 from.where().str() + " (the backend named as its maker)");
   if (from.where().type == device_type::cpu) return to.from_host(src);
   if (to.where().type == device_type::cpu) return from.to_host(src);
   cuda_backend* source = as_cuda(from);

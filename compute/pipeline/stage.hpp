@@ -68,6 +68,8 @@ class stage {
   sgd_optimizer& optimizer() { return optimizer_; }
   const stage_stats& stats() const { return stats_; }
   std::size_t outstanding() const { return outstanding_.size(); }
+  /// The micro-batch whose backward must come next (-1 when none is outstanding).
+  int64_t next_backward_id() const { return outstanding_.empty() ? -1 : outstanding_.front().id; }
 
   /// Bytes of parameters, of optimizer state (gradients + momentum) and of BN running statistics.
   std::size_t parameter_bytes();

@@ -36,7 +36,7 @@ caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<recorded> log) {
   return {
       [=](forward_data& f) { log->forward_ticks.push_back(f.s.tick); },
       [=](credit_atom, int64_t n) { log->credits += n; },
-      [=](done_atom, int32_t) { ++log->done; },
+      [=](done_atom, int32_t, int32_t) { ++log->done; },
   };
 }
 

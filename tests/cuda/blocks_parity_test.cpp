@@ -85,7 +85,10 @@ void check_block_parity(block& on_cpu, block& on_gpu, backend& gpu, const activa
 
 TEST_CASE("stem blocks (CIFAR and ImageNet) match the CPU") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(20);
   for (bool imagenet : {false, true}) {
@@ -98,10 +101,14 @@ TEST_CASE("stem blocks (CIFAR and ImageNet) match the CPU") {
 
 TEST_CASE("coupling blocks (basic and bottleneck F) match the CPU in every pass") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(21);
-  coupling_block basic_cpu(*be.cpu, "c", conv_chain::basic(8), 11), basic_gpu(*be.gpu, "c", conv_chain::basic(8), 11);
+  coupling_block basic_cpu(*be.cpu, "c", conv_chain::basic(8), 11),
+      basic_gpu(*be.gpu, "c", conv_chain::basic(8), 11);
   check_block_parity(basic_cpu, basic_gpu, *be.gpu, {{8, 8, 6, 6}, {8, 8, 6, 6}}, rng);
   coupling_block bottleneck_cpu(*be.cpu, "c", conv_chain::bottleneck(8, 4, 8, 1), 12);
   coupling_block bottleneck_gpu(*be.gpu, "c", conv_chain::bottleneck(8, 4, 8, 1), 12);
@@ -110,7 +117,10 @@ TEST_CASE("coupling blocks (basic and bottleneck F) match the CPU in every pass"
 
 TEST_CASE("downsampling blocks (basic and bottleneck) match the CPU") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(22);
   downsample_basic_block basic_cpu(*be.cpu, "d", 4, 8, 2, 13), basic_gpu(*be.gpu, "d", 4, 8, 2, 13);
@@ -122,7 +132,10 @@ TEST_CASE("downsampling blocks (basic and bottleneck) match the CPU") {
 
 TEST_CASE("head block matches the CPU") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(23);
   head_block on_cpu(*be.cpu, "head", 8, 10, 16), on_gpu(*be.gpu, "head", 8, 10, 16);
@@ -131,11 +144,15 @@ TEST_CASE("head block matches the CPU") {
 
 TEST_CASE("coupling inverse on the GPU rebuilds its input at fp32 round-off") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(24);
   for (bool bottleneck : {false, true}) {
-    coupling_block c(*be.gpu, "c", bottleneck ? conv_chain::bottleneck(8, 4, 8, 1) : conv_chain::basic(8), 21);
+    coupling_block c(*be.gpu, "c", bottleneck ? conv_chain::bottleneck(8, 4, 8, 1) : conv_chain::basic(8),
+                     21);
     const activation x = random_pair({{8, 8, 6, 6}, {8, 8, 6, 6}}, rng);
     const activation xg = to_gpu(*be.gpu, x);
     const activation y = c.forward(xg, pass::train, nullptr);
@@ -147,7 +164,10 @@ TEST_CASE("coupling inverse on the GPU rebuilds its input at fp32 round-off") {
 
 TEST_CASE("whole RevNets (tiny, fashion_small, revnet18): logits, loss and every gradient match the CPU") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(25);
   for (const std::string arch : {"tiny", "fashion_small", "revnet18"}) {

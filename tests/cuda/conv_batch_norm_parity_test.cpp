@@ -17,18 +17,21 @@ struct conv_case {
 };
 
 const std::vector<conv_case> conv_cases = {
-    {{4, 3, 8, 8}, {6, 3, 3, 3}, {1, 1}, true},      // CIFAR stem-like
-    {{2, 3, 16, 16}, {4, 3, 7, 7}, {2, 3}, true},    // ImageNet stem-like
-    {{4, 8, 8, 8}, {8, 8, 3, 3}, {1, 1}, false},     // basic F
-    {{4, 8, 8, 8}, {16, 8, 3, 3}, {2, 1}, true},     // downsampling
-    {{4, 8, 8, 8}, {16, 8, 1, 1}, {2, 0}, true},     // projection
-    {{3, 5, 7, 6}, {4, 5, 3, 2}, {2, 0}, true}};     // odd, non-square
+    {{4, 3, 8, 8}, {6, 3, 3, 3}, {1, 1}, true},    // CIFAR stem-like
+    {{2, 3, 16, 16}, {4, 3, 7, 7}, {2, 3}, true},  // ImageNet stem-like
+    {{4, 8, 8, 8}, {8, 8, 3, 3}, {1, 1}, false},   // basic F
+    {{4, 8, 8, 8}, {16, 8, 3, 3}, {2, 1}, true},   // downsampling
+    {{4, 8, 8, 8}, {16, 8, 1, 1}, {2, 0}, true},   // projection
+    {{3, 5, 7, 6}, {4, 5, 3, 2}, {2, 0}, true}};   // odd, non-square
 
 }  // namespace
 
 TEST_CASE("conv2d forward, backward data and backward filter match the CPU (fp32, accumulating)") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(1);
   for (const conv_case& c : conv_cases) {
@@ -36,7 +39,8 @@ TEST_CASE("conv2d forward, backward data and backward filter match the CPU (fp32
     const tensor b = c.bias ? random_host({c.w[0]}, rng) : tensor{};
     const tensor xg = be.gpu->from_host(x), wg = be.gpu->from_host(w);
     const tensor bg = c.bias ? be.gpu->from_host(b) : tensor{};
-    INFO("x " << to_string(c.x) << " w " << to_string(c.w) << " stride " << c.p.stride << " pad " << c.p.padding);
+    INFO("x " << to_string(c.x) << " w " << to_string(c.w) << " stride " << c.p.stride << " pad "
+              << c.p.padding);
 
     const tensor y = be.cpu->conv2d_forward(x, w, b, c.p);
     CHECK(gpu_vs_cpu(*be.gpu, be.gpu->conv2d_forward(xg, wg, bg, c.p), y) < op_tolerance);
@@ -60,27 +64,38 @@ TEST_CASE("conv2d forward, backward data and backward filter match the CPU (fp32
 
 TEST_CASE("conv2d with TF32 stays within the documented TF32 tolerance") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be(/*tf32=*/true);
   std::mt19937 rng(2);
   for (const conv_case& c : conv_cases) {
     const tensor x = random_host(c.x, rng), w = random_host(c.w, rng, 0.3f), b = random_host({c.w[0]}, rng);
     const tensor y = be.cpu->conv2d_forward(x, w, b, c.p);
-    const tensor yg = be.gpu->conv2d_forward(be.gpu->from_host(x), be.gpu->from_host(w), be.gpu->from_host(b), c.p);
+    const tensor yg =
+        be.gpu->conv2d_forward(be.gpu->from_host(x), be.gpu->from_host(w), be.gpu->from_host(b), c.p);
     const double error = gpu_vs_cpu(*be.gpu, yg, y);
     INFO("x " << to_string(c.x) << " w " << to_string(c.w) << ": relative error " << error);
     CHECK(error < tf32_tolerance);
   }
 }
 
-TEST_CASE("deterministic backend: repeated backward passes are bit-identical") {
+TEST_CASE("deterministic backend: one plan per shape, and repeated backward passes are bit-identical") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(3);
   const conv_case& c = conv_cases[3];
   const tensor xg = be.gpu->from_host(random_host(c.x, rng)), wg = be.gpu->from_host(random_host(c.w, rng));
   const tensor yg = be.gpu->conv2d_forward(xg, wg, {}, c.p);
+  auto& gpu = dynamic_cast<cuda_backend&>(*be.gpu);
+  CHECK(gpu.conv_plans() == 1);
+  be.gpu->conv2d_forward(xg, wg, {}, c.p);
+  CHECK(gpu.conv_plans() == 1);  // descriptors and algorithms chosen once per shape
   const tensor dyg = be.gpu->from_host(random_host(yg.shape(), rng));
   std::vector<tensor> dx, dw;
   for (int run = 0; run < 2; ++run) {
@@ -96,7 +111,10 @@ TEST_CASE("deterministic backend: repeated backward passes are bit-identical") {
 
 TEST_CASE("batch norm: training forward, saved statistics, running update, eval, backward match the CPU") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(4);
   const float eps = 1e-5f, momentum = 0.1f;
@@ -106,7 +124,8 @@ TEST_CASE("batch norm: training forward, saved statistics, running update, eval,
     tensor x = random_host(shape, rng, 2.f);
     for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] += 3.f;  // a mean far from 0
     const tensor gamma = random_host({c}, rng), beta = random_host({c}, rng);
-    const tensor xg = be.gpu->from_host(x), gammag = be.gpu->from_host(gamma), betag = be.gpu->from_host(beta);
+    const tensor xg = be.gpu->from_host(x), gammag = be.gpu->from_host(gamma),
+                 betag = be.gpu->from_host(beta);
 
     batch_norm_saved saved, savedg;
     const tensor y = be.cpu->batch_norm_forward_train(x, gamma, beta, eps, saved);
@@ -149,7 +168,10 @@ TEST_CASE("batch norm: training forward, saved statistics, running update, eval,
 
 TEST_CASE("GPU ops reject host tensors and bad shapes with the CPU twin's messages") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   const tensor host = tensor::zeros({2, 3, 4, 4});
   CHECK_THROWS_WITH_AS(be.gpu->relu_forward(host), doctest::Contains("lives on cpu"), std::invalid_argument);

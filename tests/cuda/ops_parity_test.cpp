@@ -12,7 +12,10 @@ using namespace petra::testing;
 
 TEST_CASE("memory: from_host/to_host round trip, zeros, copy, fill_zero, empty shapes") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(10);
   const tensor x = random_host({3, 4, 5}, rng);
@@ -33,7 +36,10 @@ TEST_CASE("memory: from_host/to_host round trip, zeros, copy, fill_zero, empty s
 
 TEST_CASE("the backend runs from any thread (it makes its GPU current first)") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(11);
   const tensor x = random_host({64}, rng);
@@ -45,7 +51,10 @@ TEST_CASE("the backend runs from any thread (it makes its GPU current first)") {
 
 TEST_CASE("pointwise: relu forward/backward, add, sub, add_inplace are exact") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(12);
   const shape_t shape{5, 3, 7, 9};
@@ -66,7 +75,10 @@ TEST_CASE("pointwise: relu forward/backward, add, sub, add_inplace are exact") {
 
 TEST_CASE("pooling: max pool (with ties) and global average pool, forward and backward") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(13);
   tensor x = random_host({3, 4, 6, 8}, rng);
@@ -86,17 +98,24 @@ TEST_CASE("pooling: max pool (with ties) and global average pool, forward and ba
 
 TEST_CASE("linear: forward with and without bias, backward data, accumulating weight gradients") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   for (bool tf32 : {false, true}) {
     cpu_and_gpu be(tf32);
     const double tolerance = tf32 ? tf32_tolerance : op_tolerance;
     std::mt19937 rng(14);
-    for (const auto& [n, in, out] : std::vector<std::array<int64_t, 3>>{{4, 6, 10}, {128, 1024, 10}, {3, 1, 1}}) {
+    for (const auto& [n, in, out] :
+         std::vector<std::array<int64_t, 3>>{{4, 6, 10}, {128, 1024, 10}, {3, 1, 1}}) {
       INFO("tf32 " << tf32 << ", N " << n << " I " << in << " O " << out);
-      const tensor x = random_host({n, in}, rng), w = random_host({out, in}, rng), b = random_host({out}, rng);
+      const tensor x = random_host({n, in}, rng), w = random_host({out, in}, rng),
+                   b = random_host({out}, rng);
       const tensor xg = be.gpu->from_host(x), wg = be.gpu->from_host(w), bg = be.gpu->from_host(b);
-      CHECK(gpu_vs_cpu(*be.gpu, be.gpu->linear_forward(xg, wg, bg), be.cpu->linear_forward(x, w, b)) < tolerance);
-      CHECK(gpu_vs_cpu(*be.gpu, be.gpu->linear_forward(xg, wg, {}), be.cpu->linear_forward(x, w, {})) < tolerance);
+      CHECK(gpu_vs_cpu(*be.gpu, be.gpu->linear_forward(xg, wg, bg), be.cpu->linear_forward(x, w, b)) <
+            tolerance);
+      CHECK(gpu_vs_cpu(*be.gpu, be.gpu->linear_forward(xg, wg, {}), be.cpu->linear_forward(x, w, {})) <
+            tolerance);
       const tensor dy = random_host({n, out}, rng);
       const tensor dyg = be.gpu->from_host(dy);
       CHECK(gpu_vs_cpu(*be.gpu, be.gpu->linear_backward_data(dyg, wg), be.cpu->linear_backward_data(dy, w)) <
@@ -115,7 +134,10 @@ TEST_CASE("linear: forward with and without bias, backward data, accumulating we
 
 TEST_CASE("channels: split and concat halves are exact and inverse to each other") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(15);
   for (const shape_t& shape : {shape_t{3, 8, 5, 5}, shape_t{4, 2, 1, 1}}) {
@@ -131,7 +153,10 @@ TEST_CASE("channels: split and concat halves are exact and inverse to each other
 
 TEST_CASE("softmax cross-entropy: loss, gradient and hit count match the CPU") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(16);
   for (const auto& [n, k] : std::vector<std::array<int64_t, 2>>{{128, 10}, {5, 1000}, {1, 1}}) {
@@ -142,7 +167,8 @@ TEST_CASE("softmax cross-entropy: loss, gradient and hit count match the CPU") {
     tensor dlogits, dlogitsg;
     int64_t correct = -1, correctg = -2;
     const float loss = be.cpu->softmax_cross_entropy(logits, labels, &dlogits, &correct);
-    const float lossg = be.gpu->softmax_cross_entropy(be.gpu->from_host(logits), labels, &dlogitsg, &correctg);
+    const float lossg =
+        be.gpu->softmax_cross_entropy(be.gpu->from_host(logits), labels, &dlogitsg, &correctg);
     CHECK(lossg == doctest::Approx(loss).epsilon(1e-6));
     CHECK(correctg == correct);
     CHECK(gpu_vs_cpu(*be.gpu, dlogitsg, dlogits) < op_tolerance);
@@ -158,7 +184,10 @@ TEST_CASE("softmax cross-entropy: loss, gradient and hit count match the CPU") {
 
 TEST_CASE("SGD: plain, momentum, Nesterov, weight decay and gradient scale, several steps") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(17);
   std::vector<sgd_update_params> settings(4);

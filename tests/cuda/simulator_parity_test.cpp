@@ -35,7 +35,8 @@ struct petra_run {
     const std::vector<int> partition = resolve_partition({}, blocks.size());
     auto groups = partition_blocks(std::move(blocks), partition);
     for (std::size_t j = 0; j < groups.size(); ++j)
-      stages.push_back(std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, o, method.for_stage(0)));
+      stages.push_back(
+          std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, o, method.for_stage(0)));
     simulator sim(stages, be, method);
     std::mt19937 rng(9);  // the same data on both devices
     int64_t next_id = 0;
@@ -53,7 +54,8 @@ struct petra_run {
   std::vector<tensor> state(backend& be) {
     std::vector<tensor> out;
     for (auto& s : stages) {
-      for (parameter* p : s->parameters()) out.push_back(be.to_host(p->value)), out.push_back(be.to_host(p->momentum));
+      for (parameter* p : s->parameters())
+        out.push_back(be.to_host(p->value)), out.push_back(be.to_host(p->momentum));
       for (const buffer_ref& r : s->buffers()) out.push_back(be.to_host(*r.value));
     }
     return out;
@@ -64,7 +66,10 @@ struct petra_run {
 
 TEST_CASE("PETRA on the GPU follows the CPU run for 20 ticks") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   petra_run on_cpu(*be.cpu, 10), on_gpu(*be.gpu, 10);
   REQUIRE(on_cpu.stages.size() == 6);

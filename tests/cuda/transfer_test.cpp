@@ -1,28 +1,36 @@
 // Tensors between backends: host ↔ GPU, two backends (two streams) on one GPU, GPU ↔ GPU.
+#include "compute/cuda/transfer.hpp"
+
 #include <doctest/doctest.h>
 
 #include "compute/cuda/cuda_backend_impl.hpp"
-#include "compute/cuda/transfer.hpp"
 #include "tests/cuda/parity.hpp"
 
 using namespace petra;
 using namespace petra::testing;
 
-TEST_CASE("copy_between: host to GPU and back is exact; a wrong maker is refused") {
+TEST_CASE("copy_between: host to GPU and back is exact, and a wrong maker is refused") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   std::mt19937 rng(30);
   const tensor x = random_host({4, 5, 6}, rng);
   const tensor on_gpu = copy_between(x, *be.cpu, *be.gpu);
   CHECK(on_gpu.where() == be.gpu->where());
   CHECK(bit_equal(copy_between(on_gpu, *be.gpu, *be.cpu), x));
-  CHECK_THROWS_WITH_AS(copy_between(x, *be.gpu, *be.cpu), doctest::Contains("not on cuda:0"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(copy_between(x, *be.gpu, *be.cpu), doctest::Contains("not on cuda:0"),
+                       std::invalid_argument);
 }
 
 TEST_CASE("two backends on one GPU: a tensor handed over after order_after is read complete") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   cpu_and_gpu be;
   auto consumer = make_cuda_backend(0, false, true);
   std::mt19937 rng(31);
@@ -34,7 +42,8 @@ TEST_CASE("two backends on one GPU: a tensor handed over after order_after is re
   const tensor y = consumer->relu_forward(h);
   h = tensor{};  // the producer's last handle goes while the consumer may still read it
   tensor expected = x.clone();
-  for (int64_t i = 0; i < expected.numel(); ++i) expected.data()[i] = std::max(0.f, expected.data()[i] * 1048576.f);
+  for (int64_t i = 0; i < expected.numel(); ++i)
+    expected.data()[i] = std::max(0.f, expected.data()[i] * 1048576.f);
   CHECK(bit_equal(consumer->to_host(y), expected));
   const tensor copied = copy_between(y, *consumer, *be.gpu);
   CHECK(bit_equal(be.gpu->to_host(copied), expected));
@@ -42,10 +51,16 @@ TEST_CASE("two backends on one GPU: a tensor handed over after order_after is re
 
 TEST_CASE("copy_between two GPUs (peer or through the host) is exact") {
   std::string why;
-  if (!petra::cuda_available(&why)) { MESSAGE("skipping GPU test: " << why); return; }
+  if (!petra::cuda_available(&why)) {
+    MESSAGE("skipping GPU test: " << why);
+    return;
+  }
   int count = 0;
   cudaGetDeviceCount(&count);
-  if (count < 2) { MESSAGE("skipping GPU test: needs two GPUs, this machine has " << count); return; }
+  if (count < 2) {
+    MESSAGE("skipping GPU test: needs two GPUs, this machine has " << count);
+    return;
+  }
   auto first = make_cuda_backend(0, false, true);
   auto second = make_cuda_backend(1, false, true);
   std::mt19937 rng(32);

@@ -31,14 +31,13 @@ TEST_CASE("conv descriptors: cuDNN's output extents equal the geometry's, for ev
     int64_t n, c, h, w, k, r, s;
     int stride, padding;
   };
-  const std::vector<conv_case> cases = {
-      {128, 3, 32, 32, 128, 3, 3, 1, 1},   // CIFAR stem (two streams of 64)
-      {128, 3, 224, 224, 128, 7, 7, 2, 3}, // ImageNet stem
-      {128, 64, 32, 32, 64, 3, 3, 1, 1},   // basic F
-      {128, 64, 32, 32, 128, 3, 3, 2, 1},  // downsampling 3×3
-      {128, 64, 32, 32, 128, 1, 1, 2, 0},  // projection 1×1
-      {4, 3, 5, 5, 3, 3, 3, 1, 1},         // test sizes
-      {2, 1, 7, 6, 5, 3, 2, 2, 0}};        // odd, non-square
+  const std::vector<conv_case> cases = {{128, 3, 32, 32, 128, 3, 3, 1, 1},  // CIFAR stem (two streams of 64)
+                                        {128, 3, 224, 224, 128, 7, 7, 2, 3},  // ImageNet stem
+                                        {128, 64, 32, 32, 64, 3, 3, 1, 1},    // basic F
+                                        {128, 64, 32, 32, 128, 3, 3, 2, 1},   // downsampling 3×3
+                                        {128, 64, 32, 32, 128, 1, 1, 2, 0},   // projection 1×1
+                                        {4, 3, 5, 5, 3, 3, 3, 1, 1},          // test sizes
+                                        {2, 1, 7, 6, 5, 3, 2, 2, 0}};         // odd, non-square
   for (const conv_case& k : cases) {
     cuda::conv_geometry g;
     g.n = k.n, g.c = k.c, g.h = k.h, g.w = k.w, g.k = k.k, g.r = k.r, g.s = k.s, g.stride = k.stride,
@@ -70,8 +69,8 @@ TEST_CASE("batch-norm parameter descriptors are (1, C, 1, 1)") {
 TEST_CASE("a failed call names the call, the status and what to do") {
   CHECK_THROWS_WITH_AS(PETRA_CUDA_CHECK(cudaErrorMemoryAllocation),
                        doctest::Contains("cudaErrorMemoryAllocation"), std::runtime_error);
-  CHECK_THROWS_WITH_AS(PETRA_CUDA_CHECK(cudaErrorMemoryAllocation), doctest::Contains("lower the micro-batch"),
-                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(PETRA_CUDA_CHECK(cudaErrorMemoryAllocation),
+                       doctest::Contains("lower the micro-batch"), std::runtime_error);
   CHECK_THROWS_WITH_AS(PETRA_CUDA_CHECK(CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH),
                        doctest::Contains("rejected a shape"), std::runtime_error);
   CHECK_THROWS_WITH_AS(PETRA_CUDA_CHECK(CUBLAS_STATUS_ALLOC_FAILED), doctest::Contains("out of memory"),
@@ -98,9 +97,9 @@ TEST_CASE("preconditions name the op, the tensor and where it lives") {
   CHECK_NOTHROW(cuda::require_on("relu_forward", "x", on_gpu, gpu, 2, "(N, C)"));
   CHECK_THROWS_WITH_AS(cuda::require_on("conv2d_forward", "x", on_gpu, gpu, 4, "(N, C, H, W)"),
                        doctest::Contains("has rank 2, expected (N, C, H, W)"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(cuda::require_vector("batch_norm_forward_train", "gamma", on_gpu.reshaped({6}), gpu, 4,
-                                            "x's channels"),
-                       doctest::Contains("has 6 entries but x's channels has 4"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      cuda::require_vector("batch_norm_forward_train", "gamma", on_gpu.reshaped({6}), gpu, 4, "x's channels"),
+      doctest::Contains("has 6 entries but x's channels has 4"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(cuda::to_int("linear_forward", "N", int64_t{1} << 40),
                        doctest::Contains("does not fit"), std::invalid_argument);
 }
