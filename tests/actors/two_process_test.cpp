@@ -23,6 +23,18 @@ TEST_CASE("lockstep across two processes is bit-identical to one process") {
   CHECK(two.totals.stages[1]["delay_ticks"].begin().key() == "4");
 }
 
+TEST_CASE("three node processes and a coordinator, lockstep: bit-identical to one process") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  node_process a, b, c;
+  const trained one = train_once(tiny_config("lockstep", "petra"));
+  config::run_config spread = tiny_config("lockstep", "petra");
+  spread.pipeline.nodes = {a.address(), b.address(), c.address(), "local"};
+  const trained four = train_once(spread);
+  CHECK(differing(one, four) == 0);
+  CHECK(four.totals.loss_sum == one.totals.loss_sum);
+  CHECK(four.totals.correct == one.totals.correct);
+}
+
 TEST_CASE("a node killed mid-run: the coordinator notices and the run fails, naming the stage") {
   PETRA_REQUIRE_FASHION_MNIST();
   node_process node;
