@@ -1,4 +1,5 @@
 // conv2d forward/backward on the CPU: shape checks, then the oneDNN engine.
+#include "compute/op_checks.hpp"
 #include "compute/cpu/checks.hpp"
 #include "compute/cpu/conv2d_engine.hpp"
 #include "compute/cpu/cpu_backend.hpp"
@@ -12,19 +13,7 @@ using cpu::fail;
 /// Checks x_shape (N,C,H,W) against w_shape (K,C,R,S) and the params; the geometry.
 conv2d_geometry geometry_of(const char* op, const shape_t& x_shape, const shape_t& w_shape, conv2d_params p,
                             bool bias) {
-  if (x_shape.size() != 4) fail(op, "x " + to_string(x_shape) + " must be (N, C, H, W)");
-  if (w_shape.size() != 4) fail(op, "w " + to_string(w_shape) + " must be (K, C, R, S)");
-  for (int64_t d : x_shape)
-    if (d < 1)
-      fail(op, "x " + to_string(x_shape) + " has an empty extent: every dimension must be at least 1");
-  for (int64_t d : w_shape)
-    if (d < 1)
-      fail(op, "w " + to_string(w_shape) + " has an empty extent: every dimension must be at least 1");
-  if (x_shape[1] != w_shape[1])
-    fail(op, "x " + to_string(x_shape) + " has " + std::to_string(x_shape[1]) + " channels but w " +
-                 to_string(w_shape) + " expects " + std::to_string(w_shape[1]));
-  if (p.stride < 1) fail(op, "stride " + std::to_string(p.stride) + " must be at least 1");
-  if (p.padding < 0) fail(op, "padding " + std::to_string(p.padding) + " must not be negative");
+  check_conv2d_shapes(op, x_shape, w_shape, p);
   conv2d_geometry g;
   g.n = x_shape[0], g.c = x_shape[1], g.h = x_shape[2], g.w = x_shape[3];
   g.k = w_shape[0], g.r = w_shape[2], g.s = w_shape[3];

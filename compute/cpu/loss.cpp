@@ -1,4 +1,5 @@
 // Softmax cross-entropy of logits (N,K) against integer labels, its gradient and hits.
+#include "compute/op_checks.hpp"
 #include <cmath>
 
 #include "compute/cpu/checks.hpp"
@@ -13,16 +14,7 @@ float cpu_backend::softmax_cross_entropy(const tensor& logits, const std::vector
   const char* op = "softmax_cross_entropy";
   cpu::require_host(op, "logits", logits, 2, "(N, K)");
   const int64_t n = logits.dim(0), classes = logits.dim(1);
-  if (n < 1 || classes < 1)
-    fail(op, "logits " + logits.shape_str() + " is empty: need N ≥ 1 rows of K ≥ 1 classes");
-  if (static_cast<int64_t>(labels.size()) != n)
-    fail(op,
-         std::to_string(labels.size()) + " labels for logits " + logits.shape_str() + ": need one per row");
-  for (int64_t i = 0; i < n; ++i)
-    if (labels[i] < 0 || labels[i] >= classes)
-      fail(op, "labels[" + std::to_string(i) + "] = " + std::to_string(labels[i]) + " is outside [0, " +
-                   std::to_string(classes) + "): logits " + logits.shape_str() + " have " +
-                   std::to_string(classes) + " classes");
+  check_cross_entropy_labels(op, logits, labels);
 
   if (dlogits) *dlogits = output(logits.shape());
   double loss = 0;

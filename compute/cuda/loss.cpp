@@ -1,5 +1,6 @@
 // Softmax cross-entropy on the GPU: per-row losses and hits by a kernel, summed on the host in
 // row order (double), as the CPU twin. Returning the loss waits for the stream.
+#include "compute/op_checks.hpp"
 #include <vector>
 
 #include "compute/cuda/checks.hpp"
@@ -16,16 +17,7 @@ float cuda_backend::softmax_cross_entropy(const tensor& logits, const std::vecto
   const char* op = "softmax_cross_entropy";
   require(op, "logits", logits, 2, "(N, K)");
   const int64_t n = logits.dim(0), classes = logits.dim(1);
-  if (n < 1 || classes < 1)
-    fail(op, "logits " + logits.shape_str() + " is empty: need N ≥ 1 rows of K ≥ 1 classes");
-  if (static_cast<int64_t>(labels.size()) != n)
-    fail(op,
-         std::to_string(labels.size()) + " labels for logits " + logits.shape_str() + ": need one per row");
-  for (int64_t i = 0; i < n; ++i)
-    if (labels[i] < 0 || labels[i] >= classes)
-      fail(op, "labels[" + std::to_string(i) + "] = " + std::to_string(labels[i]) + " is outside [0, " +
-                   std::to_string(classes) + "): logits " + logits.shape_str() + " have " +
-                   std::to_string(classes) + " classes");
+  check_cross_entropy_labels(op, logits, labels);
   enter();
   const auto rows = static_cast<std::size_t>(n);
   // One scratch block: labels (int32), then per-row losses (double, 8-aligned), then hits (int32).
