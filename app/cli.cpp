@@ -34,8 +34,10 @@ int run_cli(int argc, char** argv) {
   sweep_options sweep;
   auto* sweep_cmd = cli.add_subcommand("sweep", "Train a config over a grid of values; table and plot");
   sweep_cmd->add_option("config", sweep.config, "YAML config file or preset")->required();
-  sweep_cmd->add_option("--grid", sweep.grid, "key=v1,v2,... (repeat for a product grid)")->required();
-  sweep_cmd->add_option("--set", sweep.sets, "Override a config value for every run");
+  sweep_cmd->add_option("--grid", sweep.grid, "key=v1,v2,... (repeat for a product grid)")
+      ->required()
+      ->allow_extra_args(false);
+  sweep_cmd->add_option("--set", sweep.sets, "Override a config value for every run")->allow_extra_args(false);
   sweep_cmd->add_option("--output", sweep.output, "Parent directory (default: sweeps)");
   sweep_cmd->add_option("--name", sweep.name, "Sweep directory name (default: sweep-<time>)");
 

@@ -49,16 +49,19 @@ int sweep_command(const sweep_options& options) {
   fs::path sweep_dir;
   try {
     if (options.grid.empty())
-      throw std::invalid_argument("no --grid given: name at least one, e.g. --grid training.accumulation=1,2");
+      throw std::invalid_argument(
+          "no --grid given: name at least one, e.g. --grid training.accumulation=1,2");
     std::set<std::string> keys;
     for (const std::string& text : options.grid) {
       axes.push_back(parse_grid_axis(text));
       if (!keys.insert(axes.back().key).second)
-        throw std::invalid_argument("--grid " + axes.back().key + " is given twice: put all its values in one --grid");
+        throw std::invalid_argument("--grid " + axes.back().key +
+                                    " is given twice: put all its values in one --grid");
     }
     auto check_not_output = [](const std::string& key, const std::string& flag) {
       if (key == "output.dir" || key == "output.name" || key == "output")
-        throw std::invalid_argument(flag + " " + key + ": the sweep places its runs itself; use --output and --name");
+        throw std::invalid_argument(flag + " " + key +
+                                    ": the sweep places its runs itself; use --output and --name");
     };
     for (const auto& axis : axes) check_not_output(axis.key, "--grid");
     for (const std::string& set : options.sets) check_not_output(key_of(set), "--set");
@@ -71,6 +74,8 @@ int sweep_command(const sweep_options& options) {
       throw std::invalid_argument("'" + sweep_dir.string() +
                                   "' already exists and is not empty: choose another --name or remove it");
 
+    // The fixed overrides first, so that their errors are reported once, not once per point.
+    config::load_config(options.config, options.sets);
     const auto points = grid_points(axes);
     for (size_t i = 0; i < points.size(); ++i) {
       planned_run run{points[i], point_name(static_cast<int>(i + 1), axes, points[i]), options.sets};
@@ -81,7 +86,14 @@ int sweep_command(const sweep_options& options) {
       try {
         config::load_config(options.config, run.overrides);
       } catch (const std::exception& e) {
-        throw std::invalid_argument("point " + std::to_string(i + 1) + " (" + describe(axes, points[i]) + "): " + e.what());
+        // load_config names every override "--set key=value"; say --grid where the value came from there.
+        std::string what = e.what();
+        for (size_t a = 0; a < axes.size(); ++a) {
+          const std::string from = "--set " + run.overrides[options.sets.size() + a];
+          if (const size_t at = what.find(from); at != std::string::npos) what.replace(at, 5, "--grid");
+        }
+        throw std::invalid_argument("point " + std::to_string(i + 1) + " (" + describe(axes, points[i]) +
+                                    "): " + what);
       }
       plan.push_back(std::move(run));
     }
@@ -106,7 +118,8 @@ int sweep_command(const sweep_options& options) {
       write_results_csv((sweep_dir / "results.csv").string(), axes, results);
     };
     write_tables();
-    std::printf("petra sweep: %zu points of %s -> %s\n", plan.size(), options.config.c_str(), sweep_dir.c_str());
+    std::printf("petra sweep: %zu points of %s -> %s\n", plan.size(), options.config.c_str(),
+                sweep_dir.c_str());
     std::fflush(stdout);
 
     int failed = 0;
@@ -129,16 +142,18 @@ int sweep_command(const sweep_options& options) {
         std::printf("point %zu/%zu: %s → %.1f%%\n", i + 1, plan.size(), describe(axes, r.values).c_str(),
                     100 * r.test_accuracy);
       else
-        std::printf("point %zu/%zu: %s → failed (exit %d)\n", i + 1, plan.size(), describe(axes, r.values).c_str(), code);
+        std::printf("point %zu/%zu: %s → failed (exit %d)\n", i + 1, plan.size(),
+                    describe(axes, r.values).c_str(), code);
       std::fflush(stdout);
       write_tables();
     }
 
     const std::string skipped = write_accuracy_plot(sweep_dir.string(), axes, results);
     if (!skipped.empty()) std::cerr << "petra sweep: plot skipped: " << skipped << "\n";
-    std::printf("done: %zu of %zu runs finished -> %s (results.md, results.csv%s)\n", plan.size() - failed, plan.size(),
-                sweep_dir.c_str(), skipped.empty() ? ", accuracy.png" : "");
-    if (failed > 0) std::fprintf(stderr, "petra sweep: %d run(s) failed; see the table and their messages above\n", failed);
+    std::printf("done: %zu of %zu runs finished -> %s (results.md, results.csv%s)\n", plan.size() - failed,
+                plan.size(), sweep_dir.c_str(), skipped.empty() ? ", accuracy.png" : "");
+    if (failed > 0)
+      std::fprintf(stderr, "petra sweep: %d run(s) failed; see the table and their messages above\n", failed);
     return failed > 0 ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "petra sweep: failed: " << e.what() << "\n";

@@ -76,19 +76,25 @@ std::string write_accuracy_plot(const std::string& dir, const std::vector<grid_a
     for (const auto& value : results[i].values) label += (label.empty() ? "" : ", ") + value;
     longest_label = std::max(longest_label, label.size());
     double x = static_cast<double>(i + 1);
-    if (numeric) parse_number(results[i].values[0], x);
-    else labels += (labels.empty() ? "" : ", ") + gnuplot_string(label) + " " + std::to_string(i + 1);
+    if (numeric)
+      parse_number(results[i].values[0], x);
+    else
+      labels += (labels.empty() ? "" : ", ") + gnuplot_string(label) + " " + std::to_string(i + 1);
     if (!results[i].succeeded()) continue;
     const double y = 100 * results[i].test_accuracy;
     data << x << " " << y << "\n";
-    x_min = std::min(x_min, x), x_max = std::max(x_max, x), y_min = std::min(y_min, y), y_max = std::max(y_max, y);
+    x_min = std::min(x_min, x);
+    x_max = std::max(x_max, x);
+    y_min = std::min(y_min, y);
+    y_max = std::max(y_max, y);
   }
   const double x_margin = x_max > x_min ? 0.08 * (x_max - x_min) : 1.0;
   const double y_margin = std::max(1.0, 0.15 * (y_max - y_min));
 
   const std::string script = (fs::path(dir) / "accuracy.gp").string();
   write_file_atomically(script, [&](std::ostream& out) {
-    out << "# petra sweep: final test accuracy per grid point (failed runs left out). Redraw: gnuplot accuracy.gp\n"
+    out << "# petra sweep: final test accuracy per grid point, failed runs left out.\n"
+        << "# Redraw: gnuplot accuracy.gp\n"
         << "set terminal pngcairo size 960,600 noenhanced font \",11\"\n"
         << "set output 'accuracy.png.tmp'\n"
         << "set title " << gnuplot_string("final test accuracy against " + keys) << "\n"
@@ -103,13 +109,15 @@ std::string write_accuracy_plot(const std::string& dir, const std::vector<grid_a
       if (longest_label > 12) out << " rotate by -25";
       out << "\nset xrange [0.5:" << results.size() + 0.5 << "]\n";
     }
-    out << "$accuracy << EOD\n" << data.str() << "EOD\n"
+    out << "$accuracy << EOD\n"
+        << data.str() << "EOD\n"
         << "plot $accuracy using 1:2 with linespoints linewidth 2 pointtype 7 pointsize 1.5, \\\n"
         << "     $accuracy using 1:2:(sprintf(\"%.1f%%\", $2)) with labels offset 0,1.2\n";
   });
 
   const fs::path temp = fs::path(dir) / "accuracy.png.tmp";
-  const int status = std::system(("cd " + shell_word(dir) + " && " + shell_word(gnuplot) + " accuracy.gp").c_str());
+  const int status =
+      std::system(("cd " + shell_word(dir) + " && " + shell_word(gnuplot) + " accuracy.gp").c_str());
   if (status != 0 || !fs::is_regular_file(temp)) {
     std::error_code ignored;
     fs::remove(temp, ignored);

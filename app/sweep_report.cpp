@@ -81,7 +81,8 @@ std::vector<std::string> split_grid_values(const std::string& text) {
   auto finish = [&] {
     const std::string value = trim(current);
     if (value.empty())
-      throw std::invalid_argument("empty value in '" + text + "': write values separated by commas, e.g. 1,2,4");
+      throw std::invalid_argument("empty value in '" + text +
+                                  "': write values separated by commas, e.g. 1,2,4");
     values.push_back(value);
     current.clear();
   };
@@ -104,7 +105,8 @@ std::vector<std::string> split_grid_values(const std::string& text) {
   }
   if (quote != 0) throw std::invalid_argument("unterminated quote in '" + text + "'");
   if (!open.empty())
-    throw std::invalid_argument("unclosed '" + std::string(1, open.back() == ']' ? '[' : '{') + "' in '" + text + "'");
+    throw std::invalid_argument("unclosed '" + std::string(1, open.back() == ']' ? '[' : '{') + "' in '" +
+                                text + "'");
   finish();
   return values;
 }
@@ -112,11 +114,13 @@ std::vector<std::string> split_grid_values(const std::string& text) {
 grid_axis parse_grid_axis(const std::string& text) {
   const size_t equals = text.find('=');
   if (equals == std::string::npos || equals == 0)
-    throw std::invalid_argument("--grid '" + text + "': expected key=v1,v2,..., e.g. --grid training.accumulation=1,2");
+    throw std::invalid_argument("--grid '" + text +
+                                "': expected key=v1,v2,..., e.g. --grid training.accumulation=1,2");
   grid_axis axis;
   axis.key = trim(text.substr(0, equals));
   if (axis.key.empty() || axis.key.find_first_of(" \t") != std::string::npos)
-    throw std::invalid_argument("--grid '" + text + "': '" + axis.key + "' is not a config key (like training.epochs)");
+    throw std::invalid_argument("--grid '" + text + "': '" + axis.key +
+                                "' is not a config key (like training.epochs)");
   try {
     axis.values = split_grid_values(text.substr(equals + 1));
   } catch (const std::invalid_argument& e) {
@@ -139,13 +143,16 @@ std::vector<std::vector<std::string>> grid_points(const std::vector<grid_axis>& 
   return points;
 }
 
-std::string point_name(int index, const std::vector<grid_axis>& axes, const std::vector<std::string>& values) {
+std::string point_name(int index, const std::vector<grid_axis>& axes,
+                       const std::vector<std::string>& values) {
   auto safe = [](const std::string& text) {
     std::string out;
     for (char c : text) {
       const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
-      if (keep) out += c;
-      else if (!out.empty() && out.back() != '_') out += '_';
+      if (keep)
+        out += c;
+      else if (!out.empty() && out.back() != '_')
+        out += '_';
     }
     while (!out.empty() && out.back() == '_') out.pop_back();
     return out;
@@ -153,7 +160,8 @@ std::string point_name(int index, const std::vector<grid_axis>& axes, const std:
   std::string name = "p" + std::to_string(index);
   for (size_t a = 0; a < axes.size() && a < values.size(); ++a) {
     const std::string& key = axes[a].key;
-    name += "-" + safe(key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1)) + "-" + safe(values[a]);
+    name += "-" + safe(key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1)) + "-" +
+            safe(values[a]);
   }
   return name.size() > 120 ? name.substr(0, 120) : name;
 }
@@ -183,7 +191,8 @@ void read_run_metrics(const std::string& run_dir, point_result& result) {
         stage_summary summary;
         summary.mean_delay_ticks = histogram_mean(s.value("delay_ticks", nlohmann::json::object()));
         summary.mean_staleness_steps = histogram_mean(s.value("staleness_steps", nlohmann::json::object()));
-        if (s.contains("inversion_error_mean")) summary.inversion_error_mean = s["inversion_error_mean"].get<double>();
+        if (s.contains("inversion_error_mean"))
+          summary.inversion_error_mean = s["inversion_error_mean"].get<double>();
         result.stages.push_back(summary);
       }
     } else if (event == "summary") {
@@ -195,8 +204,8 @@ void read_run_metrics(const std::string& run_dir, point_result& result) {
   }
 }
 
-void write_results_markdown(const std::string& path, const std::string& title, const std::vector<grid_axis>& axes,
-                            const std::vector<point_result>& results) {
+void write_results_markdown(const std::string& path, const std::string& title,
+                            const std::vector<grid_axis>& axes, const std::vector<point_result>& results) {
   write_file_atomically(path, [&](std::ostream& out) {
     out << "# " << title << "\n\n";
     out << "| # |";
@@ -223,10 +232,11 @@ void write_results_markdown(const std::string& path, const std::string& title, c
       char inversion_text[32] = "—";
       if (inversion) std::snprintf(inversion_text, sizeof inversion_text, "%.2e", *inversion);
       out << " " << number(100 * r.test_accuracy, 2) << " | " << number(r.train_loss, 4) << " | "
-          << number(r.images_per_s, 0) << " | " << (r.has_summary ? number(r.wall_seconds, 1) : "—") << " | " << delays
-          << " | " << staleness << " | " << inversion_text << " |\n";
+          << number(r.images_per_s, 0) << " | " << (r.has_summary ? number(r.wall_seconds, 1) : "—") << " | "
+          << delays << " | " << staleness << " | " << inversion_text << " |\n";
     }
-    out << "\nDelay: ticks from a stage's forward to its backward of the same micro-batch; staleness: optimizer "
+    out << "\nDelay: ticks from a stage's forward to its backward of the same micro-batch; staleness: "
+           "optimizer "
            "steps between them; both measured in the last epoch, stage 1 first. Inversion error: mean "
            "‖x̃ − x‖/‖x‖ over the reversible stages.\n";
   });
@@ -247,7 +257,9 @@ void write_results_csv(const std::string& path, const std::vector<grid_axis>& ax
       out << i + 1 << "," << csv_field(r.run_name);
       for (const auto& value : r.values) out << "," << csv_field(value);
       out << "," << csv_field(status(r)) << "," << r.exit_code;
-      auto measured = [&](double value, int decimals) { return r.has_epoch ? number(value, decimals) : std::string(); };
+      auto measured = [&](double value, int decimals) {
+        return r.has_epoch ? number(value, decimals) : std::string();
+      };
       out << "," << measured(r.test_accuracy, 6) << "," << measured(r.train_loss, 6) << ","
           << measured(r.images_per_s, 2) << "," << (r.has_summary ? number(r.wall_seconds, 3) : "");
       for (size_t j = 0; j < stages; ++j)

@@ -31,19 +31,19 @@ std::string point_name(int index, const std::vector<grid_axis>& axes, const std:
 
 /// What one stage measured in the last epoch (means of the metrics.jsonl histograms).
 struct stage_summary {
-  double mean_delay_ticks = 0;       // Σ delay·count / Σ count
-  double mean_staleness_steps = 0;   // Σ staleness·count / Σ count
+  double mean_delay_ticks = 0;                 // Σ delay·count / Σ count
+  double mean_staleness_steps = 0;             // Σ staleness·count / Σ count
   std::optional<double> inversion_error_mean;  // reversible stages that sampled it
 };
 
 /// One grid point's run, as the report shows it.
 struct point_result {
-  std::vector<std::string> values;   // one per axis
-  std::string run_name;              // its directory under runs/
-  int exit_code = -1;                // of train_command; -1 = not run yet
-  bool has_epoch = false;            // a finished epoch was logged
-  bool has_summary = false;          // the run logged its summary
-  double test_accuracy = 0;          // in [0, 1]
+  std::vector<std::string> values;  // one per axis
+  std::string run_name;             // its directory under runs/
+  int exit_code = -1;               // of train_command; -1 = not run yet
+  bool has_epoch = false;           // a finished epoch was logged
+  bool has_summary = false;         // the run logged its summary
+  double test_accuracy = 0;         // in [0, 1]
   double train_loss = 0;
   double images_per_s = 0;
   double wall_seconds = 0;
@@ -59,8 +59,8 @@ struct point_result {
 void read_run_metrics(const std::string& run_dir, point_result& result);
 
 /// results.md: a Markdown table, one row per point (failed runs marked), atomically written.
-void write_results_markdown(const std::string& path, const std::string& title, const std::vector<grid_axis>& axes,
-                            const std::vector<point_result>& results);
+void write_results_markdown(const std::string& path, const std::string& title,
+                            const std::vector<grid_axis>& axes, const std::vector<point_result>& results);
 
 /// results.csv: the same with one column per stage measurement, atomically written.
 void write_results_csv(const std::string& path, const std::vector<grid_axis>& axes,

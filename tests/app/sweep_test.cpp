@@ -2,13 +2,14 @@
 // plot and measures what it swept (injected delay, accumulation's staleness); a bad grid key is
 // refused before anything is written.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <sstream>
-#include <unistd.h>
 
 #include "app/commands.hpp"
 #include "app/sweep_report.hpp"
@@ -34,7 +35,9 @@ struct scratch_dir {
   ~scratch_dir() { fs::remove_all(path); }
 };
 
-bool have_fashion_mnist() { return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"); }
+bool have_fashion_mnist() {
+  return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+}
 
 /// RFC 4180 rows: fields split on commas outside double quotes, "" inside quotes is one ".
 std::vector<std::vector<std::string>> read_csv(const fs::path& file) {
@@ -45,10 +48,14 @@ std::vector<std::vector<std::string>> read_csv(const fs::path& file) {
     bool quoted = false;
     for (size_t i = 0; i < line.size(); ++i) {
       const char c = line[i];
-      if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') row.back() += '"', ++i;
-      else if (c == '"') quoted = !quoted;
-      else if (c == ',' && !quoted) row.emplace_back();
-      else row.back() += c;
+      if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"')
+        row.back() += '"', ++i;
+      else if (c == '"')
+        quoted = !quoted;
+      else if (c == ',' && !quoted)
+        row.emplace_back();
+      else
+        row.back() += c;
     }
     rows.push_back(row);
   }
@@ -71,7 +78,8 @@ std::vector<std::map<std::string, std::string>> read_csv_records(const fs::path&
 
 TEST_CASE("sweep grid: values split on commas outside brackets, braces and quotes") {
   CHECK(split_grid_values("1,2,4") == std::vector<std::string>{"1", "2", "4"});
-  CHECK(split_grid_values("[0,0,0,0,0],[0,0,2,0,0]") == std::vector<std::string>{"[0,0,0,0,0]", "[0,0,2,0,0]"});
+  CHECK(split_grid_values("[0,0,0,0,0],[0,0,2,0,0]") ==
+        std::vector<std::string>{"[0,0,0,0,0]", "[0,0,2,0,0]"});
   CHECK(split_grid_values("[[1,2],[3]], {a: 1, b: 2}, 'x,y', \"p,q\"") ==
         std::vector<std::string>{"[[1,2],[3]]", "{a: 1, b: 2}", "'x,y'", "\"p,q\""});
   CHECK(split_grid_values(" cosine , constant ") == std::vector<std::string>{"cosine", "constant"});
@@ -101,8 +109,8 @@ TEST_CASE("sweep grid: the points are the cartesian product, the last axis faste
 
 TEST_CASE("sweep: a bad grid key or value is refused with exit code 2 before anything is created") {
   scratch_dir out;
-  for (const std::string& grid :
-       std::vector<std::string>{"training.acumulation=1,2", "training.accumulation=1,two", "faults.backward_delay=[0,-1]"}) {
+  for (const std::string& grid : std::vector<std::string>{
+           "training.acumulation=1,2", "training.accumulation=1,two", "faults.backward_delay=[0,-1]"}) {
     sweep_options o;
     o.config = "ci_smoke";
     o.grid = {grid};
@@ -119,7 +127,9 @@ TEST_CASE("sweep: a bad grid key or value is refused with exit code 2 before any
   }
 }
 
-TEST_CASE("sweep: a lockstep sweep over injected delay and accumulation writes its table and plot and measures both") {
+TEST_CASE(
+    "sweep: a lockstep sweep over injected delay and accumulation writes its table and plot and measures "
+    "both") {
   if (!have_fashion_mnist()) {
     MESSAGE("skipping: /usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
     return;
@@ -176,4 +186,40 @@ TEST_CASE("sweep: a lockstep sweep over injected delay and accumulation writes i
   } else {
     MESSAGE("skipping the plot check: gnuplot is not installed");
   }
+}
+
+TEST_CASE("sweep: a failing run is marked failed in the table, the sweep goes on and exits 1") {
+  if (!have_fashion_mnist()) {
+    MESSAGE("skipping: /usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
+    return;
+  }
+  scratch_dir out;
+  sweep_options o;
+  o.config = "ci_smoke";
+  o.sets = {"data.train_limit=128", "data.test_limit=64"};
+  // The config of both points is valid; the second point's data is missing, which only its run finds.
+  o.grid = {"data.path=" + (out.path / "missing").string() + ",/usr/share/datasets/fashion-mnist"};
+  o.output = out.path.string();
+  o.name = "partial";
+  std::stringstream captured;
+  auto* old = std::cerr.rdbuf(captured.rdbuf());
+  const int code = sweep_command(o);
+  std::cerr.rdbuf(old);
+  CHECK(code == 1);
+  const auto records = read_csv_records(out.path / "partial" / "results.csv");
+  REQUIRE(records.size() == 2);
+  CHECK(records[0].at("status") == "failed (exit 2)");
+  CHECK(records[0].at("test_accuracy").empty());
+  CHECK(records[1].at("status") == "ok");
+  CHECK_FALSE(records[1].at("test_accuracy").empty());
+  std::ifstream markdown(out.path / "partial" / "results.md");
+  const std::string table((std::istreambuf_iterator<char>(markdown)), std::istreambuf_iterator<char>());
+  CHECK(table.find("failed (exit 2)") != std::string::npos);
+
+  // The same sweep directory again is refused before anything runs.
+  std::stringstream again;
+  old = std::cerr.rdbuf(again.rdbuf());
+  CHECK(sweep_command(o) == 2);
+  std::cerr.rdbuf(old);
+  CHECK(again.str().find("already exists") != std::string::npos);
 }
