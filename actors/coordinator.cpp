@@ -10,6 +10,7 @@
 #include "actors/loader_actor.hpp"
 #include "actors/loss_actor.hpp"
 #include "actors/node_actor.hpp"
+#include "actors/node_connection.hpp"
 #include "actors/setup.hpp"
 #include "actors/stage_actor.hpp"
 #include "actors/stage_report_json.hpp"
@@ -33,7 +34,7 @@ constexpr auto control_timeout = std::chrono::seconds(60);
 class actor_trainer : public trainer {
  public:
   actor_trainer(const config::run_config& c, const optimizer_settings& optimizer, std::shared_ptr<data_feed> feed)
-      : config_(c), optimizer_(optimizer), caf_(c.runtime.threads), system_(caf_), self_(system_), feed_(std::move(feed)) {
+      : config_(c), optimizer_(optimizer), caf_(c.runtime.threads, c.tls), system_(caf_), self_(system_), feed_(std::move(feed)) {
     mode_ = c.runtime.mode == "async" ? runtime_mode::async : runtime_mode::lockstep;
     // Backprop is the pipeline with one micro-batch in flight: no delay, no staleness.
     backprop_ = c.training.method == "backprop";
@@ -279,8 +280,7 @@ class actor_trainer : public trainer {
   }
 
   bool reachable(const std::string& where) {
-    const auto [host, port] = parse_host_port(where);
-    auto node = system_.middleman().remote_actor<node_actor>(host, port);
+    auto node = connect_node(system_, where, config_.tls);
     if (!node) {
       nodes_.erase(where);
       return false;
@@ -292,8 +292,7 @@ class actor_trainer : public trainer {
   node_actor connect(const std::string& where, int32_t j) {
     auto it = nodes_.find(where);
     if (it != nodes_.end()) return it->second;
-    const auto [host, port] = parse_host_port(where);
-    auto node = system_.middleman().remote_actor<node_actor>(host, port);
+    auto node = connect_node(system_, where, config_.tls);
     if (!node)
       throw run_error(j, -1, "cannot reach the node at " + where + " (is `petra node --listen " + where +
                                  "` running?): " + system_.render(node.error()));

@@ -18,12 +18,14 @@ using namespace messages;
 using namespace atoms;
 
 struct node_state {
-  std::vector<stage_actor> stages;  // kept alive here; they die with the node
+  // Kept alive here; they die with the node. Shared with the exit hook, which runs after the
+  // state is gone.
+  std::shared_ptr<std::vector<stage_actor>> stages = std::make_shared<std::vector<stage_actor>>();
 };
 
 node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self) {
-  self->attach_functor([self] {
-    for (auto& s : self->state.stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  self->attach_functor([stages = self->state.stages] {
+    for (auto& s : *stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   });
   return {
       [=](spawn_atom, const std::string& config_yaml, int32_t index,
@@ -39,7 +41,7 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
           auto placed = build_placed_stages(c, opt, [&](std::size_t j) { return j == static_cast<std::size_t>(index); });
           const runtime_mode mode = c.runtime.mode == "async" ? runtime_mode::async : runtime_mode::lockstep;
           auto s = spawn_stage_actor(self->system(), stage_context{placed[index].device, placed[index].compute, index, mode});
-          self->state.stages.push_back(s);
+          self->state.stages->push_back(s);
           return caf::actor_cast<caf::actor>(s);
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::runtime_error, std::string("node cannot build stage ") +

@@ -20,7 +20,8 @@ caf::expected<messages::node_actor> connect_node(caf::actor_system& sys, const s
                                                  std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 /// Publishes `node` on host:port (port 0 = a free one) over TLS when `tls`, plain otherwise;
-/// returns the bound port.
+/// returns the bound port. Plain: every connection's first BASP header is checked before CAF sees
+/// it (CAF 0.17.6 crashes on some); a bad one is dropped and logged on stderr.
 caf::expected<uint16_t> publish_node(caf::actor_system& sys, const messages::node_actor& node,
                                      const std::string& host, uint16_t port, bool tls);
 

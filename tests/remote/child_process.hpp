@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <sstream>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -56,7 +57,8 @@ class child_process {
     REQUIRE(pipe(out) == 0);
     pid_ = fork();
     if (pid_ == 0) {
-      setpgid(0, 0);  // its own process group: a script's children are stopped with it
+      setpgid(0, 0);                    // its own process group: a script's children are stopped with it
+      prctl(PR_SET_PDEATHSIG, SIGTERM);  // and it is stopped when the test dies
       dup2(out[1], STDOUT_FILENO);
       if (stderr_path.empty()) {
         dup2(out[1], STDERR_FILENO);
