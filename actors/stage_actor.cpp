@@ -4,6 +4,9 @@
 // injected on the way out, on a phase's first attempt only, so that a replay runs clean.
 #include "actors/stage_actor.hpp"
 
+#include "actors/stage_actor_state.hpp"
+#include "actors/stage_faults.hpp"
+
 #include <caf/all.hpp>
 #include <chrono>
 #include <deque>
@@ -18,56 +21,7 @@
 namespace petra {
 namespace {
 
-using namespace messages;
-using namespace atoms;
-using clock_type = std::chrono::steady_clock;
-
-struct stage_actor_state {
-  stage_context ctx;
-  int32_t count = 1;  // J
-  caf::actor prev, next, loss, loader, coordinator;
-  stage_faults faults;
-  std::mt19937_64 fault_rng;
-
-  bool in_phase = false;
-  phase_plan plan;
-  int64_t tick = 0;                 // lockstep: the next tick to run; async: forwards done
-  int64_t completed = 0;            // async, first stage: micro-batches finished
-  bool awaiting_loss = false;       // last stage: a loss request is out
-  std::map<int64_t, forward_data> lockstep_forward;   // by tick
-  std::map<int64_t, backward_data> lockstep_backward;
-  std::deque<forward_data> async_forward;             // arrival order
-  std::map<int64_t, backward_data> async_backward;    // by micro-batch: run in this stage's FIFO order
-  std::set<int64_t> seen_forward, seen_backward;      // async duplicate detection
-
-  // Measurements of the phase.
-  std::map<int64_t, int64_t> forward_tick;      // micro-batch → tick of its forward
-  std::map<int64_t, int64_t> delays, staleness;
-  int64_t mailbox_peak = 0;
-  double busy_seconds = 0;
-  clock_type::time_point phase_start;
-  stage_report events;  // the injected_* and duplicates_discarded counters
-  std::vector<forward_data> early_forward;    // for a phase not planned here yet
-  std::vector<backward_data> early_backward;
-
-  bool is_first() const { return ctx.index == 0; }
-  bool is_last() const { return ctx.index == count - 1; }
-  bool faults_on() const { return plan.attempt == 0; }
-  bool lockstep() const { return ctx.mode == runtime_mode::lockstep; }
-};
-
-using self_ptr = stage_actor::stateful_pointer<stage_actor_state>;
-
-activation on_device(stage_actor_state& st, const activation& x) {
-  auto up = [&](const tensor& t) {
-    return !t.defined() || t.where() == st.ctx.device->where() ? t : st.ctx.device->from_host(t);
-  };
-  return {up(x.x1), up(x.x2)};
-}
-
-tensor to_host(stage_actor_state& st, const tensor& t) {
-  return !t.defined() || t.where().type == device_type::cpu ? t : st.ctx.device->to_host(t);
-}
+using namespace detail;
 
 void note_mailbox(stage_actor_state& st) {
   const int64_t waiting = static_cast<int64_t>(st.lockstep_forward.size() + st.lockstep_backward.size() +
@@ -79,62 +33,6 @@ void fail(self_ptr self, const std::string& what, int64_t micro_batch) {
   auto& st = self->state;
   caf::anon_send(st.coordinator, failure_report{st.ctx.index, st.tick, micro_batch, what, st.plan.generation});
   self->quit(caf::make_error(caf::sec::runtime_error, what));
-}
-
-bool chance(stage_actor_state& st, double p) {
-  return p > 0 && std::uniform_real_distribution<double>(0, 1)(st.fault_rng) < p;
-}
-
-/// Sends one message on a link, applying the faults of this stage (first attempt only). In
-/// lockstep a link delay is in the stamp (ticks); in async it is time.
-template <class Handle, class Message>
-void emit(self_ptr self, const Handle& to, Message msg, int64_t link_delay_ms) {
-  auto& st = self->state;
-  if (!st.faults_on()) {
-    self->send(to, std::move(msg));
-    return;
-  }
-  const bool marker = msg.s.micro_batch < 0;
-  if (!marker && chance(st, st.faults.drop)) {
-    ++st.events.injected_drops;
-    return;
-  }
-  const int copies = !marker && chance(st, st.faults.duplicate) ? 2 : 1;
-  if (copies == 2) ++st.events.injected_duplicates;
-  int64_t delay_ms = st.lockstep() ? 0 : link_delay_ms;
-  if (!st.lockstep() && st.faults.jitter_ms > 0)
-    delay_ms += std::uniform_int_distribution<int64_t>(0, st.faults.jitter_ms)(st.fault_rng);
-  if (!st.lockstep() && !marker && chance(st, st.faults.reorder)) {
-    delay_ms += 1 + std::uniform_int_distribution<int64_t>(0, 19)(st.fault_rng);  // later messages overtake it
-    ++st.events.injected_reorders;
-  }
-  for (int i = 0; i < copies; ++i) {
-    if (delay_ms > 0) {
-      ++st.events.injected_delays;
-      self->delayed_send(to, std::chrono::milliseconds(delay_ms), msg);
-    } else {
-      self->send(to, msg);
-    }
-  }
-}
-
-/// Runs a computation, counts it as busy time, and slows it down when asked to.
-template <class F>
-auto timed(stage_actor_state& st, F&& f) {
-  const auto t0 = clock_type::now();
-  auto out = f();
-  const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
-  if (st.faults_on() && st.faults.slow > 1)
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds * (st.faults.slow - 1)));
-  st.busy_seconds += std::chrono::duration<double>(clock_type::now() - t0).count();
-  return out;
-}
-
-void maybe_crash(stage_actor_state& st) {
-  if (st.faults_on() && st.faults.crash_at_tick >= 0 && st.tick == st.faults.crash_at_tick) {
-    ++st.events.injected_crashes;
-    throw std::runtime_error("injected crash (faults.crash_at_tick)");
-  }
 }
 
 activation run_forward(stage_actor_state& st, const forward_data& in) {
