@@ -30,7 +30,7 @@ training_data load_training_data(const config::run_config& c) {
   return d;
 }
 
-eval_result evaluate(simulator& sim, data_feed& feed, backend& be) {
+eval_result evaluate(simulator& sim, data_feed& feed) {
   feed.start_epoch(0);
   eval_result r;
   double loss_sum = 0;

@@ -26,6 +26,6 @@ struct eval_result {
 };
 
 /// Mean loss and accuracy over the whole feed, with running BN statistics.
-eval_result evaluate(simulator& sim, data_feed& feed, backend& be);
+eval_result evaluate(simulator& sim, data_feed& feed);
 
 }  // namespace petra

@@ -28,7 +28,7 @@ int eval_command(const std::string& target, const std::vector<std::string>& sets
     auto stages = build_stages(cfg, *be, optimizer_for(cfg.training, std::max<int64_t>(1, steps)));
     const auto meta = load_checkpoint(path, stages, *be);
     simulator sim(stages, *be, method_for(cfg.training));
-    const eval_result r = evaluate(sim, *data.test_feed, *be);
+    const eval_result r = evaluate(sim, *data.test_feed);
     std::printf("%s: epoch %s, %lld test images, loss %.4f, accuracy %.2f%%\n", path.c_str(),
                 meta.count("epoch") ? meta.at("epoch").c_str() : "?", static_cast<long long>(r.samples), r.loss,
                 100 * r.accuracy);

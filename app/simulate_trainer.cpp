@@ -37,7 +37,7 @@ class simulate_trainer : public trainer {
     return out;
   }
 
-  eval_result evaluate(data_feed& test) override { return petra::evaluate(sim_, test, *device_); }
+  eval_result evaluate(data_feed& test) override { return petra::evaluate(sim_, test); }
 
   void save_checkpoint(const std::string& path, std::map<std::string, std::string> metadata) override {
     app::save_checkpoint(path, stages_, *device_, std::move(metadata));
