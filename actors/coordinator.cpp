@@ -41,7 +41,7 @@ class actor_trainer : public trainer {
     const int32_t count = static_cast<int32_t>(stage_sizes(c).size());
     credits_ = backprop_ ? 1 : c.runtime.credits > 0 ? c.runtime.credits : 2 * count - 1;
     for (int32_t j = 0; j < count; ++j) placement_.push_back(node_of(c, static_cast<std::size_t>(j)));
-    spares_ = c.pipeline.spare_nodes;
+    for (const std::string& spare : c.pipeline.spare_nodes) spares_.push_back(config::resolve_node_address(c, spare));
     loss_device_ = make_cpu_backend(1);
     build_pipeline();
   }

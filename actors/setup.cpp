@@ -72,7 +72,8 @@ std::vector<int> stage_sizes(const config::run_config& c) {
 }
 
 std::string node_of(const config::run_config& c, std::size_t j) {
-  return j < c.pipeline.nodes.size() && !c.pipeline.nodes[j].empty() ? c.pipeline.nodes[j] : "local";
+  if (j >= c.pipeline.nodes.size() || c.pipeline.nodes[j].empty()) return "local";
+  return config::resolve_node_address(c, c.pipeline.nodes[j]);  // a name of `nodes:` → its address
 }
 
 std::vector<placed_stage> build_placed_stages(const config::run_config& c, const optimizer_settings& optimizer,

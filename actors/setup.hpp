@@ -36,7 +36,7 @@ struct placed_stage {
 std::vector<placed_stage> build_placed_stages(const config::run_config& c, const optimizer_settings& optimizer,
                                               const std::function<bool(std::size_t)>& wanted = {});
 
-/// Where stage j runs: "local" or "host:port" (pipeline.nodes).
+/// Where stage j runs: "local" or "host:port" (pipeline.nodes; names of `nodes:` resolved).
 std::string node_of(const config::run_config& c, std::size_t j);
 
 /// Blocks per stage (pipeline.stage_blocks resolved against the model).

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -64,8 +65,8 @@ struct pipeline_config {
   std::vector<int> stage_blocks;          // blocks per stage, in order; empty = one block per stage
   std::vector<std::string> devices;       // per stage: cpu | cuda:N; empty = all cpu
   std::vector<int> threads;               // per stage compute threads (actor runtimes); empty = 1 each
-  std::vector<std::string> nodes;         // per stage: local | host:port of a `petra node`; empty = all local
-  std::vector<std::string> spare_nodes;   // host:port of nodes that take over the stages of a lost node
+  std::vector<std::string> nodes;         // per stage: local | host:port of a `petra node` | a name from nodes:; empty = all local
+  std::vector<std::string> spare_nodes;   // host:port (or a name from nodes:) of nodes that take over the stages of a lost node
 };
 
 /// TLS for connections to nodes beyond loopback (CAF's OpenSSL module): both sides present a
@@ -94,6 +95,16 @@ struct faults_config {
   int stall_seconds = 60;                 // a phase with no progress this long is a lost message: recover
 };
 
+/// A `petra node` the run may place stages on, named in `nodes:` so that pipeline.nodes and
+/// pipeline.spare_nodes can say `gpu1` instead of its address.
+struct node_config {
+  /// host:port where the `petra node` listens (port 1-65535).
+  std::string address = "";
+  /// The node's own PEM certificate, its private key and the CA that signs its peers, for TLS: what a
+  /// launcher passes to the node it starts. All three or none (none = a plain listener).
+  std::string cert = "", key = "", ca = "";
+};
+
 struct runtime_config {
   std::string mode = "simulate";          // simulate (the reference, one thread) | lockstep | async (actors)
   int threads = 2;                        // simulate: compute threads; actors: CAF scheduler threads
@@ -119,6 +130,7 @@ struct run_config {
   output_config output;
   tls_config tls;
   faults_config faults;
+  std::map<std::string, node_config> nodes;  // by name ([A-Za-z0-9_-]+, not "local"); empty = none named
 };
 
 /// A bad config: `where` is the YAML path (training.micro_batch) and, when known, file:line.
@@ -129,7 +141,8 @@ class config_error : public std::runtime_error {
 
 /// Loads a YAML file (or a preset name from config/presets, e.g. "default"), then applies
 /// `overrides` of the form "training.epochs=10". Unknown keys and bad values throw config_error
-/// naming the YAML path and line.
+/// naming the YAML path and line. For the `nodes:` map, "nodes={gpu1: {address: ...}}" replaces the
+/// whole map, while "nodes.gpu1.address=..." or "nodes.gpu1={...}" edits one entry, creating it when absent.
 run_config load_config(const std::string& path_or_preset, const std::vector<std::string>& overrides = {});
 
 /// The same, from YAML text (`origin` names it in messages).
@@ -138,6 +151,11 @@ run_config parse_config(const std::string& yaml_text, const std::string& origin,
 
 /// The resolved config as YAML, loadable again by load_config.
 std::string to_yaml(const run_config& config);
+
+/// The address a pipeline.nodes or pipeline.spare_nodes entry stands for: "local" → "local",
+/// host:port → itself, a name of `config.nodes` → that node's address. Throws config_error naming
+/// the entry and the known names otherwise.
+std::string resolve_node_address(const run_config& config, const std::string& entry);
 
 /// Where the shipped presets live.
 std::string presets_dir();

@@ -63,6 +63,7 @@ void apply_override(section& root, const std::string& text, source_map& sources)
   }
 
   section* current = &root;
+  section entry_layout;  // below nodes.NAME: the layout of that entry
   std::string walked;
   std::istringstream segments(path);
   std::string key;
@@ -82,8 +83,24 @@ void apply_override(section& root, const std::string& text, source_map& sources)
       read_section(value, YAML::Mark(), *child, key_path, from, sources);
       return;
     }
-    current = child;
     walked = key_path;
+    current = child;
+    if (child->entries != nullptr) {
+      // nodes.NAME...: edits that entry, created when absent (nodes=... replaces the whole map instead).
+      std::string name;
+      std::getline(segments, name, '.');
+      const std::string entry_path = join_path(key_path, name);
+      const std::string problem = node_name_problem(name);
+      if (!problem.empty()) throw config_error(entry_path + " in " + from.name + ": " + problem);
+      entry_layout = node_schema((*child->entries)[name]);
+      sources.emplace(entry_path, from.where(YAML::Mark()));  // a new entry is named by this --set
+      if (segments.peek() == std::char_traits<char>::eof()) {
+        read_section(value, YAML::Mark(), entry_layout, entry_path, from, sources);
+        return;
+      }
+      current = &entry_layout;
+      walked = entry_path;
+    }
   }
   throw config_error("--set '" + text + "': the path ends with '.'; name a key, e.g. training.epochs=10");
 }

@@ -93,7 +93,13 @@ section schema(run_config& config) {
             {"checkpoint_every_steps", &output.checkpoint_every_steps},
             {"progress", &output.progress}},
            {}},
+          {"nodes", {}, {}, &config.nodes},
       }};
+}
+
+section node_schema(node_config& node) {
+  return section{
+      "", {{"address", &node.address}, {"cert", &node.cert}, {"key", &node.key}, {"ca", &node.ca}}, {}};
 }
 
 field* find_field(section& s, const std::string& key) {

@@ -23,15 +23,32 @@ struct field {
   field_ref value;
 };
 
-/// A YAML mapping: its own fields, then nested sections (training.optimizer).
+using node_map = std::map<std::string, node_config>;
+
+/// A YAML mapping: its own fields, then nested sections (training.optimizer). A section with `entries`
+/// (nodes:) instead maps names the user picks to entries laid out by node_schema.
 struct section {
   std::string key;  // "" for the top level
   std::vector<field> fields;
   std::vector<section> sections;
+  node_map* entries = nullptr;
 };
 
-/// The whole layout, pointing into `config`: top level → model, data, training, pipeline, runtime, output.
+/// The whole layout, pointing into `config`: top level → model, data, training, pipeline, runtime, tls,
+/// faults, output, nodes.
 section schema(run_config& config);
+
+/// The layout of one entry of `nodes:`, pointing into `node`: address, cert, key, ca.
+section node_schema(node_config& node);
+
+/// Why `name` cannot name an entry of `nodes:` ("" when it can): [A-Za-z0-9_-]+, not "local".
+std::string node_name_problem(const std::string& name);
+
+/// host:port with a port in 1-65535 (the host is not resolved here).
+bool is_host_port(const std::string& text);
+
+/// "known names: cpu2, gpu1" or "no names are defined", for messages about an unknown node name.
+std::string known_node_names(const node_map& nodes);
 
 /// Where each value came from, by YAML path: "training.epochs" → "at runs/x.yaml:5" or
 /// "in --set training.epochs=10". A path that is absent kept its default.
@@ -72,5 +89,8 @@ config_error unknown_key(const section& s, const std::string& path, const std::s
 
 /// Checks every value and every combination of values; throws config_error naming path and source.
 void validate(const run_config& config, const source_map& sources);
+
+/// Checks every entry of `nodes:`: an address that is host:port, TLS files all three or none.
+void validate_nodes(const node_map& nodes, const source_map& sources);
 
 }  // namespace petra::config::detail

@@ -161,18 +161,14 @@ bool is_device_name(const std::string& name) {
   return std::all_of(name.begin() + prefix.size(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-bool is_node_name(const std::string& name) {
-  if (name == "local") return true;
-  const auto colon = name.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == name.size()) return false;
-  const std::string port = name.substr(colon + 1);
-  if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return false;
-  const int value = std::stoi(port);
-  return value >= 1 && value <= 65535;
+bool is_node_name(const std::string& name) { return name == "local" || is_host_port(name); }
+
+// Said after a pipeline.nodes or spare_nodes entry that is neither an address nor a defined name.
+std::string or_a_defined_name(const node_map& nodes) {
+  return ", or a name defined in nodes: (" + known_node_names(nodes) + ")";
 }
 
-void validate_pipeline(const pipeline_config& pipeline, const checker& check) {
+void validate_pipeline(const pipeline_config& pipeline, const node_map& nodes, const checker& check) {
   check.entries_positive("pipeline.stage_blocks", pipeline.stage_blocks);
   for (size_t i = 0; i < pipeline.devices.size(); ++i)
     if (!is_device_name(pipeline.devices[i]))
@@ -191,9 +187,10 @@ void validate_pipeline(const pipeline_config& pipeline, const checker& check) {
                                        "pipeline.stage_blocks " + check.where("pipeline.stage_blocks") + " makes " +
                                        std::to_string(pipeline.stage_blocks.size()) + " stages: give one per stage");
   for (size_t i = 0; i < pipeline.nodes.size(); ++i)
-    if (!is_node_name(pipeline.nodes[i]))
+    if (!is_node_name(pipeline.nodes[i]) && nodes.count(pipeline.nodes[i]) == 0)
       check.fail("pipeline.nodes", "entry " + std::to_string(i) + " is '" + pipeline.nodes[i] +
-                                       "'; a node is local or host:port of a running `petra node` (port 1-65535)");
+                                       "'; a node is local or host:port of a running `petra node` (port 1-65535)" +
+                                       or_a_defined_name(nodes));
   if (!pipeline.stage_blocks.empty() && !pipeline.nodes.empty() &&
       pipeline.stage_blocks.size() != pipeline.nodes.size())
     check.fail("pipeline.nodes", "has " + std::to_string(pipeline.nodes.size()) + " entries but " +
@@ -228,7 +225,8 @@ void validate_tls(const tls_config& tls, const checker& check) {
       check.fail(key, "is empty but other tls keys are set: TLS needs a certificate, its key and the CA, all three");
 }
 
-void validate_faults(const faults_config& faults, const pipeline_config& pipeline, const checker& check) {
+void validate_faults(const faults_config& faults, const pipeline_config& pipeline, const node_map& nodes,
+                     const checker& check) {
   for (const auto& [path, list] : {std::pair<const char*, const std::vector<int>&>{"faults.forward_delay", faults.forward_delay},
                                    {"faults.backward_delay", faults.backward_delay},
                                    {"faults.jitter_ms", faults.jitter_ms}})
@@ -260,9 +258,11 @@ void validate_faults(const faults_config& faults, const pipeline_config& pipelin
                                          "'; write host:port@seconds, e.g. 127.0.0.1:7001@2.5");
   }
   for (size_t i = 0; i < pipeline.spare_nodes.size(); ++i)
-    if (!is_node_name(pipeline.spare_nodes[i]) || pipeline.spare_nodes[i] == "local")
+    if ((!is_node_name(pipeline.spare_nodes[i]) && nodes.count(pipeline.spare_nodes[i]) == 0) ||
+        pipeline.spare_nodes[i] == "local")
       check.fail("pipeline.spare_nodes", "entry " + std::to_string(i) + " is '" + pipeline.spare_nodes[i] +
-                                             "'; a spare is host:port of a running `petra node`");
+                                             "'; a spare is host:port of a running `petra node`" +
+                                             or_a_defined_name(nodes));
   check.at_least("faults.max_restarts", faults.max_restarts, 0, "0 means a failure ends the run");
   check.at_least("faults.stall_seconds", faults.stall_seconds, 1, "at least one second");
 }
@@ -272,11 +272,12 @@ void validate(const run_config& config, const source_map& sources) {
   validate_model(config.model, check);
   validate_data(config.data, config.model, check);
   validate_training(config.training, check);
-  validate_pipeline(config.pipeline, check);
+  validate_nodes(config.nodes, sources);
+  validate_pipeline(config.pipeline, config.nodes, check);
   validate_runtime(config.runtime, check);
   validate_output(config.output, check);
   validate_tls(config.tls, check);
-  validate_faults(config.faults, config.pipeline, check);
+  validate_faults(config.faults, config.pipeline, config.nodes, check);
 }
 
 }  // namespace petra::config::detail

@@ -102,8 +102,48 @@ void read_field(const YAML::Node& node, const YAML::Mark& mark, field& target, c
   sources[path] = where;
 }
 
+namespace {
+
+// `nodes:` as a whole: the value replaces every entry (nothing or {} = no nodes); each entry reads like a
+// section.
+void read_entries(const YAML::Node& node, const YAML::Mark& mark, node_map& target, const std::string& path,
+                  const origin& from, source_map& sources) {
+  if (!node.IsNull() && !node.IsMap())
+    fail_type(path, from.where(mark), "a mapping from node names to {address, cert, key, ca}", node);
+  // A replaced map leaves nothing of the old entries behind, their sources included.
+  const std::string prefix = path + ".";
+  for (auto it = sources.lower_bound(prefix);
+       it != sources.end() && it->first.compare(0, prefix.size(), prefix) == 0;)
+    it = sources.erase(it);
+  node_map entries;
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      const YAML::Node& key_node = entry.first;
+      const YAML::Mark key_mark = key_node.Mark();
+      if (!key_node.IsScalar())
+        throw config_error(path + " " + from.where(key_mark) + ": a node name must be a plain name, got " +
+                           describe(key_node));
+      const std::string name = key_node.Scalar();
+      const std::string entry_path = join_path(path, name);
+      const std::string problem = node_name_problem(name);
+      if (!problem.empty()) throw config_error(entry_path + " " + from.where(key_mark) + ": " + problem);
+      if (entries.count(name) != 0)
+        throw config_error(entry_path + " " + from.where(key_mark) +
+                           ": duplicate node name; each may appear once");
+      section layout = node_schema(entries[name]);
+      sources[entry_path] = from.where(key_mark);
+      read_section(entry.second, key_mark, layout, entry_path, from, sources);
+    }
+  }
+  target = std::move(entries);
+  sources[path] = from.where(mark);
+}
+
+}  // namespace
+
 void read_section(const YAML::Node& node, const YAML::Mark& mark, section& target, const std::string& path,
                   const origin& from, source_map& sources) {
+  if (target.entries != nullptr) return read_entries(node, mark, *target.entries, path, from, sources);
   if (node.IsNull()) return;  // `model:` with every key commented out keeps the defaults
   if (!node.IsMap()) {
     if (path.empty())

@@ -66,10 +66,29 @@ std::string format(const std::vector<Value>& values) {
   return list + "]";
 }
 
+void write_section(std::ostringstream& out, const section& s, const std::string& indent);
+
+// `nodes:` sorted by name (the map's order), every key of every entry; no entries is `{}`.
+void write_entries(std::ostringstream& out, const section& s, const std::string& indent) {
+  if (s.entries->empty()) {
+    out << indent << s.key << ": {}\n";
+    return;
+  }
+  out << indent << s.key << ":\n";
+  for (auto& [name, node] : *s.entries) {
+    out << indent << "  " << format(name) << ":\n";
+    write_section(out, node_schema(node), indent + "    ");
+  }
+}
+
 void write_section(std::ostringstream& out, const section& s, const std::string& indent) {
   for (const field& f : s.fields)
     out << indent << f.key << ": " << std::visit([](auto* value) { return format(*value); }, f.value) << "\n";
   for (const section& child : s.sections) {
+    if (child.entries != nullptr) {
+      write_entries(out, child, indent);
+      continue;
+    }
     out << indent << child.key << ":\n";
     write_section(out, child, indent + "  ");
   }

@@ -28,7 +28,8 @@ TEST_CASE("three node processes and a coordinator, lockstep: bit-identical to on
   node_process a, b, c;
   const trained one = train_once(tiny_config("lockstep", "petra"));
   config::run_config spread = tiny_config("lockstep", "petra");
-  spread.pipeline.nodes = {a.address(), b.address(), c.address(), "local"};
+  spread.nodes["first"].address = a.address();  // stages placed by node name and by address
+  spread.pipeline.nodes = {"first", b.address(), c.address(), "local"};
   const trained four = train_once(spread);
   CHECK(differing(one, four) == 0);
   CHECK(four.totals.loss_sum == one.totals.loss_sum);
