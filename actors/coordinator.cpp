@@ -273,7 +273,7 @@ class actor_trainer : public trainer {
     kills_sent_ = true;
     for (const std::string& entry : config_.faults.kill_node) {
       const auto at = entry.rfind('@');
-      const std::string where = entry.substr(0, at);
+      const std::string where = config::resolve_node_address(config_, entry.substr(0, at));
       const double seconds = std::stod(entry.substr(at + 1));
       self_->send(connect(where, -1), kill_atom_v, seconds);
     }

@@ -89,7 +89,7 @@ struct faults_config {
   std::vector<double> reorder;            // async: probability that it is held back behind the next one
   std::vector<double> slow;               // compute slow-down factor of stage j (1 = none)
   std::vector<int> crash_at_tick;         // stage j throws at this tick (lockstep) or forward (async); -1 = never
-  std::vector<std::string> kill_node;     // "host:port@seconds": that node exits that long after the run starts
+  std::vector<std::string> kill_node;     // "node@seconds" (host:port or a name of nodes:): it exits that long after the start
   uint64_t seed = 1;                      // for the random faults
   int max_restarts = 3;                   // recoveries from the last checkpoint before the run gives up
   int stall_seconds = 60;                 // a phase with no progress this long is a lost message: recover

@@ -248,14 +248,15 @@ void validate_faults(const faults_config& faults, const pipeline_config& pipelin
   for (size_t i = 0; i < faults.kill_node.size(); ++i) {
     const std::string& k = faults.kill_node[i];
     const auto at = k.rfind('@');
-    bool ok = at != std::string::npos && is_node_name(k.substr(0, at)) && k.substr(0, at) != "local";
+    const std::string node = at == std::string::npos ? "" : k.substr(0, at);
+    bool ok = at != std::string::npos && node != "local" && (is_node_name(node) || nodes.count(node) > 0);
     if (ok) {
       const std::string seconds = k.substr(at + 1);
       ok = !seconds.empty() && seconds.find_first_not_of("0123456789.") == std::string::npos;
     }
     if (!ok)
       check.fail("faults.kill_node", "entry " + std::to_string(i) + " is '" + k +
-                                         "'; write host:port@seconds, e.g. 127.0.0.1:7001@2.5");
+                                         "'; write node@seconds with a node as host:port or a name of nodes:, e.g. 127.0.0.1:7001@2.5");
   }
   for (size_t i = 0; i < pipeline.spare_nodes.size(); ++i)
     if ((!is_node_name(pipeline.spare_nodes[i]) && nodes.count(pipeline.spare_nodes[i]) == 0) ||

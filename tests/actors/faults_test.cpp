@@ -132,11 +132,11 @@ TEST_CASE("kill -9 of a node mid-run: detected, stages move to the spare node, t
   const auto killed = dirs.sets(
       "killed", {"pipeline.nodes=[local," + doomed.address() + ",local,local]",
                  "pipeline.spare_nodes=[" + spare.address() + "]", "faults.kill_node=[" + doomed.address() + "@0.3]",
-                 "data.train_limit=2048", "training.epochs=1"});
+                 "data.train_limit=8192", "training.epochs=1"});
   REQUIRE(app::train_command({"tiny", killed, "", 0}) == 0);
   const auto summary = dirs.summary("killed");
   CHECK(summary["micro_batches"]["restarts"].get<int64_t>() >= 1);
-  CHECK(summary["micro_batches"]["completed"].get<int64_t>() == 2048 / 8);
+  CHECK(summary["micro_batches"]["completed"].get<int64_t>() == 8192 / 8);
   std::ifstream in(dirs.root / "killed" / "metrics.jsonl");
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line);
