@@ -13,7 +13,8 @@ class run_dir {
   /// Creates `parent/name`; refuses an existing non-empty directory (nothing is overwritten).
   run_dir(const std::string& parent, const std::string& name);
 
-  /// An existing run directory, to continue (metrics are appended).
+  /// An existing run directory, to continue (metrics are appended; temp files of an interrupted
+  /// write are removed).
   static run_dir reopen(const std::string& path);
 
   const std::string& path() const { return path_; }

@@ -23,6 +23,7 @@ TEST_CASE("lockstep: stop after epoch 1 and resume = two epochs straight, bit fo
   app::train_options first{"tiny", sets, "", 1};
   first.sets.push_back("output.name=interrupted");
   REQUIRE(app::train_command(first) == 0);
+  std::ofstream(dir / "interrupted" / "checkpoint.safetensors.tmp.Ab12Cd") << "a write killed half-way";
   app::train_options resume{"", {}, (dir / "interrupted").string(), 0};
   REQUIRE(app::train_command(resume) == 0);
 
@@ -34,5 +35,6 @@ TEST_CASE("lockstep: stop after epoch 1 and resume = two epochs straight, bit fo
   int lines = 0;
   for (std::string line; std::getline(metrics, line);) ++lines;
   CHECK(lines == 3);  // epoch 1, epoch 2 (after the resume), summary
+  CHECK_FALSE(fs::exists(dir / "interrupted" / "checkpoint.safetensors.tmp.Ab12Cd"));
   fs::remove_all(dir);
 }
