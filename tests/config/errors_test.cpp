@@ -2,25 +2,10 @@
 #include <doctest/doctest.h>
 
 #include "config/config.hpp"
+#include "tests/config/config_errors.hpp"
 
 using namespace petra::config;
-
-namespace {
-
-std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  try {
-    parse_config(yaml, "runs/x.yaml", overrides);
-  } catch (const config_error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-}  // namespace
+using namespace petra::config::testing;
 
 TEST_CASE("unknown keys name the key, the file:line, a likely fix and the known keys") {
   const std::string top = error_of("model:\n  arch: tiny\ntrainng:\n  epochs: 3\n");

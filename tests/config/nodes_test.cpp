@@ -3,8 +3,10 @@
 #include <doctest/doctest.h>
 
 #include "config/config.hpp"
+#include "tests/config/config_errors.hpp"
 
 using namespace petra::config;
+using namespace petra::config::testing;
 
 namespace {
 
@@ -13,19 +15,6 @@ const std::string two_nodes =
     "  gpu1: {address: \"10.0.0.2:7001\", cert: /etc/petra/gpu1.pem, key: /etc/petra/gpu1.key, ca: "
     "/etc/petra/ca.pem}\n"
     "  cpu2: {address: \"127.0.0.1:7002\"}\n";
-
-std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  try {
-    parse_config(yaml, "runs/x.yaml", overrides);
-  } catch (const config_error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 void check_same_nodes(const run_config& a, const run_config& b) {
   REQUIRE(a.nodes.size() == b.nodes.size());
