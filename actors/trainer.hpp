@@ -11,16 +11,10 @@
 
 namespace petra {
 
-/// One training phase's totals, as measured by whoever ran it.
-struct phase_totals {
-  int64_t micro_batches = 0;
-  int64_t samples = 0;
-  int64_t correct = 0;
-  double loss_sum = 0;  // Σ over micro-batches of their mean loss
-  int64_t ticks = 0;
-  nlohmann::json stages = nlohmann::json::array();  // per-stage measurements
-  double mean_loss() const { return micro_batches ? loss_sum / static_cast<double>(micro_batches) : 0.0; }
-  double accuracy() const { return samples ? static_cast<double>(correct) / static_cast<double>(samples) : 0.0; }
+/// One training phase's totals (run_totals: micro-batches, samples, correct, loss, ticks) and the
+/// per-stage measurements, as measured by whoever ran it.
+struct phase_totals : run_totals {
+  nlohmann::json stages = nlohmann::json::array();
 };
 
 /// Called as micro-batches complete: (done in this phase, totals so far).

@@ -26,13 +26,11 @@ class simulate_trainer : public trainer {
     const run_totals totals = sim_.run(
         [&](micro_batch& mb) { return fed++ < count && data_.train_feed->next(mb); },
         [&](const run_totals& t) {
-          live.micro_batches = t.micro_batches, live.samples = t.samples, live.correct = t.correct;
-          live.loss_sum = t.loss_sum;
+          static_cast<run_totals&>(live) = t;
           if (progress) progress(live);
         });
     phase_totals out;
-    out.micro_batches = totals.micro_batches, out.samples = totals.samples, out.correct = totals.correct;
-    out.loss_sum = totals.loss_sum, out.ticks = totals.ticks;
+    static_cast<run_totals&>(out) = totals;
     for (std::size_t j = 0; j < stages_.size(); ++j) out.stages.push_back(to_json(report(j), stages_.size()));
     return out;
   }

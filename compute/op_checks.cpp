@@ -26,6 +26,14 @@ void check_conv2d_shapes(const char* op, const shape_t& x_shape, const shape_t& 
   if (p.padding < 0) fail(op, "padding " + std::to_string(p.padding) + " must not be negative");
 }
 
+void check_linear_weight_grad_shapes(const char* op, const tensor& x, const tensor& dy, const tensor& dw) {
+  const int64_t n = x.dim(0), in = x.dim(1), out = dy.dim(1);
+  if (dy.dim(0) != n) fail(op, "x " + x.shape_str() + " and dy " + dy.shape_str() + " have different batch sizes");
+  if (dw.shape() != shape_t{out, in})
+    fail(op, "dw " + dw.shape_str() + " must be (O, I) = " + to_string({out, in}) + " for x " + x.shape_str() +
+                 " and dy " + dy.shape_str());
+}
+
 void check_cross_entropy_labels(const char* op, const tensor& logits, const std::vector<int32_t>& labels) {
   const int64_t n = logits.dim(0), classes = logits.dim(1);
   if (n < 1 || classes < 1) fail(op, "logits " + logits.shape_str() + " is empty: need N ≥ 1 rows of K ≥ 1 classes");

@@ -1,4 +1,5 @@
 // Fully connected layer y = x (N,I) · wᵀ + b by OpenBLAS SGEMMs (row-major).
+#include "compute/op_checks.hpp"
 #include <cblas.h>
 
 #include "compute/cpu/checks.hpp"
@@ -55,12 +56,8 @@ void cpu_backend::linear_backward_weight(const tensor& x, const tensor& dy, tens
   cpu::require_host(op, "x", x, 2, "(N, I)");
   cpu::require_host(op, "dy", dy, 2, "(N, O)");
   cpu::require_host(op, "dw", dw, 2, "(O, I)");
+  check_linear_weight_grad_shapes(op, x, dy, dw);
   const int64_t n = x.dim(0), in = x.dim(1), out = dy.dim(1);
-  if (dy.dim(0) != n)
-    fail(op, "x " + x.shape_str() + " and dy " + dy.shape_str() + " have different batch sizes");
-  if (dw.shape() != shape_t{out, in})
-    fail(op, "dw " + dw.shape_str() + " must be (O, I) = " + to_string({out, in}) + " for x " +
-                 x.shape_str() + " and dy " + dy.shape_str());
   if (db.defined()) cpu::require_vector(op, "db", db, out, "dy's outputs (O)");
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(out), blas_int(in), blas_int(n), 1.f,
               dy.data(), blas_int(out), x.data(), blas_int(in), 1.f, dw.data(), blas_int(in));

@@ -1,5 +1,6 @@
 // Fully connected layer y = x (N,I) · wᵀ + b by cuBLAS. cuBLAS is column-major: a row-major
 // (R, C) matrix is its (C, R) transpose, so each product below is written for the transposes.
+#include "compute/op_checks.hpp"
 #include "compute/cuda/checks.hpp"
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
@@ -68,12 +69,8 @@ void cuda_backend::linear_backward_weight(const tensor& x, const tensor& dy, ten
   require(op, "x", x, 2, "(N, I)");
   require(op, "dy", dy, 2, "(N, O)");
   require(op, "dw", dw, 2, "(O, I)");
+  check_linear_weight_grad_shapes(op, x, dy, dw);
   const int64_t n = x.dim(0), in = x.dim(1), out = dy.dim(1);
-  if (dy.dim(0) != n)
-    fail(op, "x " + x.shape_str() + " and dy " + dy.shape_str() + " have different batch sizes");
-  if (dw.shape() != shape_t{out, in})
-    fail(op, "dw " + dw.shape_str() + " must be (O, I) = " + to_string({out, in}) + " for x " +
-                 x.shape_str() + " and dy " + dy.shape_str());
   if (db.defined()) require_vector(op, "db", db, out, "dy's outputs (O)");
   enter();
   if (n > 0 && in > 0 && out > 0)
