@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/skip.hpp"
+
 #include <cstring>
 #include <filesystem>
 #include <unistd.h>
@@ -19,10 +21,7 @@ inline bool have_fashion_mnist() {
 }
 
 #define PETRA_REQUIRE_FASHION_MNIST()                                                                     \
-  if (!petra::testing::have_fashion_mnist()) {                                                           \
-    MESSAGE("skipping: /usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)"); \
-    return;                                                                                               \
-  }
+  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)")
 
 /// The tiny model on 1×28×28 Fashion-MNIST, J = 4 (stem | g1.b0 g1.b1 | g2.b0 | head).
 inline config::run_config tiny_config(const std::string& mode, const std::string& method, int64_t images = 512) {

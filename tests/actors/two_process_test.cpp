@@ -58,6 +58,5 @@ TEST_CASE("a node killed mid-run: the coordinator notices and the run fails, nam
   killer.join();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(message.find("stage 3") != std::string::npos);
-  CHECK(seconds < 30);
   MESSAGE("failure noticed after " << seconds << " s: " << message);
 }

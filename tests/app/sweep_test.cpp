@@ -2,6 +2,7 @@
 // plot and measures what it swept (injected delay, accumulation's staleness); a bad grid key is
 // refused before anything is written.
 #include <doctest/doctest.h>
+#include "tests/skip.hpp"
 #include <unistd.h>
 
 #include <filesystem>
@@ -130,10 +131,7 @@ TEST_CASE("sweep: a bad grid key or value is refused with exit code 2 before any
 TEST_CASE(
     "sweep: a lockstep sweep over injected delay and accumulation writes its table and plot and measures "
     "both") {
-  if (!have_fashion_mnist()) {
-    MESSAGE("skipping: /usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
-    return;
-  }
+  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   // ci_smoke's tiny model has J = 5 stages; the grid delays the backward into stage 3 by 2 ticks.
   scratch_dir out;
   sweep_options o;
@@ -184,15 +182,12 @@ TEST_CASE(
     png.read(magic, 8);
     CHECK(std::string(magic + 1, 3) == "PNG");
   } else {
-    MESSAGE("skipping the plot check: gnuplot is not installed");
+    FAIL("gnuplot is not installed (deploy/install-deps.sh installs gnuplot-nox)");
   }
 }
 
 TEST_CASE("sweep: a failing run is marked failed in the table, the sweep goes on and exits 1") {
-  if (!have_fashion_mnist()) {
-    MESSAGE("skipping: /usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
-    return;
-  }
+  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   sweep_options o;
   o.config = "ci_smoke";

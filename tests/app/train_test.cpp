@@ -1,6 +1,7 @@
 // `petra train` end to end: a smoke run learns and writes its run directory; bad input
 // (config, data) gives a clear message, exit code 2 and no files at all.
 #include <doctest/doctest.h>
+#include "tests/skip.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -41,10 +42,7 @@ std::vector<nlohmann::json> read_metrics(const fs::path& file) {
 }  // namespace
 
 TEST_CASE("smoke: two short epochs of PETRA on Fashion-MNIST lower the loss and write a run directory") {
-  if (!have_fashion_mnist()) {
-    MESSAGE("skipping: /usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
-    return;
-  }
+  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   train_options o;
   o.config = "ci_smoke";
@@ -103,10 +101,7 @@ TEST_CASE("bad data: a message naming the file, exit code 2, nothing written") {
 }
 
 TEST_CASE("an existing non-empty run directory is never overwritten") {
-  if (!have_fashion_mnist()) {
-    MESSAGE("skipping: /usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
-    return;
-  }
+  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   fs::create_directories(out.path / "taken");
   std::ofstream(out.path / "taken" / "keep.txt") << "precious";

@@ -85,10 +85,7 @@ void check_block_parity(block& on_cpu, block& on_gpu, backend& gpu, const activa
 
 TEST_CASE("stem blocks (CIFAR and ImageNet) match the CPU") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(20);
   for (bool imagenet : {false, true}) {
@@ -101,10 +98,7 @@ TEST_CASE("stem blocks (CIFAR and ImageNet) match the CPU") {
 
 TEST_CASE("coupling blocks (basic and bottleneck F) match the CPU in every pass") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(21);
   coupling_block basic_cpu(*be.cpu, "c", conv_chain::basic(8), 11),
@@ -117,10 +111,7 @@ TEST_CASE("coupling blocks (basic and bottleneck F) match the CPU in every pass"
 
 TEST_CASE("downsampling blocks (basic and bottleneck) match the CPU") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(22);
   downsample_basic_block basic_cpu(*be.cpu, "d", 4, 8, 2, 13), basic_gpu(*be.gpu, "d", 4, 8, 2, 13);
@@ -132,10 +123,7 @@ TEST_CASE("downsampling blocks (basic and bottleneck) match the CPU") {
 
 TEST_CASE("head block matches the CPU") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(23);
   head_block on_cpu(*be.cpu, "head", 8, 10, 16), on_gpu(*be.gpu, "head", 8, 10, 16);
@@ -144,10 +132,7 @@ TEST_CASE("head block matches the CPU") {
 
 TEST_CASE("coupling inverse on the GPU rebuilds its input at fp32 round-off") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(24);
   for (bool bottleneck : {false, true}) {
@@ -164,10 +149,7 @@ TEST_CASE("coupling inverse on the GPU rebuilds its input at fp32 round-off") {
 
 TEST_CASE("whole RevNets (tiny, fashion_small, revnet18): logits, loss and every gradient match the CPU") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(25);
   for (const std::string arch : {"tiny", "fashion_small", "revnet18"}) {

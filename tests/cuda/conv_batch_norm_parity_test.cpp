@@ -28,10 +28,7 @@ const std::vector<conv_case> conv_cases = {
 
 TEST_CASE("conv2d forward, backward data and backward filter match the CPU (fp32, accumulating)") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(1);
   for (const conv_case& c : conv_cases) {
@@ -64,10 +61,7 @@ TEST_CASE("conv2d forward, backward data and backward filter match the CPU (fp32
 
 TEST_CASE("conv2d with TF32 stays within the documented TF32 tolerance") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be(/*tf32=*/true);
   std::mt19937 rng(2);
   for (const conv_case& c : conv_cases) {
@@ -83,10 +77,7 @@ TEST_CASE("conv2d with TF32 stays within the documented TF32 tolerance") {
 
 TEST_CASE("deterministic backend: one plan per shape, and repeated backward passes are bit-identical") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(3);
   const conv_case& c = conv_cases[3];
@@ -111,10 +102,7 @@ TEST_CASE("deterministic backend: one plan per shape, and repeated backward pass
 
 TEST_CASE("batch norm: training forward, saved statistics, running update, eval, backward match the CPU") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(4);
   const float eps = 1e-5f, momentum = 0.1f;
@@ -168,10 +156,7 @@ TEST_CASE("batch norm: training forward, saved statistics, running update, eval,
 
 TEST_CASE("GPU ops reject host tensors and bad shapes with the CPU twin's messages") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   const tensor host = tensor::zeros({2, 3, 4, 4});
   CHECK_THROWS_WITH_AS(be.gpu->relu_forward(host), doctest::Contains("lives on cpu"), std::invalid_argument);

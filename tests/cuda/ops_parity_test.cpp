@@ -12,10 +12,7 @@ using namespace petra::testing;
 
 TEST_CASE("memory: from_host/to_host round trip, zeros, copy, fill_zero, empty shapes") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(10);
   const tensor x = random_host({3, 4, 5}, rng);
@@ -36,10 +33,7 @@ TEST_CASE("memory: from_host/to_host round trip, zeros, copy, fill_zero, empty s
 
 TEST_CASE("the backend runs from any thread (it makes its GPU current first)") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(11);
   const tensor x = random_host({64}, rng);
@@ -51,10 +45,7 @@ TEST_CASE("the backend runs from any thread (it makes its GPU current first)") {
 
 TEST_CASE("pointwise: relu forward/backward, add, sub, add_inplace are exact") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(12);
   const shape_t shape{5, 3, 7, 9};
@@ -75,10 +66,7 @@ TEST_CASE("pointwise: relu forward/backward, add, sub, add_inplace are exact") {
 
 TEST_CASE("pooling: max pool (with ties) and global average pool, forward and backward") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(13);
   tensor x = random_host({3, 4, 6, 8}, rng);
@@ -98,10 +86,7 @@ TEST_CASE("pooling: max pool (with ties) and global average pool, forward and ba
 
 TEST_CASE("linear: forward with and without bias, backward data, accumulating weight gradients") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   for (bool tf32 : {false, true}) {
     cpu_and_gpu be(tf32);
     const double tolerance = tf32 ? tf32_tolerance : op_tolerance;
@@ -134,10 +119,7 @@ TEST_CASE("linear: forward with and without bias, backward data, accumulating we
 
 TEST_CASE("channels: split and concat halves are exact and inverse to each other") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(15);
   for (const shape_t& shape : {shape_t{3, 8, 5, 5}, shape_t{4, 2, 1, 1}}) {
@@ -153,10 +135,7 @@ TEST_CASE("channels: split and concat halves are exact and inverse to each other
 
 TEST_CASE("softmax cross-entropy: loss, gradient and hit count match the CPU") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(16);
   for (const auto& [n, k] : std::vector<std::array<int64_t, 2>>{{128, 10}, {5, 1000}, {1, 1}}) {
@@ -184,10 +163,7 @@ TEST_CASE("softmax cross-entropy: loss, gradient and hit count match the CPU") {
 
 TEST_CASE("SGD: plain, momentum, Nesterov, weight decay and gradient scale, several steps") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(17);
   std::vector<sgd_update_params> settings(4);

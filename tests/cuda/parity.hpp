@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/skip.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <memory>

@@ -66,10 +66,7 @@ struct petra_run {
 
 TEST_CASE("PETRA on the GPU follows the CPU run for 20 ticks") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   petra_run on_cpu(*be.cpu, 10), on_gpu(*be.gpu, 10);
   REQUIRE(on_cpu.stages.size() == 6);

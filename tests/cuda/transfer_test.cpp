@@ -11,10 +11,7 @@ using namespace petra::testing;
 
 TEST_CASE("copy_between: host to GPU and back is exact, and a wrong maker is refused") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   std::mt19937 rng(30);
   const tensor x = random_host({4, 5, 6}, rng);
@@ -27,10 +24,7 @@ TEST_CASE("copy_between: host to GPU and back is exact, and a wrong maker is ref
 
 TEST_CASE("two backends on one GPU: a tensor handed over after order_after is read complete") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   cpu_and_gpu be;
   auto consumer = make_cuda_backend(0, false, true);
   std::mt19937 rng(31);
@@ -51,16 +45,10 @@ TEST_CASE("two backends on one GPU: a tensor handed over after order_after is re
 
 TEST_CASE("copy_between two GPUs (peer or through the host) is exact") {
   std::string why;
-  if (!petra::cuda_available(&why)) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   int count = 0;
   cudaGetDeviceCount(&count);
-  if (count < 2) {
-    MESSAGE("skipping GPU test: needs two GPUs, this machine has " << count);
-    return;
-  }
+  if (count < 2) PETRA_SKIP("needs two GPUs, this machine has " + std::to_string(count));
   auto first = make_cuda_backend(0, false, true);
   auto second = make_cuda_backend(1, false, true);
   std::mt19937 rng(32);

@@ -5,14 +5,12 @@
 #include <set>
 
 #include "tests/remote/child_process.hpp"
+#include "tests/skip.hpp"
 
 using namespace petra::testing;
 
 TEST_CASE("launch-local.sh runs ci_smoke on two nodes and stops them") {
-  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
-    MESSAGE("skipping: /usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
-    return;
-  }
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   temp_dir runs("launch");
   const auto r = run_command({"/bin/bash", PETRA_SOURCE_DIR "/deploy/launch-local.sh", "--nodes", "2", "--petra",
                               PETRA_BINARY, "ci_smoke", "--set", "runtime.mode=lockstep", "--set",

@@ -22,10 +22,7 @@ using namespace petra::testing;
 namespace {
 
 #define PETRA_REQUIRE_OPENSSL_CLI()                                                  \
-  if (!have_program("openssl")) {                                                    \
-    MESSAGE("skipping: the openssl command is missing (apt-get install openssl)");  \
-    return;                                                                          \
-  }
+  REQUIRE_MESSAGE(have_program("openssl"), "the openssl command is missing (deploy/install-deps.sh installs openssl)")
 
 /// A CA with certificates for "coordinator" and "node", and a second CA with "intruder".
 struct test_pki {
@@ -74,7 +71,6 @@ void expect_refused(const config::tls_config& tls, const std::string& address, c
   const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK_MESSAGE(!node, what << ": connected although it should be refused");
   if (!node) MESSAGE(what << ": refused after " << seconds << " s: " << sys.render(node.error()));
-  CHECK(seconds < timeout.count() / 1000.0 + 5);
 }
 
 /// A raw TLS client (no BASP): true when the node sends application data (its BASP handshake)

@@ -2,6 +2,7 @@
 #include "compute/serialize/safetensors.hpp"
 
 #include <doctest/doctest.h>
+#include "tests/skip.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -93,10 +94,7 @@ TEST_CASE("the bytes on disk follow the safetensors layout exactly") {
 }
 
 TEST_CASE("an independent Python reader decodes what we write") {
-  if (std::system("test -x /usr/bin/python3") != 0) {
-    MESSAGE("skipping the Python cross-check: /usr/bin/python3 not found");
-    return;
-  }
+  if (std::system("test -x /usr/bin/python3") != 0) PETRA_SKIP("the Python cross-check needs /usr/bin/python3");
   scratch_directory dir;
   const std::string path = dir.file("cross.safetensors");
   save_safetensors(
