@@ -9,7 +9,8 @@
 #include <openssl/ssl.h>
 #include <stdexcept>
 
-#include "messages/type_ids.hpp"
+#include "messages/errors.hpp"
+#include "messages/interfaces.hpp"
 
 namespace petra {
 namespace {
@@ -60,6 +61,12 @@ void check_tls_files(const config::tls_config& tls, const std::array<std::string
 
 caf_config::caf_config(int scheduler_threads) {
   add_message_types<caf::id_block::petra>();
+  add_message_types<caf::id_block::petra_handles>();
+  add_error_category(caf::atom("petra"), [](uint8_t code, caf::atom_value, const caf::message& context) {
+    std::string text = "petra " + messages::to_string(static_cast<messages::petra_errc>(code));
+    if (context.match_elements<std::string>()) text += ": " + context.get_as<std::string>(0);
+    return text;
+  });
   load<caf::io::middleman>();
   set("scheduler.max-threads", scheduler_threads);
   set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});

@@ -1,30 +1,20 @@
-// The coordinator of the actor runtimes: builds the pipeline from the config (stage, loss and
-// loader actors), wires the peers, monitors every actor, runs phases to their drained end,
-// evaluates, checkpoints, and turns any lost actor or stage failure into a clear error.
+// The actor runtimes (runtime.mode lockstep or async) behind the runtime interface of training/:
+// the coordinator builds the pipeline, starts each phase, waits for its end while watching every
+// actor, collects the stages' reports, evaluates, snapshots and restores.
 #pragma once
 
 #include <memory>
 
-#include "actors/trainer.hpp"
 #include "compute/optimizer.hpp"
 #include "config/config.hpp"
+#include "training/runtime.hpp"
+#include "training/training_data.hpp"
 
 namespace petra {
 
-/// A failure of the run: which stage (-1 = none in particular), at which tick, what.
-class run_error : public std::runtime_error {
- public:
-  run_error(int32_t stage, int64_t tick, const std::string& what);
-  int32_t stage() const { return stage_; }
-  int64_t tick() const { return tick_; }
-
- private:
-  int32_t stage_;
-  int64_t tick_;
-};
-
-/// The lockstep or async actor runtime (runtime.mode) in this process.
-std::unique_ptr<trainer> make_actor_trainer(const config::run_config& c, training_data& data,
-                                            const optimizer_settings& optimizer);
+/// Throws config::config_error for a config the actor runtime cannot honour, std::invalid_argument
+/// for a device it cannot have, run_failure for a node it cannot reach.
+std::unique_ptr<pipeline_runtime> make_actor_runtime(const config::run_config& c, training_data& data,
+                                                     const optimizer_settings& optimizer);
 
 }  // namespace petra

@@ -11,50 +11,52 @@ using namespace atoms;
 
 struct loader_actor_state {
   std::shared_ptr<data_feed> feed;
-  runtime_mode mode = runtime_mode::lockstep;
-  caf::actor first_stage, loss;
+  bool lockstep = true;
+  forward_sink first_stage;
+  loss_actor loss;
   int64_t window = 1;
   phase_plan plan;
   int64_t credits = 0;
-  int64_t sent = 0;       // messages sent this phase (lockstep: one per tick, markers included)
-  int64_t fed = 0;        // micro-batches sent this phase
+  int64_t sent = 0;  // messages sent this phase (lockstep: one per tick, markers included)
+  int64_t fed = 0;   // micro-batches sent this phase
+  static inline const char* name = "petra.loader";
 };
 
 using self_ptr = loader_actor::stateful_pointer<loader_actor_state>;
 
 void feed_while_credit(self_ptr self) {
   auto& st = self->state;
-  const int64_t total = st.mode == runtime_mode::lockstep ? st.plan.ticks : st.plan.micro_batches;
+  const int64_t total = st.lockstep ? st.plan.ticks : st.plan.micro_batches;
   while (st.credits > 0 && st.sent < total) {
     forward_data out;
-    out.s.tick = st.mode == runtime_mode::lockstep ? st.sent : -1;
+    out.s.tick = st.lockstep ? st.sent : -1;
     out.s.phase = st.plan.phase;
     micro_batch mb;
-    const bool entry_tick = st.mode != runtime_mode::lockstep || st.sent % std::max<int64_t>(1, st.plan.spacing) == 0;
+    const bool entry_tick = !st.lockstep || st.sent % std::max<int64_t>(1, st.plan.spacing) == 0;
     if (entry_tick && st.fed < st.plan.micro_batches && st.feed->next(mb)) {
       out.s.micro_batch = mb.id;
       out.x = std::move(mb.images);
-      self->send(caf::actor_cast<loss_actor>(st.loss), labels_data{mb.id, std::move(mb.labels)});
+      self->send(st.loss, labels_data{mb.id, std::move(mb.labels)});
       ++st.fed;
     }
-    self->send(caf::actor_cast<stage_actor>(st.first_stage), std::move(out));
+    self->send(st.first_stage, std::move(out));
     --st.credits;
     ++st.sent;
   }
 }
 
-loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_feed> feed, runtime_mode mode) {
+loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_feed> feed, bool lockstep) {
   self->state.feed = std::move(feed);
-  self->state.mode = mode;
+  self->state.lockstep = lockstep;
   return {
-      [=](wire_atom, caf::actor first_stage, caf::actor loss, int32_t window) {
+      [=](wire_atom, forward_sink& first_stage, loss_actor& loss, int32_t window) {
         auto& st = self->state;
         st.first_stage = std::move(first_stage);
         st.loss = std::move(loss);
         st.window = std::max<int64_t>(1, window);
         return wire_atom_v;
       },
-      [=](plan_atom, phase_plan plan) {
+      [=](plan_atom, const phase_plan& plan) {
         auto& st = self->state;
         st.plan = plan;
         st.feed->start_epoch(plan.epoch, plan.first_micro_batch);
@@ -73,8 +75,9 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
 
 }  // namespace
 
-messages::loader_actor spawn_loader_actor(caf::actor_system& sys, std::shared_ptr<data_feed> feed, runtime_mode mode) {
-  return sys.spawn(loader_behavior, std::move(feed), mode);
+messages::loader_actor spawn_loader_actor(caf::actor_system& sys, std::shared_ptr<data_feed> feed,
+                                          config::runtime_mode mode) {
+  return sys.spawn(loader_behavior, std::move(feed), mode == config::runtime_mode::lockstep);
 }
 
 }  // namespace petra

@@ -8,12 +8,14 @@
 
 #include <caf/actor_system.hpp>
 
-#include "actors/data_feed.hpp"
-#include "actors/stage_actor.hpp"
+#include "config/config.hpp"
 #include "messages/interfaces.hpp"
+#include "training/data_feed.hpp"
 
 namespace petra {
 
-messages::loader_actor spawn_loader_actor(caf::actor_system& sys, std::shared_ptr<data_feed> feed, runtime_mode mode);
+/// `mode` is lockstep (one message per tick, markers included) or async (micro-batches only).
+messages::loader_actor spawn_loader_actor(caf::actor_system& sys, std::shared_ptr<data_feed> feed,
+                                          config::runtime_mode mode);
 
 }  // namespace petra

@@ -4,6 +4,8 @@
 #include <caf/all.hpp>
 #include <map>
 
+#include "messages/errors.hpp"
+
 namespace petra {
 namespace {
 
@@ -12,19 +14,22 @@ using namespace atoms;
 
 struct loss_actor_state {
   std::shared_ptr<backend> device;
-  caf::actor progress_to;
   int64_t progress_every = 0;
+  loss_sink last_stage;
+  coordinator_actor coordinator;
   std::map<int64_t, std::vector<int32_t>> labels;  // micro-batch → labels not yet used
-  std::map<int64_t, std::pair<caf::typed_response_promise<loss_data>, logits_data>> waiting;
+  std::map<int64_t, logits_data> waiting;          // micro-batch → logits whose labels are not here yet
   loss_report totals;
+  static inline const char* name = "petra.loss";
 };
 
 using self_ptr = loss_actor::stateful_pointer<loss_actor_state>;
 
-loss_data compute_loss(loss_actor_state& st, const tensor& logits, const std::vector<int32_t>& labels, bool train) {
+loss_data compute_loss(loss_actor_state& st, const stamp& s, const tensor& logits, const std::vector<int32_t>& labels,
+                       bool train) {
   loss_data out;
-  tensor* want_grad = train ? &out.dlogits : nullptr;
-  out.loss = st.device->softmax_cross_entropy(logits, labels, want_grad, &out.correct);
+  out.s = s;
+  out.loss = st.device->softmax_cross_entropy(logits, labels, train ? &out.dlogits : nullptr, &out.correct);
   out.samples = static_cast<int64_t>(labels.size());
   if (train) {
     ++st.totals.micro_batches;
@@ -35,18 +40,29 @@ loss_data compute_loss(loss_actor_state& st, const tensor& logits, const std::ve
   return out;
 }
 
-void maybe_report(self_ptr self) {
+/// The training loss of one micro-batch, to the last stage; progress to the coordinator.
+void answer(self_ptr self, const logits_data& in, const std::vector<int32_t>& labels) {
   auto& st = self->state;
-  if (st.progress_to && st.progress_every > 0 && st.totals.micro_batches % st.progress_every == 0)
-    caf::anon_send(st.progress_to, st.totals);
+  try {
+    self->send(st.last_stage, compute_loss(st, in.s, in.logits, labels, true));
+  } catch (const std::exception& e) {
+    const std::string what = "loss of micro-batch " + std::to_string(in.s.micro_batch) + ": " + e.what();
+    self->send(st.coordinator, failure_report{-1, in.s.tick, in.s.micro_batch,
+                                              static_cast<uint8_t>(petra_errc::stage_exception), what, 0});
+    return self->quit(caf::make_error(petra_errc::stage_exception, what));
+  }
+  if (st.progress_every > 0 && st.totals.micro_batches % st.progress_every == 0) self->send(st.coordinator, st.totals);
 }
 
-loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> device, caf::actor progress_to,
-                                        int64_t progress_every) {
+loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> device, int64_t progress_every) {
   self->state.device = std::move(device);
-  self->state.progress_to = std::move(progress_to);
   self->state.progress_every = progress_every;
   return {
+      [=](wire_atom, loss_sink& last_stage, coordinator_actor& coordinator) {
+        self->state.last_stage = std::move(last_stage);
+        self->state.coordinator = std::move(coordinator);
+        return wire_atom_v;
+      },
       [=](labels_data& in) {
         auto& st = self->state;
         auto w = st.waiting.find(in.micro_batch);
@@ -54,37 +70,26 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
           st.labels[in.micro_batch] = std::move(in.labels);
           return;
         }
-        try {
-          w->second.first.deliver(compute_loss(st, w->second.second.logits, in.labels, true));
-        } catch (const std::exception& e) {
-          w->second.first.deliver(caf::make_error(caf::sec::runtime_error, e.what()));
-        }
+        const logits_data logits = std::move(w->second);
         st.waiting.erase(w);
-        maybe_report(self);
+        answer(self, logits, in.labels);
       },
-      [=](logits_data& in) -> caf::result<loss_data> {
+      [=](logits_data& in) {
         auto& st = self->state;
         auto it = st.labels.find(in.s.micro_batch);
         if (it == st.labels.end()) {
-          auto promise = self->make_response_promise<loss_data>();
-          st.waiting.emplace(in.s.micro_batch, std::make_pair(promise, std::move(in)));
-          return promise;
+          st.waiting.emplace(in.s.micro_batch, std::move(in));
+          return;
         }
-        try {
-          loss_data out = compute_loss(st, in.logits, it->second, true);
-          st.labels.erase(it);
-          maybe_report(self);
-          return out;
-        } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::runtime_error, "loss of micro-batch " + std::to_string(in.s.micro_batch) +
-                                                               ": " + e.what());
-        }
+        const std::vector<int32_t> labels = std::move(it->second);
+        st.labels.erase(it);
+        answer(self, in, labels);
       },
       [=](eval_atom, logits_data& logits, labels_data& labels) -> caf::result<loss_data> {
         try {
-          return compute_loss(self->state, logits.logits, labels.labels, false);
+          return compute_loss(self->state, logits.s, logits.logits, labels.labels, false);
         } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::runtime_error, std::string("evaluation loss: ") + e.what());
+          return caf::make_error(petra_errc::bad_request, std::string("evaluation loss: ") + e.what());
         }
       },
       [=](report_atom) {
@@ -97,9 +102,8 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
 
 }  // namespace
 
-messages::loss_actor spawn_loss_actor(caf::actor_system& sys, std::shared_ptr<backend> device, caf::actor progress_to,
-                                      int64_t progress_every) {
-  return sys.spawn(loss_behavior, std::move(device), std::move(progress_to), progress_every);
+messages::loss_actor spawn_loss_actor(caf::actor_system& sys, std::shared_ptr<backend> device, int64_t progress_every) {
+  return sys.spawn(loss_behavior, std::move(device), progress_every);
 }
 
 }  // namespace petra

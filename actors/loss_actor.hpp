@@ -12,9 +12,8 @@
 
 namespace petra {
 
-/// `progress_to` (may be invalid) gets a loss_report of the phase so far every `progress_every`
-/// micro-batches.
-messages::loss_actor spawn_loss_actor(caf::actor_system& sys, std::shared_ptr<backend> device, caf::actor progress_to,
-                                      int64_t progress_every);
+/// The loss actor computing on `device`; once wired, it sends the coordinator a loss_report of the
+/// phase so far every `progress_every` micro-batches (0 = never).
+messages::loss_actor spawn_loss_actor(caf::actor_system& sys, std::shared_ptr<backend> device, int64_t progress_every);
 
 }  // namespace petra

@@ -3,13 +3,15 @@
 
 #include <caf/all.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <thread>
+#include <unistd.h>
 
-#include "actors/setup.hpp"
 #include "actors/stage_actor.hpp"
 #include "config/config.hpp"
+#include "messages/errors.hpp"
+#include "training/setup.hpp"
 
 namespace petra {
 namespace {
@@ -29,31 +31,31 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
   });
   return {
       [=](spawn_atom, const std::string& config_yaml, int32_t index,
-          int64_t steps_per_epoch) -> caf::result<caf::actor> {
+          int64_t steps_per_epoch) -> caf::result<stage_actor> {
         try {
           const config::run_config c = config::parse_config(config_yaml, "the coordinator's config");
           const auto sizes = stage_sizes(c);
           if (index < 0 || static_cast<std::size_t>(index) >= sizes.size())
-            return caf::make_error(caf::sec::invalid_argument,
+            return caf::make_error(petra_errc::bad_request,
                                    "stage " + std::to_string(index) + " does not exist (J = " +
                                        std::to_string(sizes.size()) + ")");
           const optimizer_settings opt = optimizer_for(c.training, steps_per_epoch);
           auto placed = build_placed_stages(c, opt, [&](std::size_t j) { return j == static_cast<std::size_t>(index); });
-          const runtime_mode mode = c.runtime.mode == "async" ? runtime_mode::async : runtime_mode::lockstep;
-          auto s = spawn_stage_actor(self->system(), stage_context{placed[index].device, placed[index].compute, index, mode});
+          auto s = spawn_stage_actor(self->system(),
+                                     stage_context{placed[index].device, placed[index].compute, index, c.runtime.mode});
           self->state.stages->push_back(s);
-          return caf::actor_cast<caf::actor>(s);
+          return s;
         } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::runtime_error, std::string("node cannot build stage ") +
+          return caf::make_error(petra_errc::bad_request, std::string("node cannot build stage ") +
                                                               std::to_string(index + 1) + ": " + e.what());
         }
       },
       [=](kill_atom, double seconds) {
-        // Fault injection: the whole process dies as if killed, without a goodbye to its peers.
+        // Fault injection: the whole process is killed (SIGKILL), without a goodbye to its peers.
         std::thread([seconds] {
           std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-          std::fprintf(stderr, "petra node: injected kill (faults.kill_node)\n");
-          std::_Exit(137);
+          std::fprintf(stderr, "petra node: injected kill (faults.kill_node): SIGKILL\n");
+          ::kill(::getpid(), SIGKILL);
         }).detach();
       },
   };

@@ -11,20 +11,20 @@
 #include <caf/actor_system.hpp>
 
 #include "compute/pipeline/stage.hpp"
+#include "config/config.hpp"
 #include "messages/interfaces.hpp"
 
 namespace petra {
-
-enum class runtime_mode { lockstep, async };
 
 /// Everything a stage actor owns. Shared pointers because CAF copies spawn arguments.
 struct stage_context {
   std::shared_ptr<backend> device;
   std::shared_ptr<stage> compute;
   int32_t index = 0;
-  runtime_mode mode = runtime_mode::lockstep;
+  config::runtime_mode mode = config::runtime_mode::lockstep;  // lockstep or async
 };
 
+/// Spawns the stage actor of `context.mode`; a GPU stage runs detached (one OS thread of its own).
 messages::stage_actor spawn_stage_actor(caf::actor_system& sys, stage_context context);
 
 }  // namespace petra

@@ -5,14 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "training/train_loop.hpp"
+
 namespace petra::app {
 
-struct train_options {
-  std::string config;               // file or preset name
-  std::vector<std::string> sets;    // "key=value" overrides
-  std::string resume;               // a run directory to continue instead
-  int stop_after_epoch = 0;         // stop (resumably) after this epoch; 0 = run to the end
-};
 int train_command(const train_options& options);
 
 struct node_options {

@@ -1,13 +1,14 @@
-// `petra eval`: a checkpoint (or a run directory's latest) on the test set.
+// `petra eval`: a checkpoint (or a run directory's latest) on the test set, on the reference
+// simulator with the checkpoint's model, whatever runtime wrote it.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
-#include "app/checkpoint.hpp"
 #include "app/commands.hpp"
-#include "actors/setup.hpp"
-#include "actors/training_data.hpp"
 #include "compute/serialize/safetensors.hpp"
+#include "training/setup.hpp"
+#include "training/simulate_runtime.hpp"
+#include "training/training_data.hpp"
 
 namespace petra::app {
 
@@ -21,17 +22,23 @@ int eval_command(const std::string& target, const std::vector<std::string>& sets
     auto it = file.metadata.find("config");
     if (it == file.metadata.end())
       throw std::invalid_argument("checkpoint '" + path + "' carries no config in its metadata");
-    const config::run_config cfg = config::parse_config(it->second, path + " (metadata config)", sets);
+    config::run_config cfg = config::parse_config(it->second, path + " (metadata config)", sets);
+    // Only the model and the data matter here: every stage on this process's CPU.
+    cfg.runtime.mode = config::runtime_mode::simulate;
+    cfg.runtime.credits = 0;
+    cfg.pipeline.devices.clear();
+    cfg.pipeline.nodes.clear();
+    cfg.pipeline.spare_nodes.clear();
+    cfg.faults = config::faults_config{};
     training_data data = load_training_data(cfg);
-    auto be = make_cpu_backend(cfg.runtime.threads);
     const int64_t steps = data.train_feed->micro_batches_per_epoch() / cfg.training.accumulation;
-    auto stages = build_stages(cfg, *be, optimizer_for(cfg.training, std::max<int64_t>(1, steps)));
-    const auto meta = load_checkpoint(path, stages, *be);
-    simulator sim(stages, *be, method_for(cfg.training));
-    const eval_result r = evaluate(sim, *data.test_feed);
+    auto runtime = make_simulate_runtime(cfg, *data.train_feed, optimizer_for(cfg.training, std::max<int64_t>(1, steps)));
+    const checkpoint from = read_checkpoint(path, stage_sizes(cfg).size());
+    runtime->restore(from);
+    const eval_result r = runtime->evaluate(*data.test_feed);
     std::printf("%s: epoch %s, %lld test images, loss %.4f, accuracy %.2f%%\n", path.c_str(),
-                meta.count("epoch") ? meta.at("epoch").c_str() : "?", static_cast<long long>(r.samples), r.loss,
-                100 * r.accuracy);
+                from.metadata.count("epoch") ? from.metadata.at("epoch").c_str() : "?",
+                static_cast<long long>(r.samples), r.loss, 100 * r.accuracy);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "petra eval: " << e.what() << "\n";

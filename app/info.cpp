@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "app/commands.hpp"
-#include "actors/setup.hpp"
+#include "training/setup.hpp"
 #include "compute/pipeline/memory_model.hpp"
 #include "compute/pipeline/partition.hpp"
 
@@ -81,13 +81,15 @@ int memory_model_command(const std::string& config, const std::vector<std::strin
                 m.spec.in_channels, m.spec.height, m.spec.width, cfg.training.micro_batch, k, m.stages.size());
     std::printf("%-14s %-14s %-22s %12s %14s\n", "input buffer", "weight stash", "method", "paper (GB)", "petra (GB)");
     const char* names[] = {"PipeDream-like", "DSP-like", "reversible+stash", "PETRA"};
-    const auto rows = memory_table(m.stages, k);
+    const auto rows = memory_table(m.stages, k, cfg.runtime.inversion_sample_every);
     for (std::size_t i = 0; i < rows.size(); ++i)
       std::printf("%-14s %-14s %-22s %12.1f %14.2f\n", rows[i].stash_inputs ? "yes" : "no",
                   rows[i].stash_weights ? "yes" : "no", names[i], rows[i].paper_gb, rows[i].runtime_gb);
     std::printf("paper: DESIGN.md §2 convention (one stream per input, doubled for downsampling stages, 4 bytes).\n"
                 "petra: weights + gradients + momentum + BN statistics + input FIFO peak 2(J-j)+1 (both streams)\n"
-                "       + weight copies for every version an outstanding forward used.\n");
+                "       (reversible stages: the inputs sampled for the inversion error, 1 in %d micro-batches)\n"
+                "       + weight copies for every version an outstanding forward used.\n",
+                cfg.runtime.inversion_sample_every);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "petra memory-model: " << e.what() << "\n";

@@ -66,16 +66,18 @@ void bench_step(backend& be, const settings& s) {
   const revnet_spec spec = revnet_preset("revnet18");
   optimizer_settings opt;
   opt.schedule = schedule_kind::constant;
-  stage whole(0, build_revnet(spec, be, 0), be, opt, stage_options{});
+  stage_options taped;
+  taped.taped = true;  // backprop: the forward keeps its tape for the backward
+  stage whole(0, build_revnet(spec, be, 0), be, opt, taped);
   const activation x{be.from_host(random_images(s.batch, spec, 1)), {}};
   const std::vector<int32_t> labels = labels_for(s.batch, spec.num_classes, 0);
   std::vector<double> ms;
   for (int i = 0; i < s.warmup + s.iters; ++i) {
     const auto t0 = clock_type::now();
-    const activation logits = whole.forward_taped(x);
+    const activation logits = whole.forward(x, i, i);
     tensor dlogits;
     be.softmax_cross_entropy(logits.x1, labels, &dlogits, nullptr);
-    whole.backward_taped({dlogits, {}});
+    whole.backward({}, {dlogits, {}}, i, i);
     wait_for(be);
     if (i >= s.warmup) ms.push_back(ms_since(t0));
   }
@@ -105,7 +107,9 @@ void bench_method(backend& be, const settings& s, method_kind kind, int stages_w
   for (std::size_t j = 0; j < groups.size(); ++j)
     stages.push_back(
         std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, opt, method.for_stage(0)));
-  simulator sim(stages, be, method);
+  std::vector<stage*> order;
+  for (auto& st : stages) order.push_back(st.get());
+  simulator sim(order, be, entry_spacing(kind, order.size()));
   const tensor images = be.from_host(random_images(s.batch, spec, 2));
   auto feed = [&](int count) {
     int64_t next_id = 0;

@@ -25,7 +25,7 @@
 
 #include "actors/caf_config.hpp"
 #include "actors/coordinator.hpp"
-#include "actors/setup.hpp"
+#include "training/setup.hpp"
 #include "messages/type_ids.hpp"
 
 #include "bench/runtime/common.hpp"
@@ -55,17 +55,14 @@ bool run_pipeline(const std::string& mode, int phases, int64_t count, std::vecto
     return false;
   }
   const optimizer_settings opt = optimizer_for(cfg.training, per_epoch / cfg.training.accumulation);
-  auto runner = make_actor_trainer(cfg, data, opt);
-  runner->train(1, 0, std::min<int64_t>(count, 24), {});  // warm-up: oneDNN primitives, buffer pools
+  auto runner = make_actor_runtime(cfg, data, opt);
+  runner->train({1, 0, std::min<int64_t>(count, 24), 0}, {});  // warm-up: oneDNN primitives, buffer pools
   for (int p = 0; p < phases; ++p) {
     const auto t0 = clock_type::now();
-    const phase_totals totals = runner->train(p + 2, 0, count, {});
+    const phase_result totals = runner->train({p + 2, 0, count, 0}, {});
     const double wall = seconds_since(t0);
     double sum_busy = 0, max_busy = 0;
-    for (const auto& s : totals.stages) {
-      const double busy = s["busy_seconds"].get<double>();
-      sum_busy += busy, max_busy = std::max(max_busy, busy);
-    }
+    for (const stage_report& s : totals.stages) sum_busy += s.busy_seconds, max_busy = std::max(max_busy, s.busy_seconds);
     const double n = static_cast<double>(count);
     const double ideal = std::max(sum_busy / cores, max_busy);
     out.push_back({wall / n, sum_busy / n, max_busy / n, ideal / n, wall / ideal - 1});

@@ -31,7 +31,9 @@ timing time_ours(const std::string& arch, shape_t input, int batch, int threads,
   spec.width = static_cast<int>(input[2]);
   optimizer_settings opt;
   opt.schedule = schedule_kind::constant;
-  stage whole(0, build_revnet(spec, *be, 0), *be, opt, stage_options{});
+  stage_options taped;
+  taped.taped = true;  // backprop: the forward keeps its tape for the backward
+  stage whole(0, build_revnet(spec, *be, 0), *be, opt, taped);
   init_rng rng(1, "bench");
   tensor images = tensor::empty({batch, spec.in_channels, spec.height, spec.width});
   for (int64_t i = 0; i < images.numel(); ++i) images.data()[i] = rng.uniform(-1.f, 1.f);
@@ -41,10 +43,10 @@ timing time_ours(const std::string& arch, shape_t input, int batch, int threads,
   std::vector<double> ms;
   for (int i = 0; i < warmup + iters; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    const activation logits = whole.forward_taped(x);
+    const activation logits = whole.forward(x, i, i);
     tensor dlogits;
     be->softmax_cross_entropy(logits.x1, labels, &dlogits, nullptr);
-    whole.backward_taped({dlogits, {}});  // k = 1: the SGD step follows every backward
+    whole.backward({}, {dlogits, {}}, i, i);  // k = 1: the SGD step follows every backward
     const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (i >= warmup) ms.push_back(elapsed);
   }

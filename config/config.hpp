@@ -9,6 +9,35 @@
 
 namespace petra::config {
 
+/// A bad config: `where` is the YAML path (training.micro_batch) and, when known, file:line.
+class config_error : public std::runtime_error {
+ public:
+  explicit config_error(const std::string& message) : std::runtime_error(message) {}
+};
+
+/// Who runs the schedule: the reference simulator (one thread) or the actor runtimes.
+enum class runtime_mode { simulate, lockstep, async };
+
+/// The training method of DESIGN.md §1 (the stash switches refine `delayed`).
+enum class training_method { backprop, delayed, petra };
+
+/// Where a stage computes: the CPU, GPU N, or simulated device N (CPU kernels behind a device's rules).
+struct device_spec {
+  enum class kind { cpu, cuda, sim };
+  kind type = kind::cpu;
+  int index = 0;
+  /// "cpu", "cuda:0", "sim:1".
+  std::string str() const;
+  bool operator==(const device_spec& other) const { return type == other.type && index == other.index; }
+};
+
+/// The names as written in a config, and back; a bad name throws config_error listing the choices.
+std::string to_string(runtime_mode mode);
+std::string to_string(training_method method);
+runtime_mode parse_runtime_mode(const std::string& name);
+training_method parse_training_method(const std::string& name);
+device_spec parse_device(const std::string& name);
+
 /// The network. `arch` names a preset (revnet18, revnet34, revnet50,
 /// fashion_small, tiny); the lists below, when non-empty, replace the preset's.
 struct model_config {
@@ -49,7 +78,7 @@ struct schedule_config {
 };
 
 struct training_config {
-  std::string method = "petra";           // backprop | delayed | petra
+  training_method method = training_method::petra;
   bool stash_inputs = false;              // delayed only: keep every stage's inputs
   bool stash_weights = false;             // delayed only: keep the weights of each forward
   int epochs = 3;
@@ -63,7 +92,7 @@ struct training_config {
 /// How the model's blocks (stem, each coupling/downsampling block, head) are cut into stages.
 struct pipeline_config {
   std::vector<int> stage_blocks;          // blocks per stage, in order; empty = one block per stage
-  std::vector<std::string> devices;       // per stage: cpu | cuda:N; empty = all cpu
+  std::vector<device_spec> devices;       // per stage: cpu | cuda:N | sim:N; empty = all cpu
   std::vector<int> threads;               // per stage compute threads (actor runtimes); empty = 1 each
   std::vector<std::string> nodes;         // per stage: local | host:port of a `petra node` | a name from nodes:; empty = all local
   std::vector<std::string> spare_nodes;   // host:port (or a name from nodes:) of nodes that take over the stages of a lost node
@@ -106,7 +135,7 @@ struct node_config {
 };
 
 struct runtime_config {
-  std::string mode = "simulate";          // simulate (the reference, one thread) | lockstep | async (actors)
+  runtime_mode mode = runtime_mode::simulate;  // simulate (the reference, one thread) | lockstep | async (actors)
   int threads = 2;                        // simulate: compute threads; actors: CAF scheduler threads
   int credits = 0;                        // actors: micro-batches in flight at most; 0 = 2J − 1
   std::string precision = "fp32";         // GPU stages: fp32 | tf32 (TF32 tensor-core math)
@@ -133,11 +162,6 @@ struct run_config {
   std::map<std::string, node_config> nodes;  // by name ([A-Za-z0-9_-]+, not "local"); empty = none named
 };
 
-/// A bad config: `where` is the YAML path (training.micro_batch) and, when known, file:line.
-class config_error : public std::runtime_error {
- public:
-  explicit config_error(const std::string& message) : std::runtime_error(message) {}
-};
 
 /// Loads a YAML file (or a preset name from config/presets, e.g. "default"), then applies
 /// `overrides` of the form "training.epochs=10". Unknown keys and bad values throw config_error

@@ -13,10 +13,8 @@ const std::vector<std::string> architectures = {"revnet18", "revnet34", "revnet5
 const std::vector<std::string> stems = {"", "cifar", "imagenet"};
 const std::vector<std::string> block_kinds = {"", "basic", "bottleneck"};
 const std::vector<std::string> datasets = {"fashion-mnist", "mnist", "cifar10"};
-const std::vector<std::string> methods = {"backprop", "delayed", "petra"};
 const std::vector<std::string> schedule_kinds = {"cosine", "step", "constant"};
 const std::vector<std::string> precisions = {"fp32", "tf32"};
-const std::vector<std::string> runtime_modes = {"simulate", "lockstep", "async"};
 
 // Numbers as a person writes them: 0.1, 2, -1e-05 (std::to_string would give 0.100000).
 template <class Number>
@@ -116,12 +114,11 @@ void validate_data(const data_config& data, const model_config& model, const che
 }
 
 void validate_training(const training_config& training, const checker& check) {
-  check.one_of("training.method", training.method, methods);
   for (const auto& [path, on] : {std::pair{"training.stash_inputs", training.stash_inputs},
                                  std::pair{"training.stash_weights", training.stash_weights}})
-    if (on && training.method != "delayed")
+    if (on && training.method != training_method::delayed)
       check.fail(
-          path, std::string("is true but training.method is '") + training.method + "' " +
+          path, std::string("is true but training.method is '") + to_string(training.method) + "' " +
                     check.where("training.method") +
                     "; stashing inputs or weights is a switch of the 'delayed' method (the PipeDream/DSP-like"
                     " baselines): set training.method to delayed, or remove this key");
@@ -154,13 +151,6 @@ void validate_training(const training_config& training, const checker& check) {
                "got " + show(schedule.gamma) + "; the decay factor must be positive");
 }
 
-bool is_device_name(const std::string& name) {
-  if (name == "cpu") return true;
-  const std::string prefix = "cuda:";
-  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
-  return std::all_of(name.begin() + prefix.size(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 bool is_node_name(const std::string& name) { return name == "local" || is_host_port(name); }
 
 // Said after a pipeline.nodes or spare_nodes entry that is neither an address nor a defined name.
@@ -170,10 +160,6 @@ std::string or_a_defined_name(const node_map& nodes) {
 
 void validate_pipeline(const pipeline_config& pipeline, const node_map& nodes, const checker& check) {
   check.entries_positive("pipeline.stage_blocks", pipeline.stage_blocks);
-  for (size_t i = 0; i < pipeline.devices.size(); ++i)
-    if (!is_device_name(pipeline.devices[i]))
-      check.fail("pipeline.devices", "entry " + std::to_string(i) + " is '" + pipeline.devices[i] +
-                                         "'; a device is cpu or cuda:N (N = the GPU index, e.g. cuda:0)");
   if (!pipeline.stage_blocks.empty() && !pipeline.devices.empty() &&
       pipeline.stage_blocks.size() != pipeline.devices.size())
     check.fail("pipeline.devices", "has " + std::to_string(pipeline.devices.size()) + " entries but " +
@@ -199,7 +185,6 @@ void validate_pipeline(const pipeline_config& pipeline, const node_map& nodes, c
 }
 
 void validate_runtime(const runtime_config& runtime, const checker& check) {
-  check.one_of("runtime.mode", runtime.mode, runtime_modes);
   check.at_least("runtime.threads", runtime.threads, 1, "at least one compute thread is needed");
   check.at_least("runtime.credits", runtime.credits, 0, "0 means 2J - 1, else the most micro-batches in flight");
   check.one_of("runtime.precision", runtime.precision, precisions);

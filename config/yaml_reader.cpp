@@ -93,6 +93,44 @@ void read_value(const YAML::Node& node, const std::string& where, const std::str
   out = std::move(values);
 }
 
+// The named choices: the name is checked by its parser, which lists the choices.
+template <class Choice>
+void read_choice(const YAML::Node& node, const std::string& where, const std::string& path,
+                 Choice (*parse)(const std::string&), Choice& out) {
+  if (!node.IsScalar()) fail_type(path, where, "a name", node);
+  try {
+    out = parse(node.Scalar());
+  } catch (const config_error& e) {
+    throw config_error(path + " " + where + ": " + e.what());
+  }
+}
+
+void read_value(const YAML::Node& node, const std::string& where, const std::string& path, const origin&,
+                runtime_mode& out) {
+  read_choice(node, where, path, parse_runtime_mode, out);
+}
+
+void read_value(const YAML::Node& node, const std::string& where, const std::string& path, const origin&,
+                training_method& out) {
+  read_choice(node, where, path, parse_training_method, out);
+}
+
+void read_value(const YAML::Node& node, const std::string& where, const std::string& path, const origin&,
+                std::vector<device_spec>& out) {
+  if (!node.IsSequence()) fail_type(path, where, expected_list(static_cast<std::string*>(nullptr)), node);
+  std::vector<device_spec> devices(node.size());
+  for (size_t i = 0; i < node.size(); ++i) {
+    std::string name;
+    if (!decode(node[i], name)) fail_type(path + "[" + std::to_string(i) + "]", where, "a device name", node[i]);
+    try {
+      devices[i] = parse_device(name);
+    } catch (const config_error& e) {
+      throw config_error(path + " " + where + ": entry " + std::to_string(i) + " " + e.what());
+    }
+  }
+  out = std::move(devices);
+}
+
 }  // namespace
 
 void read_field(const YAML::Node& node, const YAML::Mark& mark, field& target, const std::string& path,

@@ -59,6 +59,10 @@ std::string format(const std::string& value) {
   return quoted + "\"";
 }
 
+std::string format(runtime_mode value) { return to_string(value); }
+std::string format(training_method value) { return to_string(value); }
+std::string format(const device_spec& value) { return format(value.str()); }
+
 template <class Value>
 std::string format(const std::vector<Value>& values) {
   std::string list = "[";

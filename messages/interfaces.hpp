@@ -1,5 +1,6 @@
-// The typed actor interface of each role. Peers are wired with untyped handles (a stage's
-// neighbours are stages: the interface cannot name itself) and cast back on arrival.
+// The typed actor interface of each role. A stage's neighbours are seen through the one message
+// each sends it (forward_sink, backward_sink, loss_sink): typed handles end to end, and no
+// interface has to name itself.
 #pragma once
 
 #include <caf/replies_to.hpp>
@@ -9,42 +10,84 @@
 
 namespace petra::messages {
 
-/// A pipeline stage. wire: (previous stage, next stage, loss actor, loader, coordinator;
-/// invalid handles where there is none) and the stage count J.
-using stage_actor = caf::typed_actor<
-    caf::reacts_to<forward_data>,
-    caf::reacts_to<backward_data>,
-    caf::reacts_to<atoms::process_atom>,
-    caf::reacts_to<atoms::flush_atom, int64_t>,
-    caf::replies_to<atoms::faults_atom, stage_faults>::with<atoms::faults_atom>,
-    caf::replies_to<atoms::wire_atom, caf::actor, caf::actor, caf::actor, caf::actor, caf::actor, int32_t>::with<
-        atoms::wire_atom>,
-    caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
-    caf::replies_to<eval_data>::with<eval_data>,
-    caf::replies_to<atoms::report_atom>::with<stage_report>,
-    caf::replies_to<atoms::state_atom>::with<stage_state>,
-    caf::replies_to<atoms::restore_atom, stage_state>::with<atoms::restore_atom>>;
+/// What a stage is to the stage before it.
+using forward_sink = caf::typed_actor<caf::reacts_to<forward_data>>;
+/// What a stage is to the stage after it.
+using backward_sink = caf::typed_actor<caf::reacts_to<backward_data>>;
+/// What the last stage is to the loss actor.
+using loss_sink = caf::typed_actor<caf::reacts_to<loss_data>>;
 
-/// The loss actor: labels from the loader; logits from the last stage, answered with dlogits;
-/// evaluation logits with their labels; its totals per phase (reset by report).
+/// What the coordinator is to the actors of its pipeline: phase ends, failures, injected faults and
+/// the loss actor's progress arrive here.
+using coordinator_actor =
+    caf::typed_actor<caf::reacts_to<phase_done>, caf::reacts_to<failure_report>, caf::reacts_to<fault_event>,
+                     caf::reacts_to<loss_report>>;
+
+/// The loss actor: labels from the loader; logits from the last stage, answered with a loss_data
+/// message to the wired last stage; evaluation logits with their labels; its totals per phase.
 using loss_actor = caf::typed_actor<
-    caf::reacts_to<labels_data>,
-    caf::replies_to<logits_data>::with<loss_data>,
+    caf::replies_to<atoms::wire_atom, loss_sink, coordinator_actor>::with<atoms::wire_atom>,
+    caf::reacts_to<labels_data>, caf::reacts_to<logits_data>,
     caf::replies_to<atoms::eval_atom, logits_data, labels_data>::with<loss_data>,
     caf::replies_to<atoms::report_atom>::with<loss_report>>;
 
 /// The data loader: a plan starts feeding a phase to the first stage (and labels to the loss
 /// actor); credits come back from the first stage.
-using loader_actor = caf::typed_actor<
-    caf::replies_to<atoms::wire_atom, caf::actor, caf::actor, int32_t>::with<atoms::wire_atom>,
+using loader_actor =
+    caf::typed_actor<caf::replies_to<atoms::wire_atom, forward_sink, loss_actor, int32_t>::with<atoms::wire_atom>,
+                     caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
+                     caf::reacts_to<atoms::credit_atom, int64_t>>;
+
+/// Whom a stage talks to: invalid handles where there is none (no previous stage for stage 1, no
+/// next stage for the last one, which talks to the loss actor).
+struct stage_links {
+  backward_sink prev;
+  forward_sink next;
+  loss_actor loss;
+  loader_actor loader;
+  coordinator_actor coordinator;
+  int32_t count = 1;  // J
+};
+
+/// A pipeline stage.
+using stage_actor = caf::typed_actor<
+    caf::reacts_to<forward_data>, caf::reacts_to<backward_data>, caf::reacts_to<loss_data>,
+    caf::reacts_to<atoms::process_atom>,
+    caf::replies_to<atoms::wire_atom, stage_links>::with<atoms::wire_atom>,
+    caf::replies_to<atoms::faults_atom, stage_faults>::with<atoms::faults_atom>,
     caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
-    caf::reacts_to<atoms::credit_atom, int64_t>>;
+    caf::replies_to<eval_data>::with<eval_data>, caf::replies_to<atoms::report_atom>::with<stage_report>,
+    caf::replies_to<atoms::status_atom>::with<stage_status>,
+    caf::replies_to<atoms::state_atom>::with<stage_snapshot>,
+    caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>>;
 
 /// A node: a process that hosts stages for a coordinator. spawn: (the resolved config as YAML,
-/// stage index, optimizer steps per epoch) → the new stage actor (untyped; cast to stage_actor).
-/// kill: the node process exits (as if killed) after the given seconds: fault injection.
+/// stage index, optimizer steps per epoch) → the new stage actor. kill: the node process kills
+/// itself with SIGKILL after the given seconds (fault injection).
 using node_actor =
-    caf::typed_actor<caf::replies_to<atoms::spawn_atom, std::string, int32_t, int64_t>::with<caf::actor>,
+    caf::typed_actor<caf::replies_to<atoms::spawn_atom, std::string, int32_t, int64_t>::with<stage_actor>,
                      caf::reacts_to<atoms::kill_atom, double>>;
 
 }  // namespace petra::messages
+
+namespace petra::messages {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_links& x) {
+  return f(caf::meta::type_name("stage_links"), x.prev, x.next, x.loss, x.loader, x.coordinator, x.count);
+}
+
+}  // namespace petra::messages
+
+CAF_BEGIN_TYPE_ID_BLOCK(petra_handles, caf::id_block::petra::end)
+
+CAF_ADD_TYPE_ID(petra_handles, (petra::messages::forward_sink))
+CAF_ADD_TYPE_ID(petra_handles, (petra::messages::backward_sink))
+CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loss_sink))
+CAF_ADD_TYPE_ID(petra_handles, (petra::messages::coordinator_actor))
+CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loss_actor))
+CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loader_actor))
+CAF_ADD_TYPE_ID(petra_handles, (petra::messages::stage_links))
+CAF_ADD_TYPE_ID(petra_handles, (petra::messages::stage_actor))
+
+CAF_END_TYPE_ID_BLOCK(petra_handles)

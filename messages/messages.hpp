@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "compute/parameter.hpp"
+#include "compute/pipeline/stage_report.hpp"
+#include "compute/pipeline/stage_state.hpp"
 #include "compute/tensor.hpp"
 
 namespace petra::messages {
@@ -47,8 +49,10 @@ struct logits_data {
   tensor logits;
 };
 
-/// The loss actor's answer: dL/dlogits (mean over the micro-batch) and the metrics.
+/// The loss actor's answer, to the last stage (training: stamped like the logits it answers) or to
+/// the coordinator (evaluation): dL/dlogits (mean over the micro-batch) and the metrics.
 struct loss_data {
+  stamp s;
   tensor dlogits;
   double loss = 0;
   int64_t correct = 0;
@@ -64,13 +68,13 @@ struct eval_data {
 /// What the coordinator asks of one training phase (an epoch, or part of one).
 struct phase_plan {
   int32_t epoch = 0;
-  int64_t micro_batches = 0;  // to feed
-  int64_t ticks = 0;          // lockstep: ticks every stage runs (micro_batches + 2(J−1))
+  int64_t micro_batches = 0;      // to feed
+  int64_t ticks = 0;              // lockstep: ticks every stage runs
   int64_t first_micro_batch = 0;  // position in the epoch of the first micro-batch to feed
-  int64_t spacing = 1;        // lockstep: a micro-batch enters every `spacing` ticks (backprop: 2J − 1)
-  int32_t attempt = 0;        // 0 = the first run of this phase; > 0 = a replay after a rollback (no faults)
-  int32_t generation = 0;     // the coordinator's pipeline build: reports of older builds are stale
-  int64_t phase = 0;          // numbers the phases of a run; every message carries it
+  int64_t spacing = 1;            // lockstep: a micro-batch enters every `spacing` ticks (backprop: 2J − 1)
+  int32_t attempt = 0;            // 0 = the first run of this phase; > 0 = a replay after a rollback (no faults)
+  int32_t generation = 0;         // the coordinator's pipeline build: reports of older builds are stale
+  int64_t phase = 0;              // numbers the phases of a run; every message carries it
 };
 
 /// The faults one stage injects (DESIGN.md §6), from the run's `faults` config.
@@ -84,43 +88,20 @@ struct stage_faults {
   double slow = 1;
   int64_t crash_at_tick = -1;
   uint64_t seed = 1;
-  bool any_random() const { return drop > 0 || duplicate > 0 || reorder > 0 || jitter_ms > 0; }
 };
 
-/// One histogram bucket (value → count).
-struct bucket {
-  int64_t value = 0;
-  int64_t count = 0;
-};
+/// Kinds of fault events, as the stage that injected or observed them counts them.
+enum class fault_kind : uint8_t { drop, duplicate, reorder, delay, slow, crash, duplicate_discarded };
 
-/// A stage's measurements over one phase.
-struct stage_report {
+/// One injected fault (or a discarded copy), reported to the coordinator as it happens, so that the
+/// faults of an attempt that fails are counted too.
+struct fault_event {
   int32_t stage = -1;
-  int64_t forwards = 0;
-  int64_t backwards = 0;
-  int64_t weight_version = 0;
-  std::vector<bucket> delay_ticks;       // lockstep: tick of backward − tick of forward
-  std::vector<bucket> staleness_steps;   // optimizer steps between forward and backward
-  int64_t fifo_peak = 0;
-  int64_t fifo_peak_bytes = 0;
-  int64_t stash_peak = 0;
-  int64_t stash_peak_bytes = 0;
-  int64_t mailbox_peak = 0;              // forward + backward messages waiting at once
-  double busy_seconds = 0;               // computing
-  double wall_seconds = 0;               // the phase
-  int64_t inversion_samples = 0;
-  double inversion_error_sum = 0;
-  double inversion_error_max = 0;
-  // Injected faults (events) and what the receiver did about them.
-  int64_t injected_drops = 0;
-  int64_t injected_duplicates = 0;
-  int64_t injected_reorders = 0;
-  int64_t injected_delays = 0;
-  int64_t injected_crashes = 0;
-  int64_t duplicates_discarded = 0;
+  fault_kind kind = fault_kind::drop;
+  int32_t generation = 0;
 };
 
-/// The loss actor's totals over one phase.
+/// The loss actor's totals over one phase, and progress while it runs.
 struct loss_report {
   int64_t micro_batches = 0;
   int64_t samples = 0;
@@ -128,25 +109,31 @@ struct loss_report {
   double loss_sum = 0;  // Σ over micro-batches of their mean loss
 };
 
-/// Named host tensors: a stage's state for a checkpoint, or one to restore.
-struct named_tensor {
-  std::string name;
-  tensor value;
-};
-struct stage_state {
-  int32_t stage = -1;
-  int64_t optimizer_steps = 0;
-  std::vector<named_tensor> tensors;
-};
-
 /// A failure inside an actor, carried to the coordinator: which stage (-1 = not a stage), at
-/// which tick or micro-batch, and what happened.
+/// which tick or micro-batch, its error code (petra_errc) and what happened.
 struct failure_report {
   int32_t stage = -1;
   int64_t tick = -1;
   int64_t micro_batch = -1;
+  uint8_t code = 0;
   std::string what;
   int32_t generation = 0;  // of the plan it happened in
+};
+
+/// Where a stage stands in its phase: the coordinator's view when progress stops.
+struct stage_status {
+  int32_t stage = -1;
+  bool in_phase = false;
+  int64_t tick = 0;               // lockstep: the tick it runs next; async: its forwards so far
+  int64_t completed = 0;          // stage 1: micro-batches whose backward finished
+  bool waiting_forward = false;   // lockstep: its forward input for `tick` is missing
+  bool waiting_backward = false;  // lockstep: its backward input for `tick` is missing
+};
+
+/// End of a stage's phase (lockstep: every stage; async: stage 1 when all completed).
+struct phase_done {
+  int32_t stage = -1;
+  int32_t generation = 0;
 };
 
 }  // namespace petra::messages

@@ -29,6 +29,26 @@ typename Inspector::result_type inspect(Inspector& f, activation& x) {
   return f(caf::meta::type_name("activation"), x.x1, x.x2);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_stats& x) {
+  return f(caf::meta::type_name("stage_stats"), x.forwards, x.backwards, x.delay_ticks, x.staleness_steps, x.fifo_peak,
+           x.fifo_peak_bytes, x.stash_peak, x.stash_peak_bytes, x.inversion_samples, x.inversion_error_sum,
+           x.inversion_error_max);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_report& x) {
+  return f(caf::meta::type_name("stage_report"), x.stage, x.weight_version, x.stats, x.mailbox_peak, x.busy_seconds,
+           x.wall_seconds);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, named_tensor& x) {
+  return f(caf::meta::type_name("named_tensor"), x.name, x.value);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_snapshot& x) {
+  return f(caf::meta::type_name("stage_snapshot"), x.stage, x.optimizer_steps, x.tensors);
+}
+
 namespace messages {
 
 template <class Inspector>
@@ -53,7 +73,7 @@ typename Inspector::result_type inspect(Inspector& f, logits_data& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, loss_data& x) {
-  return f(caf::meta::type_name("loss_data"), x.dlogits, x.loss, x.correct, x.samples);
+  return f(caf::meta::type_name("loss_data"), x.s, x.dlogits, x.loss, x.correct, x.samples);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_data& x) {
@@ -69,33 +89,27 @@ typename Inspector::result_type inspect(Inspector& f, stage_faults& x) {
   return f(caf::meta::type_name("stage_faults"), x.forward_delay, x.backward_delay, x.in_forward_delay,
            x.in_backward_delay, x.jitter_ms, x.drop, x.duplicate, x.reorder, x.slow, x.crash_at_tick, x.seed);
 }
+inline std::string to_string(fault_kind kind) { return std::to_string(static_cast<int>(kind)); }
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, bucket& x) {
-  return f(caf::meta::type_name("bucket"), x.value, x.count);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, stage_report& x) {
-  return f(caf::meta::type_name("stage_report"), x.stage, x.forwards, x.backwards, x.weight_version,
-           x.delay_ticks, x.staleness_steps, x.fifo_peak, x.fifo_peak_bytes, x.stash_peak, x.stash_peak_bytes,
-           x.mailbox_peak, x.busy_seconds, x.wall_seconds, x.inversion_samples, x.inversion_error_sum,
-           x.inversion_error_max, x.injected_drops, x.injected_duplicates, x.injected_reorders, x.injected_delays,
-           x.injected_crashes, x.duplicates_discarded);
+typename Inspector::result_type inspect(Inspector& f, fault_event& x) {
+  return f(caf::meta::type_name("fault_event"), x.stage, x.kind, x.generation);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, loss_report& x) {
   return f(caf::meta::type_name("loss_report"), x.micro_batches, x.samples, x.correct, x.loss_sum);
 }
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, named_tensor& x) {
-  return f(caf::meta::type_name("named_tensor"), x.name, x.value);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, stage_state& x) {
-  return f(caf::meta::type_name("stage_state"), x.stage, x.optimizer_steps, x.tensors);
-}
-template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, failure_report& x) {
-  return f(caf::meta::type_name("failure_report"), x.stage, x.tick, x.micro_batch, x.what, x.generation);
+  return f(caf::meta::type_name("failure_report"), x.stage, x.tick, x.micro_batch, x.code, x.what, x.generation);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_status& x) {
+  return f(caf::meta::type_name("stage_status"), x.stage, x.in_phase, x.tick, x.completed, x.waiting_forward,
+           x.waiting_backward);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, phase_done& x) {
+  return f(caf::meta::type_name("phase_done"), x.stage, x.generation);
 }
 
 }  // namespace messages

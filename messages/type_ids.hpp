@@ -1,6 +1,6 @@
 // Every message type and atom of petra, registered with CAF in one type-ID block so that any
 // actor can live in another process (a type missing here is a compile error with
-// CAF_ENABLE_TYPE_ID_CHECKS).
+// CAF_ENABLE_TYPE_ID_CHECKS). The actor handles follow in a second block (messages/interfaces.hpp).
 #pragma once
 
 #include <caf/type_id.hpp>
@@ -11,6 +11,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(petra, caf::first_custom_type_id)
 
 CAF_ADD_TYPE_ID(petra, (petra::tensor))
 CAF_ADD_TYPE_ID(petra, (petra::activation))
+CAF_ADD_TYPE_ID(petra, (petra::stage_stats))
+CAF_ADD_TYPE_ID(petra, (petra::stage_report))
+CAF_ADD_TYPE_ID(petra, (petra::named_tensor))
+CAF_ADD_TYPE_ID(petra, (petra::stage_snapshot))
 CAF_ADD_TYPE_ID(petra, (petra::messages::stamp))
 CAF_ADD_TYPE_ID(petra, (petra::messages::forward_data))
 CAF_ADD_TYPE_ID(petra, (petra::messages::backward_data))
@@ -19,27 +23,25 @@ CAF_ADD_TYPE_ID(petra, (petra::messages::logits_data))
 CAF_ADD_TYPE_ID(petra, (petra::messages::loss_data))
 CAF_ADD_TYPE_ID(petra, (petra::messages::eval_data))
 CAF_ADD_TYPE_ID(petra, (petra::messages::phase_plan))
-CAF_ADD_TYPE_ID(petra, (petra::messages::bucket))
-CAF_ADD_TYPE_ID(petra, (petra::messages::stage_report))
-CAF_ADD_TYPE_ID(petra, (petra::messages::loss_report))
-CAF_ADD_TYPE_ID(petra, (petra::messages::named_tensor))
-CAF_ADD_TYPE_ID(petra, (petra::messages::stage_state))
-CAF_ADD_TYPE_ID(petra, (petra::messages::failure_report))
 CAF_ADD_TYPE_ID(petra, (petra::messages::stage_faults))
+CAF_ADD_TYPE_ID(petra, (petra::messages::fault_event))
+CAF_ADD_TYPE_ID(petra, (petra::messages::loss_report))
+CAF_ADD_TYPE_ID(petra, (petra::messages::failure_report))
+CAF_ADD_TYPE_ID(petra, (petra::messages::stage_status))
+CAF_ADD_TYPE_ID(petra, (petra::messages::phase_done))
 CAF_ADD_TYPE_ID(petra, (std::vector<int32_t>))
 
 CAF_ADD_ATOM(petra, petra::atoms, wire_atom, "wire")
 CAF_ADD_ATOM(petra, petra::atoms, plan_atom, "plan")
 CAF_ADD_ATOM(petra, petra::atoms, credit_atom, "credit")
 CAF_ADD_ATOM(petra, petra::atoms, process_atom, "process")
-CAF_ADD_ATOM(petra, petra::atoms, done_atom, "done")
 CAF_ADD_ATOM(petra, petra::atoms, report_atom, "report")
+CAF_ADD_ATOM(petra, petra::atoms, status_atom, "status")
 CAF_ADD_ATOM(petra, petra::atoms, state_atom, "state")
 CAF_ADD_ATOM(petra, petra::atoms, restore_atom, "restore")
 CAF_ADD_ATOM(petra, petra::atoms, eval_atom, "eval")
 CAF_ADD_ATOM(petra, petra::atoms, spawn_atom, "spawn")
 CAF_ADD_ATOM(petra, petra::atoms, faults_atom, "faults")
 CAF_ADD_ATOM(petra, petra::atoms, kill_atom, "kill")
-CAF_ADD_ATOM(petra, petra::atoms, flush_atom, "flush")
 
 CAF_END_TYPE_ID_BLOCK(petra)

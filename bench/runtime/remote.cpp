@@ -21,7 +21,6 @@
 
 #include "actors/caf_config.hpp"
 #include "actors/coordinator.hpp"
-#include "actors/setup.hpp"
 #include "messages/type_ids.hpp"
 
 #include "bench/runtime/common.hpp"

@@ -33,13 +33,17 @@ struct memory_row {
   double runtime_gb = 0;       // what our stages hold: weights, gradients, momentum, BN, FIFO, stash
 };
 
-/// The four rows of the paper's table (inputs+weights, inputs, weights, neither), in that order.
-std::vector<memory_row> memory_table(const std::vector<stage_profile>& stages, int accumulation);
+/// The four rows of the paper's table (inputs+weights, inputs, weights, neither), in that order;
+/// the runtime column counts inversion samples taken on 1 in `inversion_sample_every` micro-batches.
+std::vector<memory_row> memory_table(const std::vector<stage_profile>& stages, int accumulation,
+                                     int inversion_sample_every);
 
 /// Our runtime's bytes for one stage j (0-based) of J under a method: parameters, gradients,
-/// momentum, BN statistics, the input FIFO peak (2(J−j)+1 inputs when kept) and the weight
-/// stash peak (⌈2(J−j)/k⌉+1 copies: every version an outstanding forward used).
+/// momentum, BN statistics, the input FIFO peak (2(J−j)+1 inputs when kept; else, at a reversible
+/// stage, ⌈(2(J−j)+1)/N⌉ inputs sampled for the inversion error on 1 in N = inversion_sample_every
+/// micro-batches, 0 = never) and the weight stash peak (⌈2(J−j)/k⌉+1 copies: every version an
+/// outstanding forward used).
 int64_t runtime_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J, bool keep_inputs,
-                            bool stash_weights, int accumulation);
+                            bool stash_weights, int accumulation, int inversion_sample_every);
 
 }  // namespace petra

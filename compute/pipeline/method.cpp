@@ -21,15 +21,13 @@ stage_options method_options::for_stage(int inversion_sample_every) const {
   stage_options o;
   o.keep_inputs = kind == method_kind::delayed && stash_inputs;
   o.stash_weights = kind == method_kind::delayed && stash_weights;
+  o.taped = kind == method_kind::backprop;
   o.inversion_sample_every = inversion_sample_every;
   return o;
 }
 
-method_kind parse_method(const std::string& name) {
-  if (name == "backprop") return method_kind::backprop;
-  if (name == "delayed") return method_kind::delayed;
-  if (name == "petra") return method_kind::petra;
-  throw std::invalid_argument("unknown method '" + name + "': expected backprop, delayed or petra");
+int64_t entry_spacing(method_kind kind, std::size_t J) {
+  return kind == method_kind::backprop ? 2 * static_cast<int64_t>(J) - 1 : 1;
 }
 
 }  // namespace petra

@@ -1,6 +1,8 @@
 // The training methods of DESIGN.md §1 and what each asks of a stage.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "compute/pipeline/stage.hpp"
@@ -20,7 +22,8 @@ struct method_options {
   stage_options for_stage(int inversion_sample_every) const;
 };
 
-/// Parses "backprop" | "delayed" | "petra"; throws std::invalid_argument otherwise.
-method_kind parse_method(const std::string& name);
+/// Ticks between two micro-batches entering a pipeline of J stages: backprop keeps one micro-batch in
+/// flight (its round trip takes 2J − 1 ticks), every other method feeds one per tick.
+int64_t entry_spacing(method_kind kind, std::size_t J);
 
 }  // namespace petra

@@ -4,6 +4,7 @@
 // loss and backward in one tick.
 #include "compute/pipeline/simulator.hpp"
 
+#include <map>
 #include <optional>
 #include <stdexcept>
 
@@ -23,50 +24,23 @@ struct backward_message {
 
 }  // namespace
 
-simulator::simulator(std::vector<std::unique_ptr<stage>>& stages, backend& be, method_options method)
-    : stages_(stages), be_(be), method_(method), timings_(stages.size()), forward_tick_(stages.size()) {
+run_totals& run_totals::operator+=(const run_totals& other) {
+  micro_batches += other.micro_batches;
+  samples += other.samples;
+  correct += other.correct;
+  loss_sum += other.loss_sum;
+  ticks += other.ticks;
+  return *this;
+}
+
+simulator::simulator(std::vector<stage*> stages, backend& loss, int64_t spacing)
+    : stages_(std::move(stages)), loss_(loss), spacing_(spacing) {
   if (stages_.empty()) throw std::invalid_argument("simulator: no stages");
+  if (spacing_ < 1) throw std::invalid_argument("simulator: a micro-batch enters every spacing >= 1 ticks");
 }
 
 run_totals simulator::run(const std::function<bool(micro_batch&)>& next,
                           const std::function<void(const run_totals&)>& on_done) {
-  return method_.kind == method_kind::backprop ? run_backprop(next, on_done) : run_pipelined(next, on_done);
-}
-
-void simulator::stamp(std::size_t j, int64_t forward_tick, int64_t forward_version) {
-  ++timings_[j].delay_ticks[tick_ - forward_tick];
-  ++timings_[j].staleness[stages_[j]->weight_version() - forward_version];
-}
-
-run_totals simulator::run_backprop(const std::function<bool(micro_batch&)>& next,
-                                   const std::function<void(const run_totals&)>& on_done) {
-  run_totals totals;
-  micro_batch mb;
-  while (next(mb)) {
-    activation h = mb.images;
-    for (auto& s : stages_) h = s->forward_taped(h);
-    tensor dlogits;
-    int64_t correct = 0;
-    const float loss = be_.softmax_cross_entropy(h.x1, mb.labels, &dlogits, &correct);
-    activation d{dlogits, {}};
-    for (std::size_t j = stages_.size(); j-- > 0;) {
-      const int64_t version = stages_[j]->weight_version();
-      d = stages_[j]->backward_taped(d);
-      stamp(j, tick_, version);
-    }
-    ++tick_;
-    ++totals.ticks;
-    ++totals.micro_batches;
-    totals.samples += static_cast<int64_t>(mb.labels.size());
-    totals.correct += correct;
-    totals.loss_sum += loss;
-    if (on_done) on_done(totals);
-  }
-  return totals;
-}
-
-run_totals simulator::run_pipelined(const std::function<bool(micro_batch&)>& next,
-                                    const std::function<void(const run_totals&)>& on_done) {
   const std::size_t J = stages_.size();
   std::vector<std::optional<forward_message>> fwd_in(J), fwd_next(J);
   std::vector<std::optional<backward_message>> bwd_in(J), bwd_next(J);
@@ -75,8 +49,8 @@ run_totals simulator::run_pipelined(const std::function<bool(micro_batch&)>& nex
   bool exhausted = false;
   std::size_t in_flight = 0;
 
-  for (;;) {
-    if (!exhausted) {
+  for (int64_t t = 0;; ++t) {
+    if (!exhausted && t % spacing_ == 0) {
       micro_batch mb;
       if (next(mb)) {
         labels[mb.id] = std::move(mb.labels);
@@ -92,8 +66,7 @@ run_totals simulator::run_pipelined(const std::function<bool(micro_batch&)>& nex
       stage& s = *stages_[j];
       if (fwd_in[j]) {
         const int64_t id = fwd_in[j]->id;
-        forward_tick_[j][id] = tick_;
-        activation out = s.forward(fwd_in[j]->x, id);
+        activation out = s.forward(fwd_in[j]->x, id, tick_);
         fwd_in[j].reset();
         if (j + 1 < J) {
           fwd_next[j + 1] = forward_message{id, std::move(out)};
@@ -101,7 +74,7 @@ run_totals simulator::run_pipelined(const std::function<bool(micro_batch&)>& nex
           tensor dlogits;
           int64_t correct = 0;
           auto it = labels.find(id);
-          const float loss = be_.softmax_cross_entropy(out.x1, it->second, &dlogits, &correct);
+          const float loss = loss_.softmax_cross_entropy(out.x1, it->second, &dlogits, &correct);
           totals.samples += static_cast<int64_t>(it->second.size());
           totals.correct += correct;
           totals.loss_sum += loss;
@@ -111,12 +84,8 @@ run_totals simulator::run_pipelined(const std::function<bool(micro_batch&)>& nex
       }
       if (bwd_in[j]) {
         const int64_t id = bwd_in[j]->id;
-        const int64_t version = s.weight_version();
-        stage::backward_result r = s.backward(bwd_in[j]->rebuilt, bwd_in[j]->grad, id);
+        stage::backward_result r = s.backward(bwd_in[j]->rebuilt, bwd_in[j]->grad, id, tick_);
         bwd_in[j].reset();
-        ++timings_[j].delay_ticks[tick_ - forward_tick_[j][id]];
-        ++timings_[j].staleness[version - r.forward_version];
-        forward_tick_[j].erase(id);
         if (j > 0) {
           bwd_next[j - 1] = backward_message{id, std::move(r.input), std::move(r.input_grad)};
         } else {
@@ -136,9 +105,9 @@ run_totals simulator::run_pipelined(const std::function<bool(micro_batch&)>& nex
 
 std::pair<double, int64_t> simulator::evaluate(const micro_batch& mb) {
   activation h = mb.images;
-  for (auto& s : stages_) h = s->evaluate(h);
+  for (stage* s : stages_) h = s->evaluate(h);
   int64_t correct = 0;
-  const double loss = be_.softmax_cross_entropy(h.x1, mb.labels, nullptr, &correct);
+  const double loss = loss_.softmax_cross_entropy(h.x1, mb.labels, nullptr, &correct);
   return {loss, correct};
 }
 

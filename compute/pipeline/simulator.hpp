@@ -4,11 +4,9 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <vector>
 
-#include "compute/pipeline/method.hpp"
 #include "compute/pipeline/stage.hpp"
 
 namespace petra {
@@ -20,12 +18,6 @@ struct micro_batch {
   std::vector<int32_t> labels;
 };
 
-/// What was measured per stage from the stamps of each micro-batch.
-struct stage_timing {
-  std::map<int64_t, int64_t> delay_ticks;     // fwd→bwd delay in ticks → count
-  std::map<int64_t, int64_t> staleness;       // optimizer steps between fwd and bwd → count
-};
-
 struct run_totals {
   int64_t micro_batches = 0;
   int64_t samples = 0;
@@ -34,37 +26,32 @@ struct run_totals {
   int64_t ticks = 0;
   double mean_loss() const { return micro_batches ? loss_sum / micro_batches : 0.0; }
   double accuracy() const { return samples ? static_cast<double>(correct) / samples : 0.0; }
+  run_totals& operator+=(const run_totals& other);
 };
 
 class simulator {
  public:
-  simulator(std::vector<std::unique_ptr<stage>>& stages, backend& be, method_options method);
+  /// `stages` in pipeline order, each computing on its own backend; `loss` computes the softmax
+  /// cross-entropy of the last stage's logits (as the loss actor does); a micro-batch enters
+  /// every `spacing` ticks (entry_spacing: 1, or 2J − 1 for backprop's one micro-batch in flight).
+  simulator(std::vector<stage*> stages, backend& loss, int64_t spacing);
 
   /// Feeds micro-batches from `next` (false when exhausted) through the schedule until
   /// every one has finished its backward at stage 1 (the pipeline drains). `on_done`
-  /// is called after each completed micro-batch.
+  /// is called after each completed micro-batch. Each stage records its own delays and staleness.
   run_totals run(const std::function<bool(micro_batch&)>& next,
                  const std::function<void(const run_totals&)>& on_done = {});
 
   /// Evaluation forward of one micro-batch through every stage: (mean loss, correct).
   std::pair<double, int64_t> evaluate(const micro_batch& mb);
 
-  const std::vector<stage_timing>& timings() const { return timings_; }
-  void reset_timings() { timings_.assign(stages_.size(), stage_timing{}); }
+  /// Ticks run so far, over every call of run.
   int64_t ticks() const { return tick_; }
 
  private:
-  run_totals run_backprop(const std::function<bool(micro_batch&)>& next,
-                          const std::function<void(const run_totals&)>& on_done);
-  run_totals run_pipelined(const std::function<bool(micro_batch&)>& next,
-                           const std::function<void(const run_totals&)>& on_done);
-  void stamp(std::size_t j, int64_t forward_tick, int64_t forward_version);
-
-  std::vector<std::unique_ptr<stage>>& stages_;
-  backend& be_;
-  method_options method_;
-  std::vector<stage_timing> timings_;
-  std::vector<std::map<int64_t, int64_t>> forward_tick_;  // per stage: id → tick of its forward
+  std::vector<stage*> stages_;
+  backend& loss_;
+  int64_t spacing_;
   int64_t tick_ = 0;
 };
 

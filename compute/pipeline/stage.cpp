@@ -36,19 +36,29 @@ stage::stage(int index, std::vector<std::unique_ptr<block>> blocks, backend& be,
   if (!reversible_) options_.keep_inputs = true;
 }
 
-activation stage::forward(const activation& x, int64_t id) {
+activation stage::forward(const activation& x, int64_t id, int64_t tick) {
+  if (options_.taped) {
+    if (!outstanding_.empty())
+      throw std::logic_error("stage " + std::to_string(index_) + ": backprop forward of micro-batch " +
+                             std::to_string(id) + " while micro-batch " + std::to_string(outstanding_.front().id) +
+                             " is outstanding: backprop keeps one micro-batch in flight");
+    activation h = forward_taped(x);
+    outstanding_.push_back({id, weight_version(), tick, {}});
+    return h;
+  }
   if (options_.stash_weights) stash_current_weights();
   activation h = x;
   for (auto& b : blocks_) h = b->forward(h, pass::train, nullptr);
   const bool sample = !options_.keep_inputs && options_.inversion_sample_every > 0 &&
                       id % options_.inversion_sample_every == 0;
-  outstanding_.push_back({id, weight_version(), options_.keep_inputs || sample ? x : activation{}});
+  outstanding_.push_back({id, weight_version(), tick, options_.keep_inputs || sample ? x : activation{}});
   ++stats_.forwards;
   update_fifo_stats();
   return h;
 }
 
-stage::backward_result stage::backward(const activation& output, const activation& output_grad, int64_t id) {
+stage::backward_result stage::backward(const activation& output, const activation& output_grad, int64_t id,
+                                       int64_t tick) {
   if (outstanding_.empty())
     throw std::logic_error("stage " + std::to_string(index_) + ": backward of micro-batch " + std::to_string(id) +
                            " but no forward is outstanding");
@@ -57,10 +67,16 @@ stage::backward_result stage::backward(const activation& output, const activatio
   if (entry.id != id)
     throw std::logic_error("stage " + std::to_string(index_) + ": backward of micro-batch " + std::to_string(id) +
                            " but the oldest outstanding forward is " + std::to_string(entry.id));
-  if (options_.stash_weights) swap_in(entry.version);
-
+  // Measured before this backward's own optimizer step: the steps taken since the forward.
+  ++stats_.delay_ticks[tick - entry.tick];
+  ++stats_.staleness_steps[weight_version() - entry.version];
   backward_result r;
   r.forward_version = entry.version;
+  if (options_.taped) {
+    r.input_grad = backward_taped(output_grad);
+    return r;
+  }
+  if (options_.stash_weights) swap_in(entry.version);
   if (options_.keep_inputs) {
     tape t;
     activation h = entry.input;
@@ -153,11 +169,26 @@ void stage::release_stash(int64_t version) {
 }
 
 void stage::update_fifo_stats() {
-  if (!options_.keep_inputs) return;
-  std::size_t bytes = 0;
-  for (const pending& p : outstanding_) bytes += p.input.bytes();
-  stats_.fifo_peak = std::max(stats_.fifo_peak, outstanding_.size());
+  std::size_t held = 0, bytes = 0;
+  for (const pending& p : outstanding_) {
+    if (!p.input.defined()) continue;
+    ++held;
+    bytes += p.input.bytes();
+  }
+  stats_.fifo_peak = std::max(stats_.fifo_peak, held);
   stats_.fifo_peak_bytes = std::max(stats_.fifo_peak_bytes, bytes);
+}
+
+void stage::reset_stats() {
+  stats_ = stage_stats{};
+  update_fifo_stats();
+  if (!stash_.empty()) {
+    std::size_t bytes = 0;
+    for (auto& kv : stash_)
+      for (auto& t : kv.second) bytes += t.bytes();
+    stats_.stash_peak = stash_.size();
+    stats_.stash_peak_bytes = bytes;
+  }
 }
 
 double stage::inversion_error(const activation& rebuilt, const activation& truth) {

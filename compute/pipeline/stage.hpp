@@ -16,13 +16,18 @@ namespace petra {
 struct stage_options {
   bool keep_inputs = false;         // forced on when a block is not reversible
   bool stash_weights = false;       // backward with the weights its forward used
+  bool taped = false;               // backprop: the forward keeps its tape, the backward (next) uses it
   int inversion_sample_every = 0;   // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches (reversible stages)
 };
 
+/// What a stage measured of itself since its statistics were last reset: every runtime reads
+/// the same record (DESIGN.md §3).
 struct stage_stats {
   int64_t forwards = 0;
   int64_t backwards = 0;
-  std::size_t fifo_peak = 0;           // inputs held at once
+  std::map<int64_t, int64_t> delay_ticks;      // tick of backward − tick of forward → micro-batches
+  std::map<int64_t, int64_t> staleness_steps;  // optimizer steps between forward and backward → micro-batches
+  std::size_t fifo_peak = 0;           // inputs held at once (kept inputs and inversion samples)
   std::size_t fifo_peak_bytes = 0;
   std::size_t stash_peak = 0;          // weight versions held at once (besides the live one)
   std::size_t stash_peak_bytes = 0;
@@ -43,21 +48,19 @@ class stage {
   /// Optimizer steps taken so far: the version of the live weights.
   int64_t weight_version() const { return optimizer_.steps_taken(); }
 
-  /// The training forward of micro-batch `id` (batch statistics; running statistics updated once).
-  activation forward(const activation& x, int64_t id);
+  /// The training forward of micro-batch `id` at `tick` (batch statistics; running statistics
+  /// updated once). The tick is the runtime's clock (lockstep tick, or this stage's forward count).
+  activation forward(const activation& x, int64_t id, int64_t tick);
 
   struct backward_result {
-    activation input;         // rebuilt input (exact: the kept one, when the stage keeps inputs)
+    activation input;         // rebuilt input (exact: the kept one); undefined for a taped stage
     activation input_grad;
     int64_t forward_version;  // weight version its forward used
   };
-  /// The backward of micro-batch `id`, which must be the oldest outstanding one: rebuild (or pop)
-  /// the input, differentiate at it, accumulate Δ; after every k-th backward, an optimizer step.
-  backward_result backward(const activation& output, const activation& output_grad, int64_t id);
-
-  /// Synchronous backprop: a training forward that keeps the whole tape, and the backward from it.
-  activation forward_taped(const activation& x);
-  activation backward_taped(const activation& output_grad);
+  /// The backward of micro-batch `id` at `tick`, which must be the oldest outstanding one: rebuild
+  /// (or pop) the input, differentiate at it, accumulate Δ; after every k-th backward, an optimizer
+  /// step. Records delay = tick − forward tick and staleness = steps taken since the forward.
+  backward_result backward(const activation& output, const activation& output_grad, int64_t id, int64_t tick);
 
   /// Evaluation forward (running statistics, nothing kept).
   activation evaluate(const activation& x);
@@ -67,6 +70,8 @@ class stage {
   std::vector<std::unique_ptr<block>>& blocks() { return blocks_; }
   sgd_optimizer& optimizer() { return optimizer_; }
   const stage_stats& stats() const { return stats_; }
+  /// Starts a new measurement period (the peaks restart from what is held now).
+  void reset_stats();
   std::size_t outstanding() const { return outstanding_.size(); }
   /// The micro-batch whose backward must come next (-1 when none is outstanding).
   int64_t next_backward_id() const { return outstanding_.empty() ? -1 : outstanding_.front().id; }
@@ -80,8 +85,11 @@ class stage {
   struct pending {
     int64_t id;
     int64_t version;
+    int64_t tick;
     activation input;     // kept input (keep_inputs) or the sample for the inversion error
   };
+  activation forward_taped(const activation& x);
+  activation backward_taped(const activation& output_grad);
   void step_if_due();
   void stash_current_weights();
   void release_stash(int64_t version);

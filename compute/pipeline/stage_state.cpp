@@ -1,23 +1,32 @@
 // Stage state export and restore.
 #include "compute/pipeline/stage_state.hpp"
 
+#include <map>
 #include <stdexcept>
 
 namespace petra {
 
-std::vector<std::pair<std::string, tensor>> export_stage_state(stage& s, backend& be) {
-  std::vector<std::pair<std::string, tensor>> out;
+stage_snapshot snapshot_stage(stage& s, backend& be) {
+  stage_snapshot out;
+  out.stage = static_cast<int32_t>(s.index());
+  out.optimizer_steps = s.optimizer().steps_taken();
   for (parameter* p : s.parameters()) {
-    out.emplace_back("param/" + p->name, be.to_host(p->value));
-    out.emplace_back("momentum/" + p->name, be.to_host(p->momentum));
+    out.tensors.push_back({"param/" + p->name, be.to_host(p->value)});
+    out.tensors.push_back({"momentum/" + p->name, be.to_host(p->momentum)});
   }
-  for (const buffer_ref& b : s.buffers()) out.emplace_back("buffer/" + b.name, be.to_host(*b.value));
+  for (const buffer_ref& b : s.buffers()) out.tensors.push_back({"buffer/" + b.name, be.to_host(*b.value)});
   return out;
 }
 
-void import_stage_state(stage& s, backend& be, const std::function<const tensor&(const std::string&)>& lookup) {
+void restore_stage(stage& s, backend& be, const stage_snapshot& from) {
+  std::map<std::string, const tensor*> by_name;
+  for (const named_tensor& t : from.tensors) by_name[t.name] = &t.value;
   auto restore = [&](const std::string& name, tensor& dst) {
-    const tensor& src = lookup(name);
+    auto it = by_name.find(name);
+    if (it == by_name.end())
+      throw std::runtime_error("tensor '" + name + "' of stage " + std::to_string(s.index() + 1) +
+                               " is missing: was the checkpoint written for another model?");
+    const tensor& src = *it->second;
     if (src.shape() != dst.shape())
       throw std::runtime_error("tensor '" + name + "' has shape " + src.shape_str() + " but the model expects " +
                                dst.shape_str() + ": was the checkpoint written for another model?");
@@ -28,6 +37,7 @@ void import_stage_state(stage& s, backend& be, const std::function<const tensor&
     restore("momentum/" + p->name, p->momentum);
   }
   for (const buffer_ref& b : s.buffers()) restore("buffer/" + b.name, *b.value);
+  s.optimizer().set_steps_taken(from.optimizer_steps);
 }
 
 }  // namespace petra

@@ -3,19 +3,30 @@
 //   buffer/<name>     BN running statistics
 #pragma once
 
-#include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "compute/pipeline/stage.hpp"
 
 namespace petra {
 
-std::vector<std::pair<std::string, tensor>> export_stage_state(stage& s, backend& be);
+struct named_tensor {
+  std::string name;
+  tensor value;
+};
 
-/// Restores every tensor of the stage from `lookup(name)`, which returns the host tensor or
-/// throws naming what is missing; a shape mismatch throws naming the tensor and both shapes.
-void import_stage_state(stage& s, backend& be, const std::function<const tensor&(const std::string&)>& lookup);
+/// One stage's whole state: its tensors on the host and the optimizer steps it has taken.
+struct stage_snapshot {
+  int32_t stage = -1;  // 0-based
+  int64_t optimizer_steps = 0;
+  std::vector<named_tensor> tensors;
+};
+
+/// The state of `s`, whose tensors live on `be`.
+stage_snapshot snapshot_stage(stage& s, backend& be);
+
+/// Restores every tensor of `s` from `from` (which may hold other stages' tensors too) and its
+/// optimizer steps; a missing tensor or a shape mismatch throws naming the tensor (and both shapes).
+void restore_stage(stage& s, backend& be, const stage_snapshot& from);
 
 }  // namespace petra

@@ -8,16 +8,20 @@ using namespace petra::testing;
 
 TEST_CASE("async: credits bound the micro-batches in flight, and the run learns") {
   PETRA_REQUIRE_FASHION_MNIST();
-  config::run_config c = tiny_config("async", "petra", 1024);
+  config::run_config c = tiny_config("async", "petra", 4096);
   c.runtime.credits = 3;
+  c.training.optimizer.base_lr = 0.8;  // lr 0.05 at micro-batch 8, k = 2: one short epoch learns
   const trained run = train_once(c);
-  CHECK(run.totals.micro_batches == 128);
-  const auto& stages = run.totals.stages;
+  CHECK(run.totals.micro_batches == 512);
+  const auto& stages = run.stages;
   // The stem keeps the input of every micro-batch in flight: its FIFO peak is the in-flight peak.
   CHECK(stages[0]["fifo_peak"].get<int64_t>() <= 3);
   CHECK(stages[0]["fifo_peak"].get<int64_t>() >= 1);
   for (const auto& s : stages) CHECK(s["mailbox_peak"].get<int64_t>() <= 3);
-  CHECK(run.totals.mean_loss() < 2.3);
+  // Chance is ln 10 = 2.303 and 10 % accuracy; this run's mean over the epoch is about 1.5 and
+  // 42 %: learning shows well clear of chance.
+  CHECK(run.totals.mean_loss() < 1.9);
+  CHECK(run.totals.accuracy() > 0.3);
 }
 
 // In async the schedule is the data's, not the clock's: a stage holds at most what the credits
@@ -29,7 +33,7 @@ TEST_CASE("async, 2,000 micro-batches: FIFO and mailbox peaks stay within the cr
   c.runtime.credits = 0;  // 2J - 1 = 7
   const trained run = train_once(c);
   REQUIRE(run.totals.micro_batches == 2000);
-  const auto& stages = run.totals.stages;
+  const auto& stages = run.stages;
   const int64_t J = 4;
   for (int64_t j = 0; j < J; ++j) {
     INFO("stage " << j + 1);
@@ -39,28 +43,18 @@ TEST_CASE("async, 2,000 micro-batches: FIFO and mailbox peaks stay within the cr
   }
 }
 
-TEST_CASE("backprop on the actor runtimes: one micro-batch in flight, no staleness, the simulator's weights") {
+TEST_CASE("backprop on every runtime: one micro-batch in flight, staleness 0 everywhere, the same weights") {
   PETRA_REQUIRE_FASHION_MNIST();
   const trained sim = train_once(tiny_config("simulate", "backprop", 256));
-  for (const char* mode : {"async", "lockstep"}) {
-    const trained run = train_once(tiny_config(mode, "backprop", 256));
+  for (const char* mode : {"simulate", "async", "lockstep"}) {
+    const trained run = mode == std::string("simulate") ? sim : train_once(tiny_config(mode, "backprop", 256));
     INFO(mode);
-    for (const auto& s : run.totals.stages) {
+    for (const auto& s : run.stages) {
       CHECK(s["staleness_steps"].size() == 1);
       CHECK(s["staleness_steps"].begin().key() == "0");
+      CHECK(s["expected_staleness_steps"] == 0.0);
+      CHECK(s["fifo_peak"].get<int64_t>() == 0);  // the tape of one micro-batch, no kept inputs
     }
-    CHECK(run.totals.stages[0]["fifo_peak"].get<int64_t>() == 1);
-    // Reversible stages rebuild instead of keeping a tape: equal to round-off, not bit for bit.
-    double diff = 0, norm = 0;
-    for (std::size_t i = 0; i < sim.weights.size(); ++i) {
-      const tensor& a = sim.weights[i].second;
-      const tensor& b = run.weights[i].second;
-      for (int64_t k = 0; k < a.numel(); ++k) {
-        const double d = static_cast<double>(a.data()[k]) - b.data()[k];
-        diff += d * d;
-        norm += static_cast<double>(a.data()[k]) * a.data()[k];
-      }
-    }
-    CHECK(std::sqrt(diff / norm) < 1e-5);
+    CHECK(differing(sim, run) == 0);  // one micro-batch at a time: the same ops in the same order
   }
 }

@@ -9,6 +9,7 @@
 
 using namespace petra;
 using namespace petra::testing;
+using petra::app::train_command;
 namespace fs = std::filesystem;
 
 namespace {
@@ -34,12 +35,21 @@ struct run_dirs {
     t.weights = load_safetensors((root / name / "checkpoint.safetensors").string()).tensors;
     return t;
   }
-  nlohmann::json summary(const std::string& name) const {
+  std::vector<nlohmann::json> events(const std::string& name, const std::string& kind) const {
     std::ifstream in(root / name / "metrics.jsonl");
-    nlohmann::json last;
-    for (std::string line; std::getline(in, line);) last = nlohmann::json::parse(line);
-    return last;
+    std::vector<nlohmann::json> out;
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json j = nlohmann::json::parse(line);
+      if (j["event"] == kind) out.push_back(std::move(j));
+    }
+    return out;
   }
+  nlohmann::json first_event(const std::string& name, const std::string& kind) const {
+    const auto all = events(name, kind);
+    REQUIRE_MESSAGE(!all.empty(), "no " << kind << " line in " << name << "/metrics.jsonl");
+    return all.front();
+  }
+  nlohmann::json summary(const std::string& name) const { return first_event(name, "summary"); }
 };
 
 }  // namespace
@@ -51,8 +61,8 @@ TEST_CASE("lockstep link delays: d extra ticks on stage j's backward link raise 
   c.faults.backward_delay = {0, 3, 0};   // the link stage 3 → stage 2
   c.faults.forward_delay = {0, 0, 2};    // the link stage 3 → stage 4
   const trained delayed = train_once(c);
-  const auto& a = clean.totals.stages;
-  const auto& b = delayed.totals.stages;
+  const auto& a = clean.stages;
+  const auto& b = delayed.stages;
   CHECK(only_delay(b[3]) == only_delay(a[3]));          // the head: forward, loss, backward in one tick
   CHECK(only_delay(b[2]) == only_delay(a[2]) + 2);      // stage 3: its forward link
   CHECK(only_delay(b[1]) == only_delay(a[1]) + 2 + 3);  // stage 2: both
@@ -67,13 +77,15 @@ TEST_CASE("duplicates are discarded by the receiver and change nothing") {
   c.faults.duplicate = {0.5, 0.5, 0.5, 0.5};
   const trained doubled = train_once(c);
   int64_t injected = 0, discarded = 0;
-  for (const auto& s : doubled.totals.stages) {
+  for (const auto& s : doubled.stages) {
     injected += s.value("injected_duplicates", int64_t{0});
     discarded += s.value("duplicates_discarded", int64_t{0});
   }
   CHECK(injected > 10);
   CHECK(discarded == injected);
   CHECK(differing(clean, doubled) == 0);
+  // Every duplicate is one fault, seen by the trainer loop through the phase's counts.
+  CHECK(total(doubled.totals.faults).duplicates == injected);
 }
 
 TEST_CASE("async reorder and jitter: messages overtake each other, the run completes in order") {
@@ -83,67 +95,90 @@ TEST_CASE("async reorder and jitter: messages overtake each other, the run compl
   c.faults.jitter_ms = {2, 2, 2, 2};
   const trained run = train_once(c);
   int64_t reorders = 0;
-  for (const auto& s : run.totals.stages) reorders += s.value("injected_reorders", int64_t{0});
+  for (const auto& s : run.stages) reorders += s.value("injected_reorders", int64_t{0});
   CHECK(reorders > 5);
   CHECK(run.totals.micro_batches == 64);
-  CHECK(run.totals.stages[0]["backwards"].get<int64_t>() >= 64);
+  CHECK(run.stages[0]["backwards"].get<int64_t>() >= 64);
 }
 
-TEST_CASE("a slow stage is busier by its factor") {
+TEST_CASE("a slow stage slows every computation of its own and of no other stage") {
   PETRA_REQUIRE_FASHION_MNIST();
   config::run_config c = tiny_config("lockstep", "petra");
   const trained clean = train_once(c);
   c.faults.slow = {1, 3, 1, 1};
   const trained slow = train_once(c);
-  const double before = clean.totals.stages[1]["busy_seconds"].get<double>();
-  const double after = slow.totals.stages[1]["busy_seconds"].get<double>();
-  CHECK(after > 2.0 * before);
+  for (std::size_t j = 0; j < 4; ++j) {
+    INFO("stage " << j + 1);
+    const auto& s = slow.stages[j];
+    const int64_t computations = s["forwards"].get<int64_t>() + s["backwards"].get<int64_t>();
+    CHECK(slow.totals.faults[j].slowed == (j == 1 ? computations : 0));
+  }
+  CHECK(differing(clean, slow) == 0);  // slower, not different
 }
 
 TEST_CASE("crash at a tick: rollback to the last checkpoint, replay, bit-identical to a clean run") {
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs;
-  REQUIRE(app::train_command({"tiny", dirs.sets("clean", {}), "", 0}) == 0);
-  REQUIRE(app::train_command({"tiny", dirs.sets("crash", {"faults.crash_at_tick=[-1,-1,4,-1]"}), "", 0}) == 0);
+  REQUIRE(train_command({"tiny", dirs.sets("clean", {}), "", 0}) == 0);
+  REQUIRE(train_command({"tiny", dirs.sets("crash", {"faults.crash_at_tick=[-1,-1,4,-1]"}), "", 0}) == 0);
   CHECK(differing(dirs.weights("clean"), dirs.weights("crash")) == 0);
   const auto summary = dirs.summary("crash");
   CHECK(summary["micro_batches"]["restarts"] == 1);
   CHECK(summary["micro_batches"]["replayed"] == 8);
   CHECK(summary["micro_batches"]["completed"] == 32);
+  CHECK(summary["micro_batches"]["faults_injected"] == 1);  // the crash, in the attempt that failed
+  const auto failure = dirs.first_event("crash", "failure");
+  CHECK(failure["kind"] == "injected crash");
+  CHECK(failure["stage"] == 3);
+  CHECK(failure["tick"] == 4);
+  CHECK(failure["faults_injected"] == 1);
 }
 
 TEST_CASE("a dropped message stalls the phase; the stall is noticed and the phase replayed") {
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs;
-  REQUIRE(app::train_command({"tiny", dirs.sets("clean", {}), "", 0}) == 0);
-  REQUIRE(app::train_command({"tiny", dirs.sets("dropped", {"faults.drop=[0,0.05,0,0]", "faults.stall_seconds=1"}),
+  REQUIRE(train_command({"tiny", dirs.sets("clean", {}), "", 0}) == 0);
+  REQUIRE(train_command({"tiny", dirs.sets("dropped", {"faults.drop=[0,0.05,0,0]", "faults.stall_seconds=1"}),
                               "", 0}) == 0);
   CHECK(differing(dirs.weights("clean"), dirs.weights("dropped")) == 0);
   const auto summary = dirs.summary("dropped");
-  CHECK(summary["micro_batches"]["restarts"].get<int64_t>() >= 1);
+  const int64_t restarts = summary["micro_batches"]["restarts"].get<int64_t>();
+  CHECK(restarts >= 1);
   CHECK(summary["micro_batches"]["completed"] == 32);
+  // Every drop counted, in the failed attempts too: each failure line holds its attempt's faults.
+  int64_t failures = 0, dropped_in_failures = 0;
+  for (const auto& f : dirs.events("dropped", "failure")) {
+    ++failures;
+    CHECK(f["kind"] == "stall");
+    // Stage 2 drops on both its links: the stage that waits for the lost message is named.
+    const std::string what = f["what"].get<std::string>();
+    if (f["stage"] == 3)
+      CHECK(what.find("lost on the link 2 -> 3") != std::string::npos);
+    else
+      CHECK((f["stage"] == 1 && what.find("lost on the link 2 -> 1") != std::string::npos));
+    dropped_in_failures += f["faults_injected"].get<int64_t>();
+  }
+  CHECK(failures == restarts);
+  CHECK(dropped_in_failures >= restarts);
+  CHECK(summary["micro_batches"]["faults_injected"] == dropped_in_failures);  // replays run clean
 }
 
-TEST_CASE("kill -9 of a node mid-run: detected, stages move to the spare node, the run completes") {
+TEST_CASE("SIGKILL of a node mid-run: detected, its stage moves to the spare node, the run completes") {
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs;
   node_process doomed, spare;
-  REQUIRE(app::train_command({"tiny", dirs.sets("clean", {}), "", 0}) == 0);
   const auto killed = dirs.sets(
       "killed", {"pipeline.nodes=[local," + doomed.address() + ",local,local]",
                  "pipeline.spare_nodes=[" + spare.address() + "]", "faults.kill_node=[" + doomed.address() + "@0.3]",
                  "data.train_limit=8192", "training.epochs=1"});
-  REQUIRE(app::train_command({"tiny", killed, "", 0}) == 0);
+  REQUIRE(train_command({"tiny", killed, "", 0}) == 0);
+  CHECK(doomed.wait_signal() == SIGKILL);  // a real SIGKILL, not an orderly exit
   const auto summary = dirs.summary("killed");
   CHECK(summary["micro_batches"]["restarts"].get<int64_t>() >= 1);
   CHECK(summary["micro_batches"]["completed"].get<int64_t>() == 8192 / 8);
-  std::ifstream in(dirs.root / "killed" / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    if (j["event"] == "failure") {
-      MESSAGE("failure: " << j["what"] << ", recovered in " << j["recovery_seconds"] << " s");
-      CHECK(j["stage"] == 2);
-      break;
-    }
-  }
+  CHECK(summary["micro_batches"]["faults_injected"].get<int64_t>() >= 1);  // the kill
+  const auto failure = dirs.first_event("killed", "failure");
+  MESSAGE("failure: " << failure["what"] << ", recovered in " << failure["recovery_seconds"] << " s");
+  CHECK(failure["kind"] == "lost actor");
+  CHECK(failure["stage"] == 2);
 }

@@ -36,7 +36,7 @@ caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<recorded> log) {
   return {
       [=](forward_data& f) { log->forward_ticks.push_back(f.s.tick); },
       [=](credit_atom, int64_t n) { log->credits += n; },
-      [=](done_atom, int32_t, int32_t) { ++log->done; },
+      [=](phase_done&) { ++log->done; },
   };
 }
 
@@ -66,8 +66,13 @@ TEST_CASE("lockstep: tick t waits for both inputs; one message per neighbour, st
   std::vector<std::unique_ptr<block>> blocks;
   blocks.push_back(std::make_unique<identity_block>());
   auto compute = std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{});
-  auto first = spawn_stage_actor(sys, stage_context{device, compute, 0, runtime_mode::lockstep});
-  caf::anon_send(first, wire_atom_v, caf::actor{}, sink, caf::actor{}, sink, sink, int32_t{2});
+  auto first = spawn_stage_actor(sys, stage_context{device, compute, 0, config::runtime_mode::lockstep});
+  stage_links links;
+  links.next = caf::actor_cast<forward_sink>(sink);
+  links.loader = caf::actor_cast<loader_actor>(sink);
+  links.coordinator = caf::actor_cast<coordinator_actor>(sink);
+  links.count = 2;
+  caf::anon_send(first, wire_atom_v, links);
   caf::anon_send(first, plan_atom_v, phase_plan{1, 2, 4, 0});
   sched.run();
 

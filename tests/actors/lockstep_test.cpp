@@ -25,7 +25,7 @@ TEST_CASE("lockstep delayed with input and weight stash, J = 4: bit-identical to
 TEST_CASE("lockstep stamps: stage j's delay is 2(J-j), a kept-input FIFO holds at most 2(J-j)+1") {
   PETRA_REQUIRE_FASHION_MNIST();
   const trained run = train_once(tiny_config("lockstep", "petra"));
-  const auto& stages = run.totals.stages;
+  const auto& stages = run.stages;
   REQUIRE(stages.size() == 4);
   const int64_t micro_batches = 512 / 8;
   for (int j = 0; j < 4; ++j) {
@@ -36,17 +36,52 @@ TEST_CASE("lockstep stamps: stage j's delay is 2(J-j), a kept-input FIFO holds a
     CHECK(delays.begin().value().get<int64_t>() == micro_batches);
   }
   CHECK(stages[0]["fifo_peak"].get<int64_t>() == 7);  // stem: 2(J-1)+1
-  CHECK(stages[1]["fifo_peak"].get<int64_t>() == 0);  // two couplings: reversible, nothing kept
+  // Two couplings, reversible: they keep only the inputs sampled for the inversion error, 1 in 4,
+  // so at most ⌈(2(J-j)+1)/4⌉ = 2 of the 5 micro-batches outstanding there.
+  CHECK(stages[1]["fifo_peak"].get<int64_t>() == 2);
   CHECK(stages[2]["fifo_peak"].get<int64_t>() == 3);  // downsampling
   CHECK(stages[3]["fifo_peak"].get<int64_t>() == 1);  // head
   CHECK(stages[1]["inversion_samples"].get<int64_t>() == micro_batches / 4);
 }
 
-TEST_CASE("lockstep backprop (J = 1) is plain backprop, equal to the simulator") {
+TEST_CASE("lockstep backprop (J = 1) equals the simulator's backprop and J = 1 PETRA, bit for bit") {
   PETRA_REQUIRE_FASHION_MNIST();
-  config::run_config sim_cfg = tiny_config("simulate", "petra");
+  config::run_config sim_cfg = tiny_config("simulate", "backprop");
   sim_cfg.pipeline.stage_blocks = {5};
   config::run_config actor_cfg = sim_cfg;
-  actor_cfg.runtime.mode = "lockstep";
-  CHECK(differing(train_once(sim_cfg), train_once(actor_cfg)) == 0);
+  actor_cfg.runtime.mode = config::runtime_mode::lockstep;
+  const trained sim = train_once(sim_cfg);
+  const trained actors = train_once(actor_cfg);
+  CHECK(differing(sim, actors) == 0);
+  CHECK(actors.totals.loss_sum == sim.totals.loss_sum);
+  config::run_config petra_cfg = actor_cfg;
+  set_method(petra_cfg, "petra");
+  CHECK(differing(train_once(petra_cfg), actors) == 0);  // with J = 1 PETRA is backprop
+}
+
+// The default preset (fashion_small, J = 8, its thread counts): every method on the actor
+// runtime's lockstep schedule and on the simulator, bit for bit.
+TEST_CASE("lockstep = simulate, bit for bit, on the default preset for every method") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  for (const char* method :
+       {"petra", "delayed+inputs+weights", "delayed+inputs", "delayed+weights", "backprop"}) {
+    INFO(method);
+    config::run_config c = config::load_config("default");
+    set_method(c, method);
+    c.data.train_limit = 1024;
+    c.data.test_limit = 64;
+    c.training.epochs = 1;
+    c.output.progress = false;
+    c.runtime.mode = config::runtime_mode::simulate;
+    const trained sim = train_once(c);
+    c.runtime.mode = config::runtime_mode::lockstep;
+    const trained actors = train_once(c);
+    CHECK(differing(sim, actors) == 0);
+    CHECK(actors.totals.loss_sum == sim.totals.loss_sum);
+    CHECK(actors.totals.ticks == sim.totals.ticks);
+    for (std::size_t j = 0; j < sim.stages.size(); ++j) {
+      CHECK(actors.stages[j]["delay_ticks"] == sim.stages[j]["delay_ticks"]);
+      CHECK(actors.stages[j]["staleness_steps"] == sim.stages[j]["staleness_steps"]);
+    }
+  }
 }

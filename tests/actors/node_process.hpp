@@ -46,6 +46,14 @@ class node_process {
     if (output_) fclose(output_);
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  /// Waits for the process to end (it must be ending: killed, or told to die) and returns the
+  /// signal that ended it, 0 when it exited by itself.
+  int wait_signal() {
+    int status = 0;
+    REQUIRE(waitpid(pid_, &status, 0) == pid_);
+    pid_ = -1;
+    return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  }
   void kill_hard() {
     kill(pid_, SIGKILL);
     int status = 0;

@@ -16,15 +16,15 @@ TEST_CASE("lockstep: stop after epoch 1 and resume = two epochs straight, bit fo
   const std::vector<std::string> sets = {"runtime.mode=lockstep", "training.epochs=2", "data.train_limit=256",
                                          "data.test_limit=64", "output.dir=" + dir.string(),
                                          "output.checkpoint_every_steps=5", "pipeline.stage_blocks=[1,2,1,1]"};
-  app::train_options straight{"tiny", sets, "", 0};
+  petra::train_options straight{"tiny", sets, "", 0};
   straight.sets.push_back("output.name=straight");
   REQUIRE(app::train_command(straight) == 0);
 
-  app::train_options first{"tiny", sets, "", 1};
+  petra::train_options first{"tiny", sets, "", 1};
   first.sets.push_back("output.name=interrupted");
   REQUIRE(app::train_command(first) == 0);
   std::ofstream(dir / "interrupted" / "checkpoint.safetensors.tmp.Ab12Cd") << "a write killed half-way";
-  app::train_options resume{"", {}, (dir / "interrupted").string(), 0};
+  petra::train_options resume{"", {}, (dir / "interrupted").string(), 0};
   REQUIRE(app::train_command(resume) == 0);
 
   trained a, b;

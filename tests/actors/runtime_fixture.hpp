@@ -10,9 +10,11 @@
 #include <unistd.h>
 
 #include "actors/coordinator.hpp"
-#include "actors/setup.hpp"
-#include "app/simulate_trainer.hpp"
 #include "compute/serialize/safetensors.hpp"
+#include "training/accounting.hpp"
+#include "training/setup.hpp"
+#include "training/simulate_runtime.hpp"
+#include "training/stage_metrics.hpp"
 
 namespace petra::testing {
 
@@ -23,13 +25,19 @@ inline bool have_fashion_mnist() {
 #define PETRA_REQUIRE_FASHION_MNIST()                                                                     \
   if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)")
 
+/// Sets the method from "petra", "backprop", "delayed", "delayed+inputs", "delayed+weights" or
+/// "delayed+inputs+weights".
+inline void set_method(config::run_config& c, const std::string& method) {
+  c.training.method = config::parse_training_method(method.substr(0, method.find('+')));
+  c.training.stash_inputs = method.find("+inputs") != std::string::npos;
+  c.training.stash_weights = method.find("+weights") != std::string::npos;
+}
+
 /// The tiny model on 1×28×28 Fashion-MNIST, J = 4 (stem | g1.b0 g1.b1 | g2.b0 | head).
 inline config::run_config tiny_config(const std::string& mode, const std::string& method, int64_t images = 512) {
   config::run_config c = config::load_config("tiny");
-  c.runtime.mode = mode;
-  c.training.method = method == "petra" || method == "backprop" ? method : "delayed";
-  c.training.stash_inputs = method == "delayed+inputs+weights";
-  c.training.stash_weights = method == "delayed+inputs+weights";
+  c.runtime.mode = config::parse_runtime_mode(mode);
+  set_method(c, method);
   c.training.micro_batch = 8;
   c.training.accumulation = 2;
   c.training.epochs = 1;
@@ -42,24 +50,30 @@ inline config::run_config tiny_config(const std::string& mode, const std::string
 }
 
 struct trained {
-  phase_totals totals;
+  phase_result totals;
+  nlohmann::json stages = nlohmann::json::array();  // per stage, as in metrics.jsonl
   std::vector<std::pair<std::string, tensor>> weights;
 };
+
+/// The runtime runtime.mode names.
+inline std::unique_ptr<pipeline_runtime> make_runtime(const config::run_config& c, training_data& data,
+                                                      const optimizer_settings& opt) {
+  if (c.runtime.mode == config::runtime_mode::simulate) return make_simulate_runtime(c, *data.train_feed, opt);
+  return make_actor_runtime(c, data, opt);
+}
 
 /// Trains one phase of `count` micro-batches (all of epoch 1 when 0) and reads back every tensor.
 inline trained train_once(const config::run_config& c, int64_t count = 0) {
   training_data data = load_training_data(c);
   const int64_t per_epoch = data.train_feed->micro_batches_per_epoch();
   const optimizer_settings opt = optimizer_for(c.training, per_epoch / c.training.accumulation);
-  std::unique_ptr<trainer> t = c.runtime.mode == "simulate" ? app::make_simulate_trainer(c, data, opt)
-                                                            : make_actor_trainer(c, data, opt);
+  std::unique_ptr<pipeline_runtime> t = make_runtime(c, data, opt);
   trained out;
-  out.totals = t->train(1, 0, count ? count : per_epoch, {});
-  const std::string path = std::filesystem::temp_directory_path() /
-                           ("petra-runtime-test-" + std::to_string(::getpid()) + ".safetensors");
-  t->save_checkpoint(path, {});
-  out.weights = load_safetensors(path).tensors;
-  std::filesystem::remove(path);
+  out.totals = t->train({1, 0, count ? count : per_epoch, 0}, {});
+  for (std::size_t j = 0; j < out.totals.stages.size(); ++j)
+    out.stages.push_back(stage_json(out.totals.stages[j], out.totals.faults[j], c, out.totals.stages.size()));
+  for (const stage_snapshot& s : t->snapshot())
+    for (const named_tensor& n : s.tensors) out.weights.emplace_back(n.name, n.value);
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include "actors/caf_config.hpp"
 #include "actors/stage_actor.hpp"
+#include "messages/errors.hpp"
 
 using namespace petra;
 using namespace petra::messages;
@@ -40,10 +41,15 @@ TEST_CASE("a stage that throws reports its stage and tick to the coordinator, th
   std::vector<std::unique_ptr<block>> blocks;
   blocks.push_back(std::make_unique<failing_block>());
   auto compute = std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{});
-  auto s = spawn_stage_actor(sys, stage_context{device, compute, 0, runtime_mode::lockstep});
+  auto s = spawn_stage_actor(sys, stage_context{device, compute, 0, config::runtime_mode::lockstep});
   coordinator->monitor(s);
   const caf::actor me = caf::actor_cast<caf::actor>(coordinator);
-  coordinator->request(s, std::chrono::seconds(5), wire_atom_v, caf::actor{}, me, caf::actor{}, me, me, int32_t{2})
+  stage_links links;
+  links.next = caf::actor_cast<forward_sink>(me);
+  links.loader = caf::actor_cast<loader_actor>(me);
+  links.coordinator = caf::actor_cast<coordinator_actor>(me);
+  links.count = 2;
+  coordinator->request(s, std::chrono::seconds(5), wire_atom_v, links)
       .receive([](wire_atom) {}, [&](caf::error& e) { FAIL(sys.render(e)); });
   coordinator->request(s, std::chrono::seconds(5), plan_atom_v, phase_plan{1, 8, 10, 0})
       .receive([](plan_atom) {}, [&](caf::error& e) { FAIL(sys.render(e)); });
@@ -59,8 +65,13 @@ TEST_CASE("a stage that throws reports its stage and tick to the coordinator, th
           CHECK(f.stage == 0);
           CHECK(f.tick == 2);
           CHECK(f.what.find("simulated failure") != std::string::npos);
+          CHECK(f.code == static_cast<uint8_t>(petra_errc::stage_exception));
         },
-        [&](caf::down_msg&) { down = true; }, [](forward_data&) {}, [](credit_atom, int64_t) {},
+        [&](caf::down_msg& d) {
+          down = true;
+          CHECK(has_code(d.reason, petra_errc::stage_exception));
+        },
+        [](forward_data&) {}, [](credit_atom, int64_t) {}, [](fault_event&) {},
         caf::after(std::chrono::seconds(5)) >> [&] { FAIL("no failure report within 5 s"); });
   }
   CHECK(reported);

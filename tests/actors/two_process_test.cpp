@@ -20,7 +20,7 @@ TEST_CASE("lockstep across two processes is bit-identical to one process") {
   CHECK(differing(one, two) == 0);
   CHECK(two.totals.loss_sum == one.totals.loss_sum);
   // The stamps crossed the process boundary too.
-  CHECK(two.totals.stages[1]["delay_ticks"].begin().key() == "4");
+  CHECK(two.stages[1]["delay_ticks"].begin().key() == "4");
 }
 
 TEST_CASE("three node processes and a coordinator, lockstep: bit-identical to one process") {
@@ -43,20 +43,27 @@ TEST_CASE("a node killed mid-run: the coordinator notices and the run fails, nam
   c.pipeline.nodes = {"local", "local", node.address(), "local"};
   training_data data = load_training_data(c);
   const int64_t per_epoch = data.train_feed->micro_batches_per_epoch();
-  auto t = make_actor_trainer(c, data, optimizer_for(c.training, per_epoch / 2));
+  c.faults.stall_seconds = 600;  // only the lost node can end this phase early
+  auto t = make_actor_runtime(c, data, optimizer_for(c.training, per_epoch / 2));
   std::thread killer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     node.kill_hard();
   });
   const auto t0 = std::chrono::steady_clock::now();
   std::string message;
+  failure_kind kind = failure_kind::stall;
+  int32_t stage = -1;
   try {
-    t->train(1, 0, per_epoch, {});
-  } catch (const run_error& e) {
+    t->train({1, 0, per_epoch, 0}, {});
+  } catch (const run_failure& e) {
     message = e.what();
+    kind = e.kind();
+    stage = e.stage();
   }
   killer.join();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(kind == failure_kind::lost_actor);  // noticed from the lost connection, not by a timeout
+  CHECK(stage == 2);
   CHECK(message.find("stage 3") != std::string::npos);
   MESSAGE("failure noticed after " << seconds << " s: " << message);
 }

@@ -14,7 +14,7 @@
 
 namespace fs = std::filesystem;
 using petra::app::train_command;
-using petra::app::train_options;
+using petra::train_options;
 
 namespace {
 
@@ -100,7 +100,7 @@ TEST_CASE("bad data: a message naming the file, exit code 2, nothing written") {
   CHECK_FALSE(fs::exists(out.path / "runs"));
 }
 
-TEST_CASE("an existing non-empty run directory is never overwritten") {
+TEST_CASE("an existing non-empty run directory is never overwritten: bad input, exit code 2") {
   if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   fs::create_directories(out.path / "taken");
@@ -108,9 +108,58 @@ TEST_CASE("an existing non-empty run directory is never overwritten") {
   train_options o;
   o.config = "ci_smoke";
   o.sets = {"output.dir=" + out.path.string(), "output.name=taken"};
-  CHECK(train_command(o) == 1);
+  CHECK(train_command(o) == 2);
   std::ifstream in(out.path / "taken" / "keep.txt");
   std::string kept;
   in >> kept;
   CHECK(kept == "precious");
+}
+
+TEST_CASE("a run's config.yaml repeats the run into a new directory, also when output.name was set") {
+  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
+  scratch_dir out;
+  train_options first;
+  first.config = "ci_smoke";
+  first.sets = {"output.dir=" + out.path.string(), "output.name=first", "output.progress=false",
+                "data.train_limit=256", "data.test_limit=64"};
+  REQUIRE(train_command(first) == 0);
+  train_options again;
+  again.config = (out.path / "first" / "config.yaml").string();
+  REQUIRE(train_command(again) == 0);
+  std::vector<fs::path> runs;
+  for (const auto& entry : fs::directory_iterator(out.path)) runs.push_back(entry.path());
+  REQUIRE(runs.size() == 2);
+  for (const fs::path& run : runs) {
+    const auto metrics = read_metrics(run / "metrics.jsonl");
+    REQUIRE(metrics.size() == 2);
+  }
+  // Same config, same seed, same runtime (simulate): the same test accuracy.
+  CHECK(read_metrics(runs[0] / "metrics.jsonl")[0]["test_accuracy"] ==
+        read_metrics(runs[1] / "metrics.jsonl")[0]["test_accuracy"]);
+}
+
+TEST_CASE("a key the runtime cannot honour is refused: exit code 2, the key named, nothing written") {
+  scratch_dir out;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"runtime.mode=simulate", "faults.drop=[0,0.1,0,0,0]"}, "faults.drop"},
+      {{"runtime.mode=simulate", "faults.crash_at_tick=[-1,3,-1,-1,-1]"}, "faults.crash_at_tick"},
+      {{"runtime.mode=simulate", "pipeline.nodes=[local,127.0.0.1:7001,local,local,local]"}, "pipeline.nodes"},
+      {{"runtime.mode=simulate", "runtime.credits=3"}, "runtime.credits"},
+      {{"runtime.mode=lockstep", "faults.reorder=[0,0.1,0,0,0]"}, "faults.reorder"},
+      {{"runtime.mode=lockstep", "faults.jitter_ms=[0,2,0,0,0]"}, "faults.jitter_ms"},
+  };
+  for (const auto& [sets, key] : cases) {
+    CAPTURE(key);
+    train_options o;
+    o.config = "ci_smoke";
+    o.sets = sets;
+    o.sets.push_back("output.dir=" + (out.path / "runs").string());
+    std::stringstream captured;
+    auto* old = std::cerr.rdbuf(captured.rdbuf());
+    const int code = train_command(o);
+    std::cerr.rdbuf(old);
+    CHECK(code == 2);
+    CHECK_MESSAGE(captured.str().find(key) != std::string::npos, captured.str());
+    CHECK_FALSE(fs::exists(out.path / "runs"));
+  }
 }

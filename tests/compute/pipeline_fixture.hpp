@@ -20,9 +20,11 @@ inline revnet_spec small_spec() {
 struct pipeline_fixture {
   std::unique_ptr<backend> be = make_cpu_backend(1);
   std::vector<std::unique_ptr<stage>> stages;
+  method_options method;
 
-  pipeline_fixture(const method_options& method, double lr, int k, std::vector<int> stage_blocks = {},
-                   int inversion_every = 0, uint64_t seed = 3) {
+  pipeline_fixture(const method_options& m, double lr, int k, std::vector<int> stage_blocks = {},
+                   int inversion_every = 0, uint64_t seed = 3)
+      : method(m) {
     optimizer_settings o;
     o.lr = lr;
     o.accumulation = k;
@@ -32,6 +34,13 @@ struct pipeline_fixture {
     for (std::size_t j = 0; j < groups.size(); ++j)
       stages.push_back(std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), *be, o,
                                                method.for_stage(inversion_every)));
+  }
+
+  /// The simulator over these stages (loss on the same CPU backend), on the method's schedule.
+  simulator make_simulator() {
+    std::vector<stage*> order;
+    for (auto& s : stages) order.push_back(s.get());
+    return simulator(order, *be, entry_spacing(method.kind, stages.size()));
   }
 
   /// Runs `count` seeded random micro-batches of 4 images.

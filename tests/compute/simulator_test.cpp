@@ -38,13 +38,13 @@ TEST_CASE("every method: stage j's backward comes 2(J-j) ticks after its forward
                                   method_of(method_kind::delayed, true, false),
                                   method_of(method_kind::delayed, false, true)}) {
     pipeline_fixture f(m, 0.05, 2);
-    simulator sim(f.stages, *f.be, m);
+    simulator sim = f.make_simulator();
     f.run(sim, 12);
     const int64_t J = static_cast<int64_t>(f.stages.size());
     REQUIRE(J == 6);
     for (int64_t j = 0; j < J; ++j) {
       INFO(m.str() << " stage " << j + 1);
-      const auto& delays = sim.timings()[j].delay_ticks;
+      const auto& delays = f.stages[j]->stats().delay_ticks;
       REQUIRE(delays.size() == 1);
       CHECK(delays.begin()->first == 2 * (J - 1 - j));
       CHECK(delays.begin()->second == 12);
@@ -55,7 +55,7 @@ TEST_CASE("every method: stage j's backward comes 2(J-j) ticks after its forward
 TEST_CASE("FIFO: a non-reversible stage holds at most 2(J-j)+1 inputs, a reversible one none") {
   const method_options petra_method = method_of(method_kind::petra);
   pipeline_fixture f(petra_method, 0.05, 1);
-  simulator sim(f.stages, *f.be, petra_method);
+  simulator sim = f.make_simulator();
   f.run(sim, 20);
   const std::size_t J = f.stages.size();
   for (std::size_t j = 0; j < J; ++j) {
@@ -76,11 +76,11 @@ TEST_CASE("staleness: stage j takes about 2(J-j)/k optimizer steps between forwa
   const method_options m = method_of(method_kind::petra);
   for (int k : {1, 2}) {
     pipeline_fixture f(m, 0.05, k);
-    simulator sim(f.stages, *f.be, m);
+    simulator sim = f.make_simulator();
     f.run(sim, 40);
     const int64_t J = static_cast<int64_t>(f.stages.size());
     for (int64_t j = 0; j < J; ++j) {
-      const auto& st = sim.timings()[j].staleness;
+      const auto& st = f.stages[j]->stats().staleness_steps;
       int64_t most = -1, most_count = 0;
       for (auto& kv : st)
         if (kv.second > most_count) most = kv.first, most_count = kv.second;
@@ -93,11 +93,11 @@ TEST_CASE("staleness: stage j takes about 2(J-j)/k optimizer steps between forwa
 TEST_CASE("with the learning rate at 0, PETRA's gradients equal backprop's to round-off") {
   const int count = 10;
   pipeline_fixture bp(method_of(method_kind::backprop), 0.0, 1000);
-  simulator sim_bp(bp.stages, *bp.be, method_of(method_kind::backprop));
+  simulator sim_bp = bp.make_simulator();
   bp.run(sim_bp, count);
   for (const method_options& m : {method_of(method_kind::petra), method_of(method_kind::delayed, true, true)}) {
     pipeline_fixture f(m, 0.0, 1000);
-    simulator sim(f.stages, *f.be, m);
+    simulator sim = f.make_simulator();
     f.run(sim, count);
     for (std::size_t j = 0; j < f.stages.size(); ++j) {
       std::vector<tensor> a, b;
@@ -113,8 +113,8 @@ TEST_CASE("J = 1: PETRA is backprop, weights bit-identical after training") {
   pipeline_fixture bp(method_of(method_kind::backprop), 0.05, 2, {6});
   pipeline_fixture one(method_of(method_kind::petra), 0.05, 2, {6});
   REQUIRE(one.stages.size() == 1);
-  simulator sim_bp(bp.stages, *bp.be, method_of(method_kind::backprop));
-  simulator sim_one(one.stages, *one.be, method_of(method_kind::petra));
+  simulator sim_bp = bp.make_simulator();
+  simulator sim_one = one.make_simulator();
   bp.run(sim_bp, 8);
   one.run(sim_one, 8);
   CHECK(max_relative_gap(one.weights(), bp.weights()) == 0.0);
@@ -124,8 +124,8 @@ TEST_CASE("J = 1: PETRA is backprop, weights bit-identical after training") {
 TEST_CASE("J stages of backprop equal one stage of backprop") {
   pipeline_fixture split(method_of(method_kind::backprop), 0.05, 2);
   pipeline_fixture whole(method_of(method_kind::backprop), 0.05, 2, {6});
-  simulator a(split.stages, *split.be, method_of(method_kind::backprop));
-  simulator b(whole.stages, *whole.be, method_of(method_kind::backprop));
+  simulator a = split.make_simulator();
+  simulator b = whole.make_simulator();
   split.run(a, 6);
   whole.run(b, 6);
   CHECK(bit_identical(split.weights(), whole.weights()));
@@ -138,9 +138,9 @@ TEST_CASE("a non-reversible stage sends back its exact input") {
   REQUIRE_FALSE(downsample.reversible());
   std::mt19937 rng(1);
   const activation x = random_activation({{4, 4, 8, 8}, {4, 4, 8, 8}}, rng);
-  const activation y = downsample.forward(x, 0);
+  const activation y = downsample.forward(x, 0, 0);
   const activation dy = random_activation({y.x1.shape(), y.x2.shape()}, rng);
-  const stage::backward_result r = downsample.backward(y, dy, 0);
+  const stage::backward_result r = downsample.backward(y, dy, 0, 2);
   CHECK(r.input.x1.shares_storage_with(x.x1));
   CHECK(r.input.x2.shares_storage_with(x.x2));
 }
@@ -150,8 +150,8 @@ TEST_CASE("inversion error: exact with stashed weights, nonzero under PETRA's mo
   const method_options stash = method_of(method_kind::delayed, false, true);
   pipeline_fixture p(petra_method, 0.1, 1, {}, 1);
   pipeline_fixture s(stash, 0.1, 1, {}, 1);
-  simulator sim_p(p.stages, *p.be, petra_method);
-  simulator sim_s(s.stages, *s.be, stash);
+  simulator sim_p = p.make_simulator();
+  simulator sim_s = s.make_simulator();
   p.run(sim_p, 16);
   s.run(sim_s, 16);
   const stage_stats& petra_stats = p.stages[1]->stats();  // g1.b0, reversible, delay 8
@@ -167,8 +167,8 @@ TEST_CASE("mismatched backward order is refused") {
   pipeline_fixture f(m, 0.05, 1);
   std::mt19937 rng(1);
   const activation x = random_activation({{4, 1, 8, 8}, {}}, rng);
-  f.stages[0]->forward(x, 7);
-  CHECK_THROWS_WITH_AS(f.stages[0]->backward(x, x, 8), doctest::Contains("oldest outstanding forward is 7"),
+  f.stages[0]->forward(x, 7, 0);
+  CHECK_THROWS_WITH_AS(f.stages[0]->backward(x, x, 8, 1), doctest::Contains("oldest outstanding forward is 7"),
                        std::logic_error);
 }
 
@@ -176,7 +176,7 @@ TEST_CASE("measured FIFO and stash bytes equal the memory model's runtime bytes"
   const method_options m = method_of(method_kind::delayed, true, true);
   const int k = 2;
   pipeline_fixture f(m, 0.05, k);
-  simulator sim(f.stages, *f.be, m);
+  simulator sim = f.make_simulator();
   f.run(sim, 40);  // long enough for the steady state, where the stash peak is reached
   // Profiles from an identically built model (the fixture's blocks now belong to stages).
   pipeline_fixture twin(m, 0.05, k);
@@ -189,6 +189,6 @@ TEST_CASE("measured FIFO and stash bytes equal the memory model's runtime bytes"
     const int64_t measured = static_cast<int64_t>(s.parameter_bytes() + s.optimizer_state_bytes() + s.buffer_bytes() +
                                                   s.stats().fifo_peak_bytes + s.stats().stash_peak_bytes);
     INFO("stage " << j + 1);
-    CHECK(measured == runtime_stage_bytes(profiles[j], j, J, true, true, k));
+    CHECK(measured == runtime_stage_bytes(profiles[j], j, J, true, true, k, 0));
   }
 }

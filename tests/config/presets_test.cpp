@@ -44,7 +44,7 @@ TEST_CASE("default preset: PETRA on Fashion-MNIST with fashion_small, lr 0.05") 
   CHECK(c.data.std == std::vector<float>{0.3530f});
   CHECK(c.data.crop_padding == 2);
   CHECK(c.data.flip);
-  CHECK(c.training.method == "petra");
+  CHECK(c.training.method == training_method::petra);
   CHECK(c.training.epochs == 3);
   CHECK(c.training.micro_batch == 64);
   CHECK(c.training.accumulation == 2);
@@ -55,15 +55,15 @@ TEST_CASE("default preset: PETRA on Fashion-MNIST with fashion_small, lr 0.05") 
   CHECK(goyal_lr(c) == doctest::Approx(0.05));
   CHECK(c.training.schedule.kind == "cosine");
   CHECK(c.training.schedule.warmup_epochs == 0.5);
-  CHECK(c.runtime.mode == "async");  // the main job runs on the actor runtime
+  CHECK(c.runtime.mode == runtime_mode::async);  // the main job runs on the actor runtime
   CHECK(c.runtime.threads == 2);
 }
 
 TEST_CASE("backprop preset is the default with method backprop, and nothing else changed") {
   run_config petra = load_config("default");
   const run_config backprop = load_config("backprop");
-  CHECK(backprop.training.method == "backprop");
-  petra.training.method = "backprop";
+  CHECK(backprop.training.method == training_method::backprop);
+  petra.training.method = training_method::backprop;
   CHECK(to_yaml(petra) == to_yaml(backprop));
 }
 
@@ -77,7 +77,7 @@ TEST_CASE("revnet18_cifar10 preset is the paper's recipe") {
   CHECK(c.data.std == std::vector<float>{0.2023f, 0.1994f, 0.2010f});
   CHECK(c.data.crop_padding == 4);
   CHECK(c.data.flip);
-  CHECK(c.training.method == "petra");
+  CHECK(c.training.method == training_method::petra);
   CHECK(c.training.epochs == 300);
   CHECK(c.training.micro_batch == 64);
   CHECK(c.training.accumulation == 2);
@@ -100,7 +100,7 @@ TEST_CASE("ci_smoke and tiny presets are small") {
   CHECK(smoke.training.epochs == 1);
   CHECK(smoke.training.micro_batch == 32);
   CHECK(smoke.training.accumulation == 1);
-  CHECK(smoke.training.method == "petra");
+  CHECK(smoke.training.method == training_method::petra);
 
   const run_config tiny = load_config("tiny");
   CHECK(tiny.model.arch == "tiny");

@@ -79,7 +79,7 @@ run_config everything_changed() {
   c.data.flip = false;
   c.data.train_limit = 50000000000LL;
   c.data.test_limit = 7;
-  c.training.method = "delayed";
+  c.training.method = training_method::delayed;
   c.training.stash_inputs = true;
   c.training.stash_weights = true;
   c.training.epochs = 2147483647;
@@ -89,7 +89,7 @@ run_config everything_changed() {
   c.training.optimizer = {0.1 + 0.2, 0.0, false, 1e-300};
   c.training.schedule = {"step", 1.0 / 3.0, {0.5, 1.0 / 3.0 + 1, 225}, 0.3};
   c.pipeline.stage_blocks = {1, 2, 3};
-  c.pipeline.devices = {"cpu", "cuda:0", "cuda:12"};
+  c.pipeline.devices = {parse_device("cpu"), parse_device("cuda:0"), parse_device("sim:12")};
   c.runtime.threads = 16;
   c.runtime.inversion_sample_every = 0;
   c.output.dir = "";  // reset below: dir must be non-empty

@@ -37,7 +37,9 @@ struct petra_run {
     for (std::size_t j = 0; j < groups.size(); ++j)
       stages.push_back(
           std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, o, method.for_stage(0)));
-    simulator sim(stages, be, method);
+    std::vector<stage*> order;
+    for (auto& s : stages) order.push_back(s.get());
+    simulator sim(order, be, entry_spacing(method.kind, order.size()));
     std::mt19937 rng(9);  // the same data on both devices
     int64_t next_id = 0;
     totals = sim.run([&](micro_batch& mb) {

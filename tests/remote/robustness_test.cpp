@@ -88,11 +88,11 @@ void node_still_serves(node_child& node) {
   auto handle = connect_node(sys, node.address(), config::tls_config{}, 10000ms);
   REQUIRE_MESSAGE(handle, error_text(sys, handle));
   config::run_config c = config::load_config("tiny");
-  c.runtime.mode = "lockstep";
+  c.runtime.mode = config::runtime_mode::lockstep;
   caf::scoped_actor self{sys};
   bool built = false;
   self->request(*handle, std::chrono::seconds(30), atoms::spawn_atom_v, config::to_yaml(c), int32_t{0}, int64_t{10})
-      .receive([&](caf::actor& s) { built = static_cast<bool>(s); },
+      .receive([&](messages::stage_actor& s) { built = static_cast<bool>(s); },
                [&](caf::error& e) { FAIL("spawn failed: " << sys.render(e)); });
   CHECK(built);
 }

@@ -49,15 +49,16 @@ struct test_pki {
 /// messages cross the connection both ways.
 void spawn_stage_through(caf::actor_system& sys, const messages::node_actor& node) {
   config::run_config c = config::load_config("tiny");
-  c.runtime.mode = "lockstep";
+  c.runtime.mode = config::runtime_mode::lockstep;
   c.pipeline.stage_blocks = {1, 2, 1, 1};
   caf::scoped_actor self{sys};
-  caf::actor stage;
+  messages::stage_actor stage;
   self->request(node, std::chrono::seconds(30), atoms::spawn_atom_v, config::to_yaml(c), int32_t{1}, int64_t{10})
-      .receive([&](caf::actor& s) { stage = s; }, [&](caf::error& e) { FAIL("spawn failed: " << sys.render(e)); });
+      .receive([&](messages::stage_actor& s) { stage = s; },
+               [&](caf::error& e) { FAIL("spawn failed: " << sys.render(e)); });
   REQUIRE(stage);
-  self->request(caf::actor_cast<messages::stage_actor>(stage), std::chrono::seconds(30), atoms::report_atom_v)
-      .receive([&](messages::stage_report& r) { CHECK(r.stage == 1); },
+  self->request(stage, std::chrono::seconds(30), atoms::report_atom_v)
+      .receive([&](stage_report& r) { CHECK(r.stage == 1); },
                [&](caf::error& e) { FAIL("report failed: " << sys.render(e)); });
 }
 

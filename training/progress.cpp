@@ -1,10 +1,10 @@
 // Progress line.
-#include "app/progress.hpp"
+#include "training/progress.hpp"
 
 #include <cstdio>
 #include <unistd.h>
 
-namespace petra::app {
+namespace petra {
 
 progress::progress(bool enabled) : enabled_(enabled), terminal_(isatty(STDOUT_FILENO) != 0) {}
 
@@ -56,4 +56,4 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-}  // namespace petra::app
+}  // namespace petra

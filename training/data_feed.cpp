@@ -1,5 +1,5 @@
 // Dataset → micro-batches.
-#include "actors/data_feed.hpp"
+#include "training/data_feed.hpp"
 
 #include <numeric>
 

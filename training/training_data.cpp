@@ -1,5 +1,5 @@
 // Loading the configured datasets; evaluation over a feed.
-#include "actors/training_data.hpp"
+#include "training/training_data.hpp"
 
 #include <stdexcept>
 
@@ -28,25 +28,6 @@ training_data load_training_data(const config::run_config& c) {
                                              c.training.accumulation, c.training.seed);
   d.test_feed = std::make_shared<data_feed>(d.test, test_aug, false, 500, 1, c.training.seed);
   return d;
-}
-
-eval_result evaluate(simulator& sim, data_feed& feed) {
-  feed.start_epoch(0);
-  eval_result r;
-  double loss_sum = 0;
-  int64_t correct = 0;
-  micro_batch mb;
-  while (feed.next(mb)) {
-    const auto [loss, hits] = sim.evaluate(mb);
-    loss_sum += loss * static_cast<double>(mb.labels.size());
-    correct += hits;
-    r.samples += static_cast<int64_t>(mb.labels.size());
-  }
-  if (r.samples) {
-    r.loss = loss_sum / static_cast<double>(r.samples);
-    r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples);
-  }
-  return r;
 }
 
 }  // namespace petra

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace petra::app {
+namespace petra {
 
 class progress {
  public:
@@ -30,4 +30,4 @@ class progress {
 /// "1h02m", "3m12s", "45s".
 std::string format_duration(double seconds);
 
-}  // namespace petra::app
+}  // namespace petra

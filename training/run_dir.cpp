@@ -1,24 +1,26 @@
 // Run directory.
-#include "app/run_dir.hpp"
+#include "training/run_dir.hpp"
 
 #include <ctime>
 #include <filesystem>
 #include <stdexcept>
 
-namespace petra::app {
+namespace petra {
 
-run_dir::run_dir(const std::string& parent, const std::string& name) {
+run_dir run_dir::create(const std::string& path) {
   namespace fs = std::filesystem;
-  const fs::path p = fs::path(parent) / name;
+  const fs::path p(path);
+  run_dir r;
   std::error_code ec;
   if (fs::exists(p) && !fs::is_empty(p))
     throw std::runtime_error("run directory '" + p.string() +
                              "' already exists and is not empty: choose another output.name or remove it");
   fs::create_directories(p, ec);
   if (ec) throw std::runtime_error("cannot create run directory '" + p.string() + "': " + ec.message());
-  path_ = p.string();
-  metrics_.open(file("metrics.jsonl"), std::ios::app);
-  if (!metrics_) throw std::runtime_error("cannot open '" + file("metrics.jsonl") + "' for writing");
+  r.path_ = p.string();
+  r.metrics_.open(r.file("metrics.jsonl"), std::ios::app);
+  if (!r.metrics_) throw std::runtime_error("cannot open '" + r.file("metrics.jsonl") + "' for writing");
+  return r;
 }
 
 run_dir run_dir::reopen(const std::string& path) {
@@ -48,4 +50,4 @@ std::string default_run_name(const std::string& stem, const std::string& method)
   return stem + "-" + method + "-" + stamp;
 }
 
-}  // namespace petra::app
+}  // namespace petra

@@ -6,12 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
-namespace petra::app {
+namespace petra {
 
 class run_dir {
  public:
-  /// Creates `parent/name`; refuses an existing non-empty directory (nothing is overwritten).
-  run_dir(const std::string& parent, const std::string& name);
+  /// Creates the directory at `path`; refuses an existing non-empty one (nothing is overwritten).
+  static run_dir create(const std::string& path);
 
   /// An existing run directory, to continue (metrics are appended; temp files of an interrupted
   /// write are removed).
@@ -31,4 +31,4 @@ class run_dir {
 /// "<stem>-<method>-YYYYmmdd-HHMMSS" in UTC.
 std::string default_run_name(const std::string& stem, const std::string& method);
 
-}  // namespace petra::app
+}  // namespace petra

@@ -1,9 +1,9 @@
 // From the typed config to compute objects.
-#include "actors/setup.hpp"
+#include "training/setup.hpp"
 
 #include <cmath>
+#include <stdexcept>
 
-#include "compute/backend_factory.hpp"
 #include "compute/pipeline/partition.hpp"
 
 namespace petra {
@@ -24,7 +24,17 @@ revnet_spec model_spec(const config::model_config& m) {
 
 method_options method_for(const config::training_config& t) {
   method_options m;
-  m.kind = parse_method(t.method);
+  switch (t.method) {
+    case config::training_method::backprop:
+      m.kind = method_kind::backprop;
+      break;
+    case config::training_method::delayed:
+      m.kind = method_kind::delayed;
+      break;
+    case config::training_method::petra:
+      m.kind = method_kind::petra;
+      break;
+  }
   m.stash_inputs = t.stash_inputs;
   m.stash_weights = t.stash_weights;
   return m;
@@ -47,23 +57,6 @@ optimizer_settings optimizer_for(const config::training_config& t, int64_t steps
   return o;
 }
 
-std::vector<std::unique_ptr<stage>> build_stages(const config::run_config& c, backend& be,
-                                                 const optimizer_settings& optimizer) {
-  std::vector<std::unique_ptr<block>> blocks = build_revnet(model_spec(c.model), be, c.training.seed);
-  const std::vector<int> sizes = resolve_partition(c.pipeline.stage_blocks, blocks.size());
-  auto groups = partition_blocks(std::move(blocks), sizes);
-  const method_options method = method_for(c.training);
-  std::vector<std::unique_ptr<stage>> stages;
-  for (std::size_t j = 0; j < groups.size(); ++j)
-    stages.push_back(std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, optimizer,
-                                             method.for_stage(c.runtime.inversion_sample_every)));
-  return stages;
-}
-
-}  // namespace petra
-
-namespace petra {
-
 std::vector<int> stage_sizes(const config::run_config& c) {
   const revnet_spec spec = model_spec(c.model);
   std::size_t blocks = 2;  // stem and head
@@ -76,26 +69,43 @@ std::string node_of(const config::run_config& c, std::size_t j) {
   return config::resolve_node_address(c, c.pipeline.nodes[j]);  // a name of `nodes:` → its address
 }
 
+device device_of(const config::run_config& c, std::size_t j) {
+  if (j >= c.pipeline.devices.size()) return device{};
+  const config::device_spec& d = c.pipeline.devices[j];
+  switch (d.type) {
+    case config::device_spec::kind::cpu:
+      return device{};
+    case config::device_spec::kind::cuda:
+      return device{device_type::cuda, d.index};
+    case config::device_spec::kind::sim:
+      break;
+  }
+  throw std::invalid_argument("pipeline.devices[" + std::to_string(j) + "]: " + d.str() +
+                              ": this build has no simulated-device backend");
+}
+
+std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::size_t j) {
+  backend_options options;
+  options.threads = j < c.pipeline.threads.size() ? c.pipeline.threads[j] : 1;
+  options.tf32 = c.runtime.precision == "tf32";
+  options.deterministic = c.runtime.deterministic;
+  try {
+    return make_backend(device_of(c, j), options);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("pipeline.devices[" + std::to_string(j) + "] (stage " + std::to_string(j + 1) +
+                                "): " + e.what());
+  }
+}
+
 std::vector<placed_stage> build_placed_stages(const config::run_config& c, const optimizer_settings& optimizer,
                                               const std::function<bool(std::size_t)>& wanted) {
   const std::vector<int> sizes = stage_sizes(c);
   std::vector<placed_stage> placed(sizes.size());
   std::vector<std::size_t> stage_of_block;
   for (std::size_t j = 0; j < sizes.size(); ++j) {
-    const std::string where = j < c.pipeline.devices.size() ? c.pipeline.devices[j] : "cpu";
-    backend_options options;
-    options.threads = j < c.pipeline.threads.size() ? c.pipeline.threads[j] : 1;
-    options.tf32 = c.runtime.precision == "tf32";
-    options.deterministic = c.runtime.deterministic;
-    if (!wanted || wanted(j)) {
-      try {
-        placed[j].device = make_backend(device::parse(where), options);
-      } catch (const std::exception& e) {
-        throw std::invalid_argument("pipeline.devices[" + std::to_string(j) + "]: " + e.what());
-      }
-    } else {
-      placed[j].device = make_cpu_backend(1);  // a stand-in: this stage is built elsewhere
-    }
+    // A stage built elsewhere gets a stand-in: the model is initialised whole, so that every
+    // process draws the same weights for the stages it keeps.
+    placed[j].device = !wanted || wanted(j) ? make_stage_backend(c, j) : make_cpu_backend(1);
     for (int b = 0; b < sizes[j]; ++b) stage_of_block.push_back(j);
   }
   auto blocks = build_revnet(
@@ -114,5 +124,7 @@ std::vector<placed_stage> build_placed_stages(const config::run_config& c, const
   }
   return placed;
 }
+
+std::unique_ptr<backend> make_loss_backend() { return make_cpu_backend(1); }
 
 }  // namespace petra

@@ -1,0 +1,138 @@
+// The coordinator's mailbox.
+#include "actors/control.hpp"
+
+namespace petra {
+
+using namespace messages;
+
+namespace {
+
+failure_kind kind_of(uint8_t code) {
+  switch (static_cast<petra_errc>(code)) {
+    case petra_errc::injected_crash:
+      return failure_kind::injected_crash;
+    case petra_errc::lost_actor:
+      return failure_kind::lost_actor;
+    case petra_errc::stall:
+      return failure_kind::stall;
+    case petra_errc::unreachable:
+      return failure_kind::unreachable;
+    case petra_errc::bad_request:
+      return failure_kind::bad_reply;
+    case petra_errc::none:
+    case petra_errc::stage_exception:
+      break;
+  }
+  return failure_kind::stage_exception;
+}
+
+}  // namespace
+
+control_channel::control_channel(caf::actor_system& system, std::chrono::seconds stall)
+    : system_(system), self_(system), stall_(stall) {}
+
+coordinator_actor control_channel::handle() { return caf::actor_cast<coordinator_actor>(self_); }
+
+void control_channel::watch(std::vector<caf::actor_addr> actors, std::vector<int32_t> stage_of, int32_t generation) {
+  watched_.clear();
+  for (std::size_t i = 0; i < actors.size(); ++i) watched_[actors[i]] = stage_of[i];
+  generation_ = generation;
+}
+
+void control_channel::watch_extra(const caf::actor_addr& who, int32_t stage) { watched_[who] = stage; }
+
+void control_channel::begin_attempt(std::size_t stages, std::function<void(const loss_report&)> progress) {
+  faults_.assign(stages, fault_counts{});
+  progress_ = std::move(progress);
+  phase_ends_ = 0;
+}
+
+void control_channel::count_kill(int32_t stage) {
+  if (stage >= 0 && static_cast<std::size_t>(stage) < faults_.size()) ++faults_[stage].kills;
+}
+
+void control_channel::await_phase_ends(std::size_t count, const std::function<void()>& on_stall) {
+  while (phase_ends_ < count) pump(stall_, on_stall);
+}
+
+void control_channel::drain() {
+  bool more = true;
+  while (more) self_->receive([](caf::message&) {}, caf::after(std::chrono::milliseconds(50)) >> [&] { more = false; });
+}
+
+bool control_channel::current(const caf::actor_addr& who) const { return watched_.count(who) > 0; }
+
+int32_t control_channel::stage_of(const caf::actor_addr& who) const {
+  auto it = watched_.find(who);
+  return it == watched_.end() ? -1 : it->second;
+}
+
+void control_channel::on_fault(const fault_event& e) {
+  if (e.generation != generation_ || e.stage < 0 || static_cast<std::size_t>(e.stage) >= faults_.size()) return;
+  fault_counts& f = faults_[e.stage];
+  switch (e.kind) {
+    case fault_kind::drop:
+      ++f.drops;
+      break;
+    case fault_kind::duplicate:
+      ++f.duplicates;
+      break;
+    case fault_kind::reorder:
+      ++f.reorders;
+      break;
+    case fault_kind::delay:
+      ++f.delays;
+      break;
+    case fault_kind::slow:
+      ++f.slowed;
+      break;
+    case fault_kind::crash:
+      ++f.crashes;
+      break;
+    case fault_kind::duplicate_discarded:
+      ++f.duplicates_discarded;
+      break;
+  }
+}
+
+void control_channel::on_progress(const loss_report& r) {
+  if (progress_ && current(caf::actor_cast<caf::actor_addr>(self_->current_sender()))) progress_(r);
+}
+
+void control_channel::on_phase_done(const phase_done& d) {
+  if (d.generation == generation_) ++phase_ends_;
+}
+
+void control_channel::on_failure(const failure_report& f) {
+  const auto sender = caf::actor_cast<caf::actor_addr>(self_->current_sender());
+  if (!current(sender)) return;  // from a pipeline already torn down
+  throw with_counts(run_failure(kind_of(f.code), f.stage, f.tick, f.what));
+}
+
+void control_channel::on_down(const caf::down_msg& down) {
+  if (!current(down.source)) return;
+  const int32_t stage = stage_of(down.source);
+  const std::string what = (stage >= 0 ? "stage actor lost: " : "actor lost: ") + system_.render(down.reason);
+  const bool crash = has_code(down.reason, petra_errc::injected_crash);
+  throw with_counts(run_failure(crash ? failure_kind::injected_crash : failure_kind::lost_actor, stage, -1, what));
+}
+
+void control_channel::on_error(const caf::error& err) {
+  const auto sender = caf::actor_cast<caf::actor_addr>(self_->current_sender());
+  if (!current(sender)) return;
+  throw with_counts(run_failure(failure_kind::bad_reply, stage_of(sender), -1, system_.render(err)));
+}
+
+run_failure control_channel::no_answer_from(const std::vector<caf::actor_addr>& silent, std::chrono::seconds timeout) {
+  const int32_t stage = silent.empty() ? -1 : stage_of(silent.front());
+  return with_counts(run_failure(failure_kind::bad_reply, stage, -1,
+                                 "no answer within " + std::to_string(timeout.count()) + " s from " +
+                                     std::to_string(silent.size()) + " actor(s)"));
+}
+
+run_failure control_channel::with_counts(run_failure f) const {
+  f.faults = faults_;
+  return f;
+}
+
+}  // namespace petra

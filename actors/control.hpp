@@ -1,0 +1,125 @@
+// The coordinator's mailbox, driven from the calling thread: control messages to many actors at
+// once with their replies gathered, and the events of the running pipeline — phase ends, failure
+// reports, injected faults, loss progress, lost actors — every one of which is handled wherever
+// the coordinator waits, so a lost actor or a stall ends the attempt at once, never at a timeout.
+#pragma once
+
+#include <caf/all.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "messages/errors.hpp"
+#include "messages/interfaces.hpp"
+#include "training/faults.hpp"
+
+namespace petra {
+
+class control_channel {
+ public:
+  /// `stall` bounds every wait for the pipeline's progress (faults.stall_seconds).
+  control_channel(caf::actor_system& system, std::chrono::seconds stall);
+
+  caf::scoped_actor& self() { return self_; }
+  /// The coordinator as its pipeline's actors see it.
+  messages::coordinator_actor handle();
+
+  /// The actors of the current pipeline (their loss ends an attempt) and which stage each is
+  /// (-1 = not a stage); events of any other actor are stale and dropped.
+  void watch(std::vector<caf::actor_addr> actors, std::vector<int32_t> stage_of, int32_t generation);
+  /// Also watches one more actor while a request to it is out (a node).
+  void watch_extra(const caf::actor_addr& who, int32_t stage);
+
+  /// Starts counting an attempt: faults and phase ends from zero.
+  void begin_attempt(std::size_t stages, std::function<void(const messages::loss_report&)> progress);
+  /// Counts a fault injected by the coordinator itself (a node kill) at `stage`.
+  void count_kill(int32_t stage);
+  const std::vector<fault_counts>& faults() const { return faults_; }
+
+  /// Waits until `count` stages reported the end of their phase; `on_stall` names what stopped
+  /// when nothing arrives for the stall time (it throws).
+  void await_phase_ends(std::size_t count, const std::function<void()>& on_stall);
+
+  /// Sends `msg...` to every target and returns their replies, in target order. A target that
+  /// is lost, fails or does not answer within `timeout` ends the attempt (run_failure).
+  template <class Reply, class Handle, class... Ts>
+  std::vector<Reply> gather(const std::vector<Handle>& targets, std::chrono::seconds timeout, const Ts&... msg) {
+    std::map<caf::actor_addr, std::size_t> index;
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+      index[targets[i].address()] = i;
+      self_->send(targets[i], msg...);
+    }
+    std::vector<Reply> replies(targets.size());
+    std::vector<bool> got(targets.size(), false);
+    std::size_t missing = targets.size();
+    while (missing > 0) {
+      pump(
+          timeout, [&] { throw no_answer(targets, got, timeout); },
+          [&](Reply& r) {
+            auto it = index.find(caf::actor_cast<caf::actor_addr>(self_->current_sender()));
+            if (it == index.end() || got[it->second]) return;
+            replies[it->second] = std::move(r);
+            got[it->second] = true;
+            --missing;
+          });
+    }
+    return replies;
+  }
+
+  /// One target's reply.
+  template <class Reply, class Handle, class... Ts>
+  Reply ask(const Handle& target, std::chrono::seconds timeout, const Ts&... msg) {
+    return std::move(gather<Reply>(std::vector<Handle>{target}, timeout, msg...).front());
+  }
+
+  /// Drops whatever is queued (a torn-down pipeline's leftovers).
+  void drain();
+
+ private:
+  /// Handles one message: `handlers...` first, then the pipeline's events; `on_timeout` when
+  /// nothing comes within `timeout`.
+  template <class... Fs>
+  void pump(std::chrono::seconds timeout, const std::function<void()>& on_timeout, Fs... handlers) {
+    self_->receive(
+        handlers...,
+        [&](messages::fault_event& e) { on_fault(e); },
+        [&](messages::loss_report& r) { on_progress(r); },
+        [&](messages::phase_done& d) { on_phase_done(d); },
+        [&](messages::failure_report& f) { on_failure(f); },
+        [&](caf::down_msg& down) { on_down(down); },
+        [&](caf::error& err) { on_error(err); },
+        [&](caf::message&) {},  // a reply nobody waits for any more
+        caf::after(timeout) >> [&] { on_timeout(); });
+  }
+
+  bool current(const caf::actor_addr& who) const;
+  int32_t stage_of(const caf::actor_addr& who) const;
+  void on_fault(const messages::fault_event& e);
+  void on_progress(const messages::loss_report& r);
+  void on_phase_done(const messages::phase_done& d);
+  void on_failure(const messages::failure_report& f);
+  void on_down(const caf::down_msg& down);
+  void on_error(const caf::error& err);
+  template <class Handle>
+  run_failure no_answer(const std::vector<Handle>& targets, const std::vector<bool>& got, std::chrono::seconds timeout) {
+    std::vector<caf::actor_addr> silent;
+    for (std::size_t i = 0; i < targets.size(); ++i)
+      if (!got[i]) silent.push_back(targets[i].address());
+    return no_answer_from(silent, timeout);
+  }
+  run_failure no_answer_from(const std::vector<caf::actor_addr>& silent, std::chrono::seconds timeout);
+  run_failure with_counts(run_failure f) const;
+
+  caf::actor_system& system_;
+  caf::scoped_actor self_;
+  std::chrono::seconds stall_;
+  std::map<caf::actor_addr, int32_t> watched_;  // actor → stage (-1 = not a stage)
+  int32_t generation_ = 0;
+  std::vector<fault_counts> faults_;
+  std::function<void(const messages::loss_report&)> progress_;
+  std::size_t phase_ends_ = 0;
+};
+
+}  // namespace petra

@@ -1,0 +1,174 @@
+// Building the actor pipeline.
+#include "actors/pipeline.hpp"
+
+#include <algorithm>
+
+#include "actors/loader_actor.hpp"
+#include "actors/loss_actor.hpp"
+#include "actors/node_connection.hpp"
+#include "actors/stage_actor.hpp"
+#include "training/setup.hpp"
+
+namespace petra {
+
+using namespace messages;
+using namespace atoms;
+
+namespace {
+
+constexpr auto control_timeout = std::chrono::seconds(60);
+
+template <class List, class Value>
+Value entry(const List& list, int32_t i, Value fallback) {
+  return i >= 0 && static_cast<std::size_t>(i) < list.size() ? static_cast<Value>(list[static_cast<std::size_t>(i)])
+                                                            : fallback;
+}
+
+}  // namespace
+
+actor_pipeline::actor_pipeline(const config::run_config& c, const optimizer_settings& optimizer,
+                               std::shared_ptr<data_feed> feed, control_channel& control)
+    : config_(c), optimizer_(optimizer), feed_(std::move(feed)), control_(control), loss_device_(make_loss_backend()) {
+  const std::size_t count = stage_sizes(c).size();
+  for (std::size_t j = 0; j < count; ++j) placement_.push_back(node_of(c, j));
+  for (const std::string& spare : c.pipeline.spare_nodes) spares_.push_back(config::resolve_node_address(c, spare));
+}
+
+actor_pipeline::~actor_pipeline() {
+  for (auto& s : stages_) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  if (loss_) caf::anon_send_exit(loss_, caf::exit_reason::user_shutdown);
+  if (loader_) caf::anon_send_exit(loader_, caf::exit_reason::user_shutdown);
+}
+
+void actor_pipeline::build() {
+  ++generation_;
+  caf::actor_system& sys = control_.self()->system();
+  auto placed = build_placed_stages(config_, optimizer_, [&](std::size_t j) { return placement_[j] == "local"; });
+  const auto count = static_cast<int32_t>(placed.size());
+  stages_.clear();
+  for (int32_t j = 0; j < count; ++j) {
+    if (placement_[j] == "local")
+      stages_.push_back(spawn_stage_actor(sys, stage_context{placed[j].device, placed[j].compute, j, config_.runtime.mode}));
+    else
+      stages_.push_back(spawn_remote_stage(placement_[j], j));
+  }
+  loss_ = spawn_loss_actor(sys, loss_device_, 16);
+  loader_ = spawn_loader_actor(sys, feed_, config_.runtime.mode);
+  const bool backprop = config_.training.method == config::training_method::backprop;
+  const int32_t credits = backprop ? 1 : config_.runtime.credits > 0 ? config_.runtime.credits : 2 * count - 1;
+
+  std::vector<caf::actor_addr> watched;
+  std::vector<int32_t> stage_of;
+  for (int32_t j = 0; j < count; ++j) watched.push_back(stages_[j].address()), stage_of.push_back(j);
+  watched.push_back(loss_.address()), stage_of.push_back(-1);
+  watched.push_back(loader_.address()), stage_of.push_back(-1);
+  control_.watch(watched, stage_of, generation_);
+  for (auto& s : stages_) control_.self()->monitor(s);
+  control_.self()->monitor(loss_);
+  control_.self()->monitor(loader_);
+
+  const coordinator_actor coordinator = control_.handle();
+  for (int32_t j = 0; j < count; ++j) {
+    stage_links links;
+    if (j > 0) links.prev = stages_[j - 1];
+    if (j + 1 < count) links.next = stages_[j + 1];
+    links.loss = loss_;
+    links.loader = loader_;
+    links.coordinator = coordinator;
+    links.count = count;
+    control_.ask<wire_atom>(stages_[j], control_timeout, wire_atom_v, links);
+    control_.ask<faults_atom>(stages_[j], control_timeout, faults_atom_v, faults_of(j));
+  }
+  control_.ask<wire_atom>(loss_, control_timeout, wire_atom_v, loss_sink{stages_.back()}, coordinator);
+  control_.ask<wire_atom>(loader_, control_timeout, wire_atom_v, forward_sink{stages_.front()}, loss_, credits);
+}
+
+void actor_pipeline::tear_down() {
+  auto stop = [&](const auto& who) {
+    if (!who) return;
+    control_.self()->demonitor(who.address());
+    control_.self()->send_exit(who, caf::exit_reason::user_shutdown);
+  };
+  for (auto& s : stages_) stop(s);
+  stop(loss_);
+  stop(loader_);
+  control_.watch({}, {}, generation_);
+  control_.drain();
+}
+
+void actor_pipeline::recover() {
+  tear_down();
+  for (auto& where : placement_) {
+    if (where == "local" || reachable(where)) continue;
+    auto spare = std::find_if(spares_.begin(), spares_.end(), [&](const std::string& s) { return reachable(s); });
+    if (spare == spares_.end())
+      throw run_failure(failure_kind::unreachable, -1, -1,
+                        "node " + where + " is lost and no spare node (pipeline.spare_nodes) answers");
+    const std::string lost = where;
+    for (auto& w : placement_)
+      if (w == lost) w = *spare;
+    spares_.erase(spare);
+  }
+  build();
+}
+
+void actor_pipeline::send_node_kills() {
+  if (kills_sent_) return;
+  kills_sent_ = true;
+  for (const std::string& entry_text : config_.faults.kill_node) {
+    const auto at = entry_text.rfind('@');
+    const std::string where = config::resolve_node_address(config_, entry_text.substr(0, at));
+    const double seconds = std::stod(entry_text.substr(at + 1));
+    control_.self()->send(connect(where, -1), kill_atom_v, seconds);
+    const auto first = std::find(placement_.begin(), placement_.end(), where);
+    control_.count_kill(first == placement_.end() ? 0 : static_cast<int32_t>(first - placement_.begin()));
+  }
+}
+
+stage_actor actor_pipeline::spawn_remote_stage(const std::string& where, int32_t j) {
+  node_actor node = connect(where, j);
+  control_.watch_extra(node.address(), j);
+  control_.self()->monitor(node);
+  const int64_t steps_per_epoch = optimizer_.total_steps / std::max(1, config_.training.epochs);
+  return control_.ask<stage_actor>(node, control_timeout, spawn_atom_v, config::to_yaml(config_), j, steps_per_epoch);
+}
+
+node_actor actor_pipeline::connect(const std::string& where, int32_t j) {
+  auto it = nodes_.find(where);
+  if (it != nodes_.end()) return it->second;
+  auto node = connect_node(control_.self()->system(), where, config_.tls);
+  if (!node)
+    throw run_failure(failure_kind::unreachable, j, -1,
+                      "cannot reach the node at " + where + " (is `petra node --listen " + where +
+                          "` running?): " + control_.self()->system().render(node.error()));
+  return nodes_.emplace(where, *node).first->second;
+}
+
+bool actor_pipeline::reachable(const std::string& where) {
+  auto node = connect_node(control_.self()->system(), where, config_.tls);
+  if (!node) {
+    nodes_.erase(where);
+    return false;
+  }
+  nodes_[where] = *node;
+  return true;
+}
+
+stage_faults actor_pipeline::faults_of(int32_t j) const {
+  const config::faults_config& f = config_.faults;
+  stage_faults out;
+  out.forward_delay = entry(f.forward_delay, j, int64_t{0});
+  out.backward_delay = entry(f.backward_delay, j - 1, int64_t{0});
+  out.in_forward_delay = entry(f.forward_delay, j - 1, int64_t{0});
+  out.in_backward_delay = entry(f.backward_delay, j, int64_t{0});
+  out.jitter_ms = entry(f.jitter_ms, j, int64_t{0});
+  out.drop = entry(f.drop, j, 0.0);
+  out.duplicate = entry(f.duplicate, j, 0.0);
+  out.reorder = entry(f.reorder, j, 0.0);
+  out.slow = entry(f.slow, j, 1.0);
+  out.crash_at_tick = crash_fired_ ? -1 : entry(f.crash_at_tick, j, int64_t{-1});
+  out.seed = f.seed;
+  return out;
+}
+
+}  // namespace petra

@@ -1,0 +1,63 @@
+// One build of the actor pipeline: stage actors (in this process or on `petra node`s), the loss
+// actor and the loader, wired to each other and to the coordinator, and monitored by it. After a
+// failure it is torn down and built again, stages of a lost node moving to a spare node.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/control.hpp"
+#include "compute/optimizer.hpp"
+#include "config/config.hpp"
+#include "training/data_feed.hpp"
+
+namespace petra {
+
+class actor_pipeline {
+ public:
+  actor_pipeline(const config::run_config& c, const optimizer_settings& optimizer, std::shared_ptr<data_feed> feed,
+                 control_channel& control);
+  ~actor_pipeline();
+
+  /// Spawns, wires and monitors a new generation of the pipeline's actors.
+  void build();
+  /// Stops every actor of the current generation and drops what they still send.
+  void tear_down();
+  /// After a failure: tears down, moves the stages of unreachable nodes to spare nodes, builds again.
+  void recover();
+  /// faults.kill_node: each listed node is told to kill itself that many seconds from now; each
+  /// kill counts as a fault of the first stage it holds. Once per run.
+  void send_node_kills();
+
+  const std::vector<messages::stage_actor>& stages() const { return stages_; }
+  const messages::loss_actor& loss() const { return loss_; }
+  const messages::loader_actor& loader() const { return loader_; }
+  int32_t generation() const { return generation_; }
+  /// The crash of faults.crash_at_tick happens once per run: the next builds leave it out.
+  void crash_fired() { crash_fired_ = true; }
+
+ private:
+  messages::stage_actor spawn_remote_stage(const std::string& where, int32_t j);
+  messages::node_actor connect(const std::string& where, int32_t j);
+  bool reachable(const std::string& where);
+  messages::stage_faults faults_of(int32_t j) const;
+
+  config::run_config config_;
+  optimizer_settings optimizer_;
+  std::shared_ptr<data_feed> feed_;
+  control_channel& control_;
+  std::shared_ptr<backend> loss_device_;
+  std::vector<messages::stage_actor> stages_;
+  messages::loss_actor loss_;
+  messages::loader_actor loader_;
+  std::map<std::string, messages::node_actor> nodes_;
+  std::vector<std::string> placement_;  // per stage: local or host:port (after any move to a spare)
+  std::vector<std::string> spares_;
+  int32_t generation_ = 0;
+  bool kills_sent_ = false;
+  bool crash_fired_ = false;
+};
+
+}  // namespace petra

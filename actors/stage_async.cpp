@@ -1,0 +1,157 @@
+// The async protocol.
+#include "actors/stage_async.hpp"
+
+namespace petra::detail {
+namespace {
+
+void note_mailbox(async_state& st) {
+  const auto waiting = static_cast<int64_t>(st.forwards.size() + st.backwards.size());
+  st.core.mailbox_peak = std::max(st.core.mailbox_peak, waiting);
+}
+
+/// The backward result of micro-batch `id` goes upstream; at stage 1 the micro-batch is finished
+/// and its credit returns to the loader.
+void send_backward(async_self self, int64_t id, const activation& rebuilt, const activation& grad) {
+  async_state& st = self->state;
+  stage_core& c = st.core;
+  if (!c.is_first()) {
+    emit(self, c, c.links.prev, backward_data{c.stamp_for(id, -1), to_host(c, rebuilt), to_host(c, grad)},
+         c.faults.backward_delay);
+    return;
+  }
+  ++st.completed;
+  self->send(c.links.loader, credit_atom_v, int64_t{1});
+}
+
+/// One unit of work, backward first (in this stage's FIFO order). False when idle or waiting for the loss.
+bool run_step(async_self self) {
+  async_state& st = self->state;
+  stage_core& c = st.core;
+  auto b = st.backwards.find(c.ctx.compute->next_backward_id());
+  if (b != st.backwards.end()) {
+    backward_data in = std::move(b->second);
+    st.backwards.erase(b);
+    bool slowed = false;
+    stage::backward_result r = timed_backward(c, in.rebuilt, in.grad, in.s.micro_batch, slowed);
+    count_slowed(self, c, slowed);
+    send_backward(self, in.s.micro_batch, r.input, r.input_grad);
+    return true;
+  }
+  if (st.forwards.empty()) return false;
+  forward_data in = std::move(st.forwards.front());
+  st.forwards.pop_front();
+  maybe_crash(c);
+  const int64_t id = in.s.micro_batch;
+  bool slowed = false;
+  activation out = timed_forward(c, in.x, id, slowed);
+  count_slowed(self, c, slowed);
+  ++c.tick;  // async "ticks" count this stage's forwards: the delay is in forwards
+  if (c.is_last()) {  // the backward follows when the loss actor answers
+    c.logits = out;
+    c.logits_id = id;
+    c.awaiting_loss = true;
+    self->send(c.links.loss, logits_data{c.stamp_for(id, -1), to_host(c, out).x1});
+    return false;
+  }
+  emit(self, c, c.links.next, forward_data{c.stamp_for(id, -1), to_host(c, out)}, c.faults.forward_delay);
+  return true;
+}
+
+}  // namespace
+
+void advance(async_self self) {
+  async_state& st = self->state;
+  stage_core& c = st.core;
+  if (!c.in_phase || c.awaiting_loss) return;
+  try {
+    while (run_step(self)) {
+    }
+    if (!c.awaiting_loss && c.is_first() && st.completed >= c.plan.micro_batches) finish_phase(self, c);
+  } catch (const std::exception& e) {
+    fail_with(self, c, e, -1);
+  }
+}
+
+void on_plan(async_self self, const phase_plan& plan) {
+  async_state& st = self->state;
+  begin_phase(st.core, plan);
+  st.forwards.clear();
+  st.backwards.clear();
+  st.seen_forward.clear();
+  st.seen_backward.clear();
+  st.completed = 0;
+  auto forwards = std::move(st.core.early_forward);
+  auto backwards = std::move(st.core.early_backward);
+  st.core.early_forward.clear();
+  st.core.early_backward.clear();
+  for (auto& f : forwards) on_forward(self, std::move(f));
+  for (auto& b : backwards) on_backward(self, std::move(b));
+  advance(self);
+}
+
+void on_forward(async_self self, forward_data in) {
+  async_state& st = self->state;
+  switch (classify(st.core, in.s)) {
+    case arrival::early:
+      st.core.early_forward.push_back(std::move(in));
+      return;
+    case arrival::stale:
+      return report_fault(self, st.core, fault_kind::duplicate_discarded);
+    case arrival::current:
+      break;
+  }
+  if (!st.seen_forward.insert(in.s.micro_batch).second)
+    return report_fault(self, st.core, fault_kind::duplicate_discarded);
+  st.forwards.push_back(std::move(in));
+  note_mailbox(st);
+  advance(self);
+}
+
+void on_backward(async_self self, backward_data in) {
+  async_state& st = self->state;
+  switch (classify(st.core, in.s)) {
+    case arrival::early:
+      st.core.early_backward.push_back(std::move(in));
+      return;
+    case arrival::stale:
+      return report_fault(self, st.core, fault_kind::duplicate_discarded);
+    case arrival::current:
+      break;
+  }
+  if (!st.seen_backward.insert(in.s.micro_batch).second)
+    return report_fault(self, st.core, fault_kind::duplicate_discarded);
+  st.backwards.emplace(in.s.micro_batch, std::move(in));
+  note_mailbox(st);
+  self->send(self, process_atom_v);  // forwards already in the mailbox queue up first; this backward then runs ahead of them
+}
+
+void on_loss(async_self self, loss_data in) {
+  stage_core& c = self->state.core;
+  if (!c.awaiting_loss || in.s.micro_batch != c.logits_id || in.s.phase != c.plan.phase) return;
+  c.awaiting_loss = false;
+  try {
+    bool slowed = false;
+    stage::backward_result r = timed_backward(c, c.logits, activation{in.dlogits, {}}, c.logits_id, slowed);
+    count_slowed(self, c, slowed);
+    c.logits = activation{};
+    send_backward(self, c.logits_id, r.input, r.input_grad);
+  } catch (const std::exception& e) {
+    return fail_with(self, c, e, in.s.micro_batch);
+  }
+  advance(self);
+}
+
+stage_status status_of(const async_state& st) {
+  const stage_core& c = st.core;
+  stage_status s;
+  s.stage = c.ctx.index;
+  s.in_phase = c.in_phase;
+  s.tick = c.tick;
+  s.completed = st.completed;
+  s.waiting_forward = c.in_phase && st.forwards.empty() && !c.awaiting_loss;
+  s.waiting_backward = c.in_phase && c.ctx.compute->outstanding() > 0 &&
+                       st.backwards.count(c.ctx.compute->next_backward_id()) == 0 && !c.awaiting_loss;
+  return s;
+}
+
+}  // namespace petra::detail

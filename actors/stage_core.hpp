@@ -1,0 +1,151 @@
+// What the lockstep and async stage actors share (private to actors/): the stage's links, faults,
+// phase and measurements, and the steps both protocols take — compute with the busy clock and
+// the slow-down fault, send with the link faults, report failures and injected faults.
+#pragma once
+
+#include <caf/all.hpp>
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "actors/stage_actor.hpp"
+#include "messages/errors.hpp"
+
+namespace petra::detail {
+
+using namespace messages;
+using namespace atoms;
+using clock_type = std::chrono::steady_clock;
+
+struct stage_core {
+  stage_context ctx;
+  stage_links links;
+  stage_faults faults;
+  std::mt19937_64 fault_rng;
+
+  phase_plan plan;
+  bool in_phase = false;
+  int64_t tick = 0;                 // lockstep: the next tick to run; async: forwards done
+  bool awaiting_loss = false;       // last stage: its logits are at the loss actor
+  activation logits;                // last stage: the forward output the loss answers
+  int64_t logits_id = -1;
+
+  int64_t mailbox_peak = 0;
+  double busy_seconds = 0;
+  clock_type::time_point phase_start;
+  std::vector<forward_data> early_forward;    // for a phase not planned here yet
+  std::vector<backward_data> early_backward;
+
+  bool is_first() const { return ctx.index == 0; }
+  bool is_last() const { return ctx.index == links.count - 1; }
+  bool faults_on() const { return plan.attempt == 0; }
+  bool lockstep() const { return ctx.mode == config::runtime_mode::lockstep; }
+  stamp stamp_for(int64_t id, int64_t tick_for) const {
+    return stamp{id, tick_for, ctx.compute->weight_version(), ctx.index, plan.phase};
+  }
+};
+
+/// Starts a phase: the plan, and the measurements from zero.
+void begin_phase(stage_core& c, const phase_plan& plan);
+
+/// The forward of micro-batch `id` at `tick`, timed and slowed down as faults.slow asks; true in
+/// `slowed` when the slow-down was applied.
+activation timed_forward(stage_core& c, const activation& x, int64_t id, bool& slowed);
+/// The backward of micro-batch `id` at the stage's current tick, timed and slowed down likewise.
+stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, const activation& grad, int64_t id,
+                                      bool& slowed);
+
+/// The stage's report of the phase so far.
+stage_report make_report(stage_core& c);
+
+/// The error a throwing stage quits with (injected crashes keep their code).
+caf::error error_of(const std::exception& e);
+
+/// Throws the injected crash when faults.crash_at_tick names this tick (first attempt only).
+void maybe_crash(stage_core& c);
+
+/// Lockstep: the tick a message sent at tick t on a link with this delay is for.
+int64_t arrival_tick(const stage_core& c, int64_t t, int64_t link_delay);
+
+/// An activation on this stage's device, and one of its own on the host (for a message that leaves
+/// it: another process, a CPU stage, the loss actor).
+activation on_device(stage_core& c, const activation& x);
+activation to_host(stage_core& c, const activation& x);
+
+/// Where a message stands against the stage's phase: for a phase not planned here yet (a
+/// neighbour started first), a late copy of an earlier or finished phase, or for now.
+enum class arrival { early, stale, current };
+arrival classify(const stage_core& c, const stamp& s);
+
+template <class Self>
+void report_fault(Self* self, stage_core& c, fault_kind kind) {
+  self->send(c.links.coordinator, fault_event{c.ctx.index, kind, c.plan.generation});
+}
+
+/// A failure: the coordinator hears what, where and its code; the actor quits with the error.
+template <class Self>
+void fail(Self* self, stage_core& c, const caf::error& err, const std::string& what, int64_t micro_batch) {
+  self->send(c.links.coordinator, failure_report{c.ctx.index, c.tick, micro_batch, err.code(), what, c.plan.generation});
+  self->quit(err);
+}
+
+/// A computation threw: an injected crash is counted as a fault; either way the stage fails.
+template <class Self>
+void fail_with(Self* self, stage_core& c, const std::exception& e, int64_t micro_batch) {
+  const caf::error err = error_of(e);
+  if (has_code(err, petra_errc::injected_crash)) report_fault(self, c, fault_kind::crash);
+  fail(self, c, err, e.what(), micro_batch);
+}
+
+/// Reports a slowed computation (faults.slow) as an injected fault.
+template <class Self>
+void count_slowed(Self* self, stage_core& c, bool slowed) {
+  if (slowed) report_fault(self, c, fault_kind::slow);
+}
+
+/// The end of this stage's phase, to the coordinator.
+template <class Self>
+void finish_phase(Self* self, stage_core& c) {
+  c.in_phase = false;
+  self->send(c.links.coordinator, phase_done{c.ctx.index, c.plan.generation});
+}
+
+inline bool chance(stage_core& c, double p) {
+  return p > 0 && std::uniform_real_distribution<double>(0, 1)(c.fault_rng) < p;
+}
+
+/// Sends one message on a link, applying the faults of this stage (first attempt only). In lockstep
+/// a link delay is in the stamp (ticks; `link_delay` is then in ticks); in async it is time
+/// (milliseconds). Every injected fault is reported.
+template <class Self, class Handle, class Message>
+void emit(Self* self, stage_core& c, const Handle& to, Message msg, int64_t link_delay) {
+  if (!c.faults_on()) {
+    self->send(to, std::move(msg));
+    return;
+  }
+  const bool marker = msg.s.micro_batch < 0;
+  if (!marker && chance(c, c.faults.drop)) {
+    report_fault(self, c, fault_kind::drop);
+    return;
+  }
+  const int copies = !marker && chance(c, c.faults.duplicate) ? 2 : 1;
+  if (copies == 2) report_fault(self, c, fault_kind::duplicate);
+  if (c.lockstep() && !marker && link_delay > 0) report_fault(self, c, fault_kind::delay);  // in the stamp
+  int64_t delay_ms = c.lockstep() ? 0 : link_delay;
+  if (!c.lockstep() && c.faults.jitter_ms > 0)
+    delay_ms += std::uniform_int_distribution<int64_t>(0, c.faults.jitter_ms)(c.fault_rng);
+  if (!c.lockstep() && !marker && chance(c, c.faults.reorder)) {
+    delay_ms += 1 + std::uniform_int_distribution<int64_t>(0, 19)(c.fault_rng);  // later messages overtake it
+    report_fault(self, c, fault_kind::reorder);
+  }
+  for (int i = 0; i < copies; ++i) {
+    if (delay_ms > 0) {
+      report_fault(self, c, fault_kind::delay);
+      self->delayed_send(to, std::chrono::milliseconds(delay_ms), msg);
+    } else {
+      self->send(to, msg);
+    }
+  }
+}
+
+}  // namespace petra::detail

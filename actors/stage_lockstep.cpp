@@ -1,0 +1,190 @@
+// The lockstep protocol.
+#include "actors/stage_lockstep.hpp"
+
+namespace petra::detail {
+namespace {
+
+void note_mailbox(lockstep_state& st) {
+  const auto waiting = static_cast<int64_t>(st.forwards.size() + st.backwards.size());
+  st.core.mailbox_peak = std::max(st.core.mailbox_peak, waiting);
+}
+
+/// The inputs tick t needs: stage 1 always reads the loader; the others from tick 1 (plus the
+/// injected delay of the link into them) on; the last stage's backward input is its loss.
+bool needs_forward(const stage_core& c, int64_t t) {
+  return c.is_first() || t >= 1 + (c.faults_on() ? c.faults.in_forward_delay : 0);
+}
+bool needs_backward(const stage_core& c, int64_t t) {
+  return !c.is_last() && t >= 1 + (c.faults_on() ? c.faults.in_backward_delay : 0);
+}
+
+/// Tick t has taken its inputs already: it ran, or it runs now and waits for the loss.
+bool already_ran(const stage_core& c, int64_t t) { return t < c.tick || (t == c.tick && c.awaiting_loss); }
+
+void send_forward(lockstep_self self, int64_t id, int64_t t, const activation& out) {
+  stage_core& c = self->state.core;
+  const int64_t at = arrival_tick(c, t, c.faults.forward_delay);
+  if (at >= c.plan.ticks) return;  // nothing is sent past the phase
+  emit(self, c, c.links.next, forward_data{c.stamp_for(id, at), to_host(c, out)}, c.faults.forward_delay);
+}
+
+void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& rebuilt, const activation& grad) {
+  stage_core& c = self->state.core;
+  if (c.is_first()) return;
+  const int64_t at = arrival_tick(c, t, c.faults.backward_delay);
+  if (at >= c.plan.ticks) return;
+  emit(self, c, c.links.prev, backward_data{c.stamp_for(id, at), to_host(c, rebuilt), to_host(c, grad)},
+       c.faults.backward_delay);
+}
+
+/// The rest of tick t after its forward: the backward half (the last stage ran it with the loss),
+/// the loader's credit at stage 1, and the clock.
+void end_tick(lockstep_self self, const backward_data& in) {
+  stage_core& c = self->state.core;
+  const int64_t t = c.tick;
+  if (!c.is_last()) {
+    if (in.grad.defined()) {
+      bool slowed = false;
+      stage::backward_result r = timed_backward(c, in.rebuilt, in.grad, in.s.micro_batch, slowed);
+      count_slowed(self, c, slowed);
+      send_backward(self, in.s.micro_batch, t, r.input, r.input_grad);
+    } else {
+      send_backward(self, -1, t, {}, {});
+    }
+  }
+  if (c.is_first()) self->send(c.links.loader, credit_atom_v, int64_t{1});
+  ++c.tick;
+}
+
+/// Runs tick `tick` if its inputs are there. False when it must wait (for an input or the loss).
+bool run_tick(lockstep_self self) {
+  lockstep_state& st = self->state;
+  stage_core& c = st.core;
+  const int64_t t = c.tick;
+  auto f = st.forwards.find(t);
+  auto b = st.backwards.find(t);
+  if ((needs_forward(c, t) && f == st.forwards.end()) || (needs_backward(c, t) && b == st.backwards.end()))
+    return false;
+  maybe_crash(c);
+  forward_data fin = f != st.forwards.end() ? std::move(f->second) : forward_data{};
+  backward_data bin = b != st.backwards.end() ? std::move(b->second) : backward_data{};
+  if (f != st.forwards.end()) st.forwards.erase(f);
+  if (b != st.backwards.end()) st.backwards.erase(b);
+
+  if (fin.x.defined()) {
+    const int64_t id = fin.s.micro_batch;
+    bool slowed = false;
+    activation out = timed_forward(c, fin.x, id, slowed);
+    count_slowed(self, c, slowed);
+    if (c.is_last()) {  // the tick goes on when the loss actor answers
+      c.logits = out;
+      c.logits_id = id;
+      c.awaiting_loss = true;
+      self->send(c.links.loss, logits_data{c.stamp_for(id, t), to_host(c, out).x1});
+      return false;
+    }
+    send_forward(self, id, t, out);
+  } else if (c.is_last()) {
+    send_backward(self, -1, t, {}, {});
+  } else {
+    send_forward(self, -1, t, {});
+  }
+  end_tick(self, bin);
+  return true;
+}
+
+}  // namespace
+
+void advance(lockstep_self self) {
+  stage_core& c = self->state.core;
+  if (!c.in_phase || c.awaiting_loss) return;
+  try {
+    while (c.tick < c.plan.ticks && run_tick(self)) {
+    }
+    if (!c.awaiting_loss && c.tick >= c.plan.ticks) finish_phase(self, c);
+  } catch (const std::exception& e) {
+    fail_with(self, c, e, -1);
+  }
+}
+
+void on_plan(lockstep_self self, const phase_plan& plan) {
+  lockstep_state& st = self->state;
+  begin_phase(st.core, plan);
+  st.forwards.clear();
+  st.backwards.clear();
+  auto forwards = std::move(st.core.early_forward);
+  auto backwards = std::move(st.core.early_backward);
+  st.core.early_forward.clear();
+  st.core.early_backward.clear();
+  for (auto& f : forwards) on_forward(self, std::move(f));
+  for (auto& b : backwards) on_backward(self, std::move(b));
+  advance(self);
+}
+
+void on_forward(lockstep_self self, forward_data in) {
+  lockstep_state& st = self->state;
+  switch (classify(st.core, in.s)) {
+    case arrival::early:
+      st.core.early_forward.push_back(std::move(in));
+      return;
+    case arrival::stale:
+      return report_fault(self, st.core, fault_kind::duplicate_discarded);
+    case arrival::current:
+      break;
+  }
+  // A second copy of a tick's message: that tick is waiting for it, or has already run.
+  const int64_t t = in.s.tick;
+  if (already_ran(st.core, t) || !st.forwards.emplace(t, std::move(in)).second)
+    return report_fault(self, st.core, fault_kind::duplicate_discarded);
+  note_mailbox(st);
+  advance(self);
+}
+
+void on_backward(lockstep_self self, backward_data in) {
+  lockstep_state& st = self->state;
+  switch (classify(st.core, in.s)) {
+    case arrival::early:
+      st.core.early_backward.push_back(std::move(in));
+      return;
+    case arrival::stale:
+      return report_fault(self, st.core, fault_kind::duplicate_discarded);
+    case arrival::current:
+      break;
+  }
+  const int64_t t = in.s.tick;
+  if (already_ran(st.core, t) || !st.backwards.emplace(t, std::move(in)).second)
+    return report_fault(self, st.core, fault_kind::duplicate_discarded);
+  note_mailbox(st);
+  advance(self);
+}
+
+void on_loss(lockstep_self self, loss_data in) {
+  stage_core& c = self->state.core;
+  if (!c.awaiting_loss || in.s.micro_batch != c.logits_id || in.s.phase != c.plan.phase) return;
+  c.awaiting_loss = false;
+  try {
+    bool slowed = false;
+    stage::backward_result r = timed_backward(c, c.logits, activation{in.dlogits, {}}, c.logits_id, slowed);
+    count_slowed(self, c, slowed);
+    c.logits = activation{};
+    send_backward(self, c.logits_id, c.tick, r.input, r.input_grad);
+    end_tick(self, backward_data{});
+  } catch (const std::exception& e) {
+    return fail_with(self, c, e, in.s.micro_batch);
+  }
+  advance(self);
+}
+
+stage_status status_of(const lockstep_state& st) {
+  const stage_core& c = st.core;
+  stage_status s;
+  s.stage = c.ctx.index;
+  s.in_phase = c.in_phase;
+  s.tick = c.tick;
+  s.completed = c.ctx.compute->stats().backwards;
+  s.waiting_forward = c.in_phase && needs_forward(c, c.tick) && st.forwards.count(c.tick) == 0;
+  s.waiting_backward = c.in_phase && needs_backward(c, c.tick) && st.backwards.count(c.tick) == 0;
+  return s;
+}
+
+}  // namespace petra::detail

@@ -1,0 +1,27 @@
+// The lockstep protocol of a stage actor: tick t runs when its forward and backward inputs for t
+// are there; what it sends at tick t is for tick t + 1 (plus any injected link delay).
+#pragma once
+
+#include <map>
+
+#include "actors/stage_core.hpp"
+
+namespace petra::detail {
+
+struct lockstep_state {
+  stage_core core;
+  std::map<int64_t, forward_data> forwards;    // by tick
+  std::map<int64_t, backward_data> backwards;  // by tick
+  static inline const char* name = "petra.stage.lockstep";
+};
+
+using lockstep_self = stage_actor::stateful_pointer<lockstep_state>;
+
+void on_plan(lockstep_self self, const phase_plan& plan);
+void on_forward(lockstep_self self, forward_data in);
+void on_backward(lockstep_self self, backward_data in);
+void on_loss(lockstep_self self, loss_data in);
+void advance(lockstep_self self);
+stage_status status_of(const lockstep_state& st);
+
+}  // namespace petra::detail

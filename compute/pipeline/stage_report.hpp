@@ -1,0 +1,29 @@
+// What a runtime reports of one stage over a period: the stage's own record (delays, staleness,
+// FIFO/stash peaks, inversion error) plus what only the runtime sees (mailbox, busy time).
+#pragma once
+
+#include <cstdint>
+
+#include "compute/pipeline/stage.hpp"
+
+namespace petra {
+
+struct stage_report {
+  int32_t stage = -1;            // 0-based
+  int64_t weight_version = 0;    // optimizer steps taken (the live weights' version)
+  stage_stats stats;
+  int64_t mailbox_peak = 0;      // forward + backward messages waiting at once (actor runtimes)
+  double busy_seconds = 0;       // computing (actor runtimes)
+  double wall_seconds = 0;       // the period
+
+  /// The report of `s` now, with the runtime's own measurements left at zero.
+  static stage_report of(const petra::stage& s) {
+    stage_report r;
+    r.stage = static_cast<int32_t>(s.index());
+    r.weight_version = s.weight_version();
+    r.stats = s.stats();
+    return r;
+  }
+};
+
+}  // namespace petra

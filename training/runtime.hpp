@@ -1,0 +1,54 @@
+// What the trainer loop drives, whatever runs the schedule: the reference simulator or the actor
+// runtimes. A runtime trains phases that end drained, evaluates, and saves and restores its stages.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "compute/pipeline/simulator.hpp"
+#include "compute/pipeline/stage_report.hpp"
+#include "training/checkpoint.hpp"
+#include "training/evaluate.hpp"
+#include "training/faults.hpp"
+
+namespace petra {
+
+/// One phase: micro-batches [first, first + count) of `epoch` (1-based). attempt > 0 replays it
+/// after a rollback (injected faults stay off).
+struct phase_request {
+  int epoch = 1;
+  int64_t first = 0;
+  int64_t count = 0;
+  int attempt = 0;
+};
+
+/// What a phase did, as measured by whoever ran it.
+struct phase_result : run_totals {
+  int64_t completed = 0;                // micro-batches whose backward finished at stage 1
+  std::vector<stage_report> stages;     // per stage, over the phase
+  std::vector<fault_counts> faults;     // per stage, injected in the phase
+};
+
+/// Called as micro-batches complete, with the phase's totals so far.
+using progress_fn = std::function<void(const run_totals&)>;
+
+class pipeline_runtime {
+ public:
+  virtual ~pipeline_runtime() = default;
+  /// Runs a phase to its drained end; throws run_failure when the attempt fails.
+  virtual phase_result train(const phase_request& phase, const progress_fn& progress) = 0;
+  /// Mean loss and accuracy on the feed, with running BN statistics (the one eval loop).
+  virtual eval_result evaluate(data_feed& test) = 0;
+  /// Every stage's state (weights, momentum, BN buffers, optimizer steps).
+  virtual std::vector<stage_snapshot> snapshot() = 0;
+  /// Restores every stage from a checkpoint.
+  virtual void restore(const checkpoint& from) = 0;
+  /// After a failure: tears the pipeline down and builds it again (stages of a lost node move to a
+  /// spare node). The caller then restores the last checkpoint.
+  virtual void recover() = 0;
+  /// The learning rate of the first stage now.
+  virtual double current_lr() = 0;
+};
+
+}  // namespace petra

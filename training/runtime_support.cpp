@@ -1,0 +1,54 @@
+// Keys per runtime.
+#include "training/runtime_support.hpp"
+
+#include <algorithm>
+
+namespace petra {
+namespace {
+
+template <class List>
+bool any_set(const List& list, typename List::value_type none) {
+  return std::any_of(list.begin(), list.end(), [&](const auto& v) { return v != none; });
+}
+
+[[noreturn]] void refuse(const std::string& key, const config::run_config& c, const std::string& why) {
+  throw config::config_error(key + ": runtime.mode " + config::to_string(c.runtime.mode) + " " + why);
+}
+
+}  // namespace
+
+void check_runtime_supports(const config::run_config& c) {
+  const config::faults_config& f = c.faults;
+  const auto mode = c.runtime.mode;
+  if (mode == config::runtime_mode::simulate) {
+    const std::string why = "cannot inject faults: the simulator has no links, actors or nodes "
+                            "(use runtime.mode lockstep or async)";
+    if (any_set(f.forward_delay, 0)) refuse("faults.forward_delay", c, why);
+    if (any_set(f.backward_delay, 0)) refuse("faults.backward_delay", c, why);
+    if (any_set(f.jitter_ms, 0)) refuse("faults.jitter_ms", c, why);
+    if (any_set(f.drop, 0.0)) refuse("faults.drop", c, why);
+    if (any_set(f.duplicate, 0.0)) refuse("faults.duplicate", c, why);
+    if (any_set(f.reorder, 0.0)) refuse("faults.reorder", c, why);
+    if (any_set(f.slow, 1.0)) refuse("faults.slow", c, why);
+    if (any_set(f.crash_at_tick, -1)) refuse("faults.crash_at_tick", c, why);
+    if (!f.kill_node.empty()) refuse("faults.kill_node", c, why);
+    if (std::any_of(c.pipeline.nodes.begin(), c.pipeline.nodes.end(),
+                    [](const std::string& n) { return !n.empty() && n != "local"; }))
+      refuse("pipeline.nodes", c, "runs every stage in this process (use runtime.mode lockstep or async)");
+    if (!c.pipeline.spare_nodes.empty())
+      refuse("pipeline.spare_nodes", c, "runs every stage in this process (use runtime.mode lockstep or async)");
+    if (c.runtime.credits != 0)
+      refuse("runtime.credits", c, "follows the tick schedule: credits bound the async runtime only");
+    for (const config::device_spec& d : c.pipeline.devices)
+      if (d.type != config::device_spec::kind::cpu)
+        refuse("pipeline.devices", c,
+               "runs every stage on the CPU (" + d.str() + " needs the actor runtimes: runtime.mode lockstep or async)");
+  }
+  if (mode == config::runtime_mode::lockstep) {
+    const std::string why = "counts time in ticks: jitter and reordering are wall-clock faults of the async runtime";
+    if (any_set(f.jitter_ms, 0)) refuse("faults.jitter_ms", c, why);
+    if (any_set(f.reorder, 0.0)) refuse("faults.reorder", c, why);
+  }
+}
+
+}  // namespace petra

@@ -1,0 +1,12 @@
+// Which config keys each runtime can honour: a key a runtime cannot honour is refused before
+// anything runs or is written, never ignored.
+#pragma once
+
+#include "config/config.hpp"
+
+namespace petra {
+
+/// Throws config::config_error naming the first key of `c` that runtime.mode cannot honour and why.
+void check_runtime_supports(const config::run_config& c);
+
+}  // namespace petra

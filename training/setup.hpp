@@ -1,0 +1,54 @@
+// From the typed config to compute objects: model spec, method, optimizer, and the stages each
+// on its own backend, built the same way for every runtime (so lockstep ≡ simulate bit for bit).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compute/backend_factory.hpp"
+#include "compute/models/revnet.hpp"
+#include "compute/pipeline/method.hpp"
+#include "compute/pipeline/stage.hpp"
+#include "config/config.hpp"
+
+namespace petra {
+
+/// The model preset named by model.arch with the config's overrides applied.
+revnet_spec model_spec(const config::model_config& m);
+
+method_options method_for(const config::training_config& t);
+
+/// Optimizer settings for a run of `steps_per_epoch` optimizer steps per epoch.
+optimizer_settings optimizer_for(const config::training_config& t, int64_t steps_per_epoch);
+
+/// Blocks per stage (pipeline.stage_blocks resolved against the model).
+std::vector<int> stage_sizes(const config::run_config& c);
+
+/// Where stage j runs: "local" or "host:port" (pipeline.nodes; names of `nodes:` resolved).
+std::string node_of(const config::run_config& c, std::size_t j);
+
+/// The device of stage j (pipeline.devices; cpu when not given).
+device device_of(const config::run_config& c, std::size_t j);
+
+/// The backend of stage j: its device, pipeline.threads[j] compute threads (1 when not given),
+/// runtime.precision and runtime.deterministic.
+std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::size_t j);
+
+/// One stage's share of the model with its own device context.
+struct placed_stage {
+  std::shared_ptr<backend> device;
+  std::shared_ptr<stage> compute;
+};
+
+/// Every stage on its own backend; with `wanted`, only the stages it accepts are built (the
+/// others stay empty: they live in another process). Throws std::invalid_argument naming
+/// pipeline.devices[j] when a device cannot be had.
+std::vector<placed_stage> build_placed_stages(const config::run_config& c, const optimizer_settings& optimizer,
+                                              const std::function<bool(std::size_t)>& wanted = {});
+
+/// The backend the loss is computed on (the loss actor's; the simulator uses the same).
+std::unique_ptr<backend> make_loss_backend();
+
+}  // namespace petra

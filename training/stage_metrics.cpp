@@ -1,0 +1,98 @@
+// Per-stage metrics.
+#include "training/stage_metrics.hpp"
+
+#include <algorithm>
+
+namespace petra {
+namespace {
+
+int64_t entry(const std::vector<int>& list, std::size_t i) { return i < list.size() ? list[i] : 0; }
+
+void add(std::map<int64_t, int64_t>& total, const std::map<int64_t, int64_t>& more) {
+  for (const auto& [value, count] : more) total[value] += count;
+}
+
+nlohmann::json histogram(const std::map<int64_t, int64_t>& h) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [value, count] : h) out[std::to_string(value)] = count;
+  return out;
+}
+
+}  // namespace
+
+int64_t expected_delay_ticks(const config::run_config& c, std::size_t j, std::size_t J) {
+  if (c.runtime.mode == config::runtime_mode::async) return -1;
+  int64_t delay = 2 * static_cast<int64_t>(J - 1 - j);
+  if (c.runtime.mode == config::runtime_mode::lockstep)
+    for (std::size_t link = j; link + 1 < J; ++link)
+      delay += entry(c.faults.forward_delay, link) + entry(c.faults.backward_delay, link);
+  return delay;
+}
+
+double expected_staleness_steps(const config::run_config& c, std::size_t j, std::size_t J) {
+  if (c.training.method == config::training_method::backprop) return 0.0;
+  const int64_t delay = expected_delay_ticks(c, j, J);
+  return delay < 0 ? -1.0 : static_cast<double>(delay) / c.training.accumulation;
+}
+
+void merge(stage_report& total, const stage_report& later) {
+  stage_stats& a = total.stats;
+  const stage_stats& b = later.stats;
+  a.forwards += b.forwards;
+  a.backwards += b.backwards;
+  add(a.delay_ticks, b.delay_ticks);
+  add(a.staleness_steps, b.staleness_steps);
+  a.fifo_peak = std::max(a.fifo_peak, b.fifo_peak);
+  a.fifo_peak_bytes = std::max(a.fifo_peak_bytes, b.fifo_peak_bytes);
+  a.stash_peak = std::max(a.stash_peak, b.stash_peak);
+  a.stash_peak_bytes = std::max(a.stash_peak_bytes, b.stash_peak_bytes);
+  a.inversion_samples += b.inversion_samples;
+  a.inversion_error_sum += b.inversion_error_sum;
+  a.inversion_error_max = std::max(a.inversion_error_max, b.inversion_error_max);
+  total.stage = later.stage;
+  total.weight_version = later.weight_version;
+  total.mailbox_peak = std::max(total.mailbox_peak, later.mailbox_peak);
+  total.busy_seconds += later.busy_seconds;
+  total.wall_seconds += later.wall_seconds;
+}
+
+nlohmann::json stage_json(const stage_report& r, const fault_counts& faults, const config::run_config& c,
+                          std::size_t J) {
+  const std::size_t j = static_cast<std::size_t>(r.stage);
+  const int64_t delay = expected_delay_ticks(c, j, J);
+  const double staleness = expected_staleness_steps(c, j, J);
+  const stage_stats& s = r.stats;
+  nlohmann::json out = {{"stage", r.stage + 1},
+                        {"expected_delay_ticks", delay < 0 ? nlohmann::json() : nlohmann::json(delay)},
+                        {"expected_staleness_steps", staleness < 0 ? nlohmann::json() : nlohmann::json(staleness)},
+                        {"delay_ticks", histogram(s.delay_ticks)},
+                        {"staleness_steps", histogram(s.staleness_steps)},
+                        {"forwards", s.forwards},
+                        {"backwards", s.backwards},
+                        {"weight_version", r.weight_version},
+                        {"fifo_peak", s.fifo_peak},
+                        {"fifo_peak_bytes", s.fifo_peak_bytes},
+                        {"stash_peak_versions", s.stash_peak},
+                        {"stash_peak_bytes", s.stash_peak_bytes},
+                        {"mailbox_peak", r.mailbox_peak},
+                        {"busy_seconds", r.busy_seconds},
+                        {"busy_fraction", r.wall_seconds > 0 ? r.busy_seconds / r.wall_seconds : 0.0}};
+  if (faults.injected() > 0 || faults.duplicates_discarded > 0) {
+    out["injected_drops"] = faults.drops;
+    out["injected_duplicates"] = faults.duplicates;
+    out["injected_reorders"] = faults.reorders;
+    out["injected_delays"] = faults.delays;
+    out["injected_slowdowns"] = faults.slowed;
+    out["injected_crashes"] = faults.crashes;
+    out["injected_kills"] = faults.kills;
+    out["duplicates_discarded"] = faults.duplicates_discarded;
+  }
+  if (s.inversion_samples > 0) {
+    out["inversion_samples"] = s.inversion_samples;
+    out["inversion_error_mean"] = s.inversion_error_sum / static_cast<double>(s.inversion_samples);
+    out["inversion_error_max"] = s.inversion_error_max;
+  }
+  return out;
+}
+
+}  // namespace petra

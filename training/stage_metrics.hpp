@@ -1,0 +1,32 @@
+// The one report builder: per-stage measurements of a period (merged over the phases of an epoch)
+// and what DESIGN.md §1 expects of them, as the JSON of metrics.jsonl.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compute/pipeline/stage_report.hpp"
+#include "config/config.hpp"
+#include "training/faults.hpp"
+
+namespace petra {
+
+/// The forward→backward delay, in ticks, that stage j (0-based) of J must show under this config
+/// in simulate and lockstep: 2(J−1−j) plus the injected link delays on its round trip (lockstep);
+/// −1 in async, where the delay is counted in the stage's own forwards and follows no fixed schedule.
+int64_t expected_delay_ticks(const config::run_config& c, std::size_t j, std::size_t J);
+
+/// The optimizer steps stage j's weights move between its forward and backward: delay / k, 0 for
+/// backprop; −1 when the delay has no fixed value (async).
+double expected_staleness_steps(const config::run_config& c, std::size_t j, std::size_t J);
+
+/// Adds a later period's report of the same stage: counts and histograms add, peaks take the maximum.
+void merge(stage_report& total, const stage_report& later);
+
+/// The per-stage JSON of an epoch line (README, "What a run writes").
+nlohmann::json stage_json(const stage_report& r, const fault_counts& faults, const config::run_config& c,
+                          std::size_t J);
+
+}  // namespace petra
