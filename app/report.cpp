@@ -21,6 +21,9 @@ void make_names_unique(std::vector<run_data>& runs) {
   for (const auto& run : runs) ++uses[run.name];
   for (auto& run : runs)
     if (uses[run.name] > 1) run.name = fs::path(run.dir).lexically_normal().string();
+  std::map<std::string, int> seen;  // the same directory given twice: "x", "x #2"
+  for (auto& run : runs)
+    if (++seen[run.name] > 1) run.name += " #" + std::to_string(seen[run.name]);
 }
 
 /// Refuses an output that is not a directory, or a non-empty directory that is not a report (so

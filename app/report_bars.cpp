@@ -162,12 +162,13 @@ report_plot draw_busy_fraction(const std::string& dir, const std::vector<run_dat
     data << "EOD\n";
     labels << "set label " << r + 1 << " \"bottleneck\" at " << bottleneck + 1 + offset << ","
            << 100 * busy[r][bottleneck].value_or(0) << " center offset 0," << 0.8 + 1.2 * r << " tc rgb \""
-           << run_colour(r) << "\"\n";
+           << run_colour(r) << "\" front boxed\n";
     plots << (plots.tellp() > 0 ? ", " : "plot ") << "$run" << r << " using ($1+" << offset
           << "):2 with boxes lc rgb \"" << run_colour(r) << "\" title " << gnuplot_string(runs[r].name);
   }
   std::ostringstream body;
-  body << data.str() << labels.str() << "set grid ytics\nset style fill solid 0.75 border -1\n"
+  body << data.str() << labels.str() << "set style textbox opaque noborder\n"
+       << "set grid ytics\nset style fill solid 0.75 border -1\n"
        << "set boxwidth " << width << "\nset xlabel \"stage\"\nset ylabel \"busy (% of wall time)\"\n"
        << "set xrange [0.4:" << stage_count + 0.6 << "]\nset xtics 1\n"
        << "set yrange [0:" << std::min(115.0, std::max(10.0, 100 * top * 1.2 + 5)) << "]\nset key top right\n"

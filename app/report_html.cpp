@@ -33,7 +33,7 @@ std::string read_file(const fs::path& path) {
 
 const char* style = R"(body{font-family:sans-serif;margin:24px auto;max-width:1080px;color:#222}
 h1{margin-bottom:4px}h2{margin-top:32px;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td{white-space:nowrap}
 th{background:#f2f2f2}td:first-child,th:first-child{text-align:left;white-space:nowrap}
 .swatch{display:inline-block;width:12px;height:12px;margin-right:6px;vertical-align:middle}
 figure{margin:8px 0}img{max-width:100%;border:1px solid #ddd}figcaption{color:#555;font-size:90%}
