@@ -1,4 +1,4 @@
-// The `petra` command line: train, eval, model-info, memory-model.
+// The `petra` command line: train, node, sweep, report, eval, model-info, memory-model.
 #include "app/cli.hpp"
 
 #include <CLI/CLI.hpp>
@@ -41,6 +41,12 @@ int run_cli(int argc, char** argv) {
   sweep_cmd->add_option("--output", sweep.output, "Parent directory (default: sweeps)");
   sweep_cmd->add_option("--name", sweep.name, "Sweep directory name (default: sweep-<time>)");
 
+  report_options report;
+  auto* report_cmd = cli.add_subcommand("report", "Plots and report.html of run directories (several overlay)");
+  report_cmd->add_option("runs", report.runs, "Run directories written by petra train")->required();
+  report_cmd->add_option("--output", report.output,
+                         "Directory for report.html and the plots (default: <first run>/report)");
+
   std::string eval_target;
   std::vector<std::string> eval_sets;
   auto* eval_cmd = cli.add_subcommand("eval", "Evaluate a checkpoint on the test set");
@@ -81,6 +87,7 @@ int run_cli(int argc, char** argv) {
   if (*eval_cmd) return eval_command(eval_target, eval_sets);
   if (*node_cmd) return node_command(node);
   if (*sweep_cmd) return sweep_command(sweep);
+  if (*report_cmd) return report_command(report);
   if (*info_cmd) return model_info_command(info_config, info_sets, flags);
   if (*memory_cmd) return memory_model_command(info_config, info_sets, flags);
   return 2;

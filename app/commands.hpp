@@ -29,6 +29,13 @@ struct sweep_options {
 /// Runs a config over a grid of values; writes a table (Markdown and CSV) and a plot (PNG).
 int sweep_command(const sweep_options& options);
 
+struct report_options {
+  std::vector<std::string> runs;  // run directories; several overlay their curves
+  std::string output;             // "" = <first run directory>/report
+};
+/// Plots and report.html of one or more run directories (their config.yaml and metrics.jsonl).
+int report_command(const report_options& options);
+
 /// Evaluates a checkpoint (a file, or the latest one in a run directory) on the test set.
 int eval_command(const std::string& target, const std::vector<std::string>& sets);
 

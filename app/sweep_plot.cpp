@@ -1,47 +1,14 @@
-// accuracy.png of `petra sweep`: a gnuplot script (kept beside the plot, to redraw or restyle it)
-// run by the gnuplot found on PATH; the PNG is written to a temp name and renamed, so it is whole.
-#include <sys/wait.h>
-#include <unistd.h>
-
+// accuracy.png of `petra sweep`: final test accuracy against the swept values, drawn by gnuplot
+// (app/gnuplot.hpp) from a script kept beside the plot.
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <sstream>
 
+#include "app/gnuplot.hpp"
 #include "app/sweep_report.hpp"
-#include "compute/serialize/atomic_file.hpp"
 
 namespace petra::app {
 namespace {
-namespace fs = std::filesystem;
-
-std::string find_on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path != nullptr ? path : "");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / program;
-    if (fs::is_regular_file(candidate) && ::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-  }
-  return "";
-}
-
-/// A gnuplot double-quoted string literal.
-std::string gnuplot_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-/// A POSIX shell single-quoted word.
-std::string shell_word(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 bool parse_number(const std::string& text, double& value) {
   char* end = nullptr;
@@ -53,8 +20,7 @@ bool parse_number(const std::string& text, double& value) {
 
 std::string write_accuracy_plot(const std::string& dir, const std::vector<grid_axis>& axes,
                                 const std::vector<point_result>& results) {
-  const std::string gnuplot = find_on_path("gnuplot");
-  if (gnuplot.empty()) return "gnuplot not found";
+  if (find_gnuplot().empty()) return "gnuplot not found";
   bool any = false;
   for (const auto& r : results) any = any || r.succeeded();
   if (!any) return "no run finished";
@@ -91,41 +57,25 @@ std::string write_accuracy_plot(const std::string& dir, const std::vector<grid_a
   const double x_margin = x_max > x_min ? 0.08 * (x_max - x_min) : 1.0;
   const double y_margin = std::max(1.0, 0.15 * (y_max - y_min));
 
-  const std::string script = (fs::path(dir) / "accuracy.gp").string();
-  write_file_atomically(script, [&](std::ostream& out) {
-    out << "# petra sweep: final test accuracy per grid point, failed runs left out.\n"
-        << "# Redraw: gnuplot accuracy.gp\n"
-        << "set terminal pngcairo size 960,600 noenhanced font \",11\"\n"
-        << "set output 'accuracy.png.tmp'\n"
-        << "set title " << gnuplot_string("final test accuracy against " + keys) << "\n"
-        << "set xlabel " << gnuplot_string(keys) << "\n"
-        << "set ylabel \"test accuracy (%)\"\n"
-        << "set grid\nset key off\n"
-        << "set yrange [" << std::max(0.0, y_min - y_margin) << ":" << y_max + y_margin << "]\n";
-    if (numeric) {
-      out << "set xrange [" << x_min - x_margin << ":" << x_max + x_margin << "]\n";
-    } else {
-      out << "set xtics (" << labels << ")";
-      if (longest_label > 12) out << " rotate by -25";
-      out << "\nset xrange [0.5:" << results.size() + 0.5 << "]\n";
-    }
-    out << "$accuracy << EOD\n"
-        << data.str() << "EOD\n"
-        << "plot $accuracy using 1:2 with linespoints linewidth 2 pointtype 7 pointsize 1.5, \\\n"
-        << "     $accuracy using 1:2:(sprintf(\"%.1f%%\", $2)) with labels offset 0,1.2\n";
-  });
-
-  const fs::path temp = fs::path(dir) / "accuracy.png.tmp";
-  const int status =
-      std::system(("cd " + shell_word(dir) + " && " + shell_word(gnuplot) + " accuracy.gp").c_str());
-  if (status != 0 || !fs::is_regular_file(temp)) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    return "gnuplot failed (exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : status) +
-           ") on " + script;
+  std::ostringstream body;
+  body << "set title " << gnuplot_string("final test accuracy against " + keys) << "\n"
+       << "set xlabel " << gnuplot_string(keys) << "\n"
+       << "set ylabel \"test accuracy (%)\"\n"
+       << "set grid\nset key off\n"
+       << "set yrange [" << std::max(0.0, y_min - y_margin) << ":" << y_max + y_margin << "]\n";
+  if (numeric) {
+    body << "set xrange [" << x_min - x_margin << ":" << x_max + x_margin << "]\n";
+  } else {
+    body << "set xtics (" << labels << ")";
+    if (longest_label > 12) body << " rotate by -25";
+    body << "\nset xrange [0.5:" << results.size() + 0.5 << "]\n";
   }
-  fs::rename(temp, fs::path(dir) / "accuracy.png");
-  return "";
+  body << "$accuracy << EOD\n"
+       << data.str() << "EOD\n"
+       << "plot $accuracy using 1:2 with linespoints linewidth 2 pointtype 7 pointsize 1.5, \\\n"
+       << "     $accuracy using 1:2:(sprintf(\"%.1f%%\", $2)) with labels offset 0,1.2\n";
+  return run_gnuplot(dir, "accuracy", 960, 600,
+                     "petra sweep: final test accuracy per grid point, failed runs left out.", body.str());
 }
 
 }  // namespace petra::app

@@ -9,6 +9,7 @@ packages=(
   libcaf-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
   doctest-dev zlib1g-dev libssl-dev openssl gnuplot-nox
   dataset-fashion-mnist
+  chromium  # the report test opens report.html in headless Chromium
 )
 # The PyTorch peer is needed by bench/ only: PETRA_WITH_PEER=1 adds it.
 if [ "${PETRA_WITH_PEER:-0}" = 1 ]; then packages+=(python3-torch); fi
