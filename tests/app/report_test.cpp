@@ -2,6 +2,8 @@
 // (each a PNG that decodes, each embedded in report.html), several runs overlay, a run without step
 // lines says what is missing, bad input exits 2 and writes nothing, and Chromium renders the page.
 #include <doctest/doctest.h>
+
+#include "tests/skip.hpp"
 #include <unistd.h>
 
 #include <cstdlib>
@@ -199,12 +201,9 @@ std::string chromium_skip_reason() {
 
 TEST_CASE(
     "report: a ci_smoke run gives each plot its data allow, every PNG embedded, and says what is missing") {
-  if (!have_fashion_mnist()) {
-    MESSAGE("skipping: /usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
-    return;
-  }
+  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
-  petra::app::train_options train;
+  petra::train_options train;
   train.config = "ci_smoke";
   train.sets = {"output.dir=" + out.path.string(), "output.name=x", "output.progress=false"};
   REQUIRE(petra::app::train_command(train) == 0);
@@ -332,10 +331,7 @@ TEST_CASE("report: bad input exits 2 with a message naming the file and line, an
 }
 
 TEST_CASE("report: headless Chromium opens report.html from disk and draws it (non-blank screenshot)") {
-  if (auto why = chromium_skip_reason(); !why.empty()) {
-    MESSAGE("skipping: " << why);
-    return;
-  }
+  if (auto why = chromium_skip_reason(); !why.empty()) PETRA_SKIP(why);
   scratch_dir out;
   write_run(out.path / "petra", fixture_run{});
   REQUIRE(report({(out.path / "petra").string()}, (out.path / "report").string()) == 0);
