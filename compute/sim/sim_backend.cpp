@@ -16,6 +16,14 @@ namespace {
   throw std::invalid_argument(std::string(op) + ": " + what);
 }
 
+/// Worker side: a copy of host tensor `t` in the kernels' recycled buffers (fresh pages would
+/// cost the copy its page faults).
+tensor copy_of(cpu_backend& cpu, const tensor& t) {
+  tensor out = cpu.empty(t.shape());
+  cpu.copy(t, out);
+  return out;
+}
+
 }  // namespace
 
 sim_backend::sim_backend(std::shared_ptr<sim::device_worker> on, const sim_options& options)
@@ -77,7 +85,7 @@ uint64_t sim_backend::enqueue(std::function<void(cpu_backend&)> work) {
 
 tensor sim_backend::download(const tensor& t) {
   auto result = std::make_shared<tensor>();
-  const uint64_t done = enqueue([t, result](cpu_backend&) { *result = sim::host_view(t).clone(); });
+  const uint64_t done = enqueue([t, result](cpu_backend& cpu) { *result = copy_of(cpu, sim::host_view(t)); });
   device_->wait(*stream_, done);
   return *result;
 }
@@ -145,7 +153,7 @@ tensor sim_backend::import(const tensor& t) {
   if (from.type == device_type::cpu) {
     // A host tensor of a message is never written again: the upload reads it when its turn comes.
     tensor mine = output(t.shape());
-    enqueue([mine, t](cpu_backend&) { sim::storage_of(mine).install(t.clone()); });
+    enqueue([mine, t](cpu_backend& cpu) { sim::storage_of(mine).install(copy_of(cpu, t)); });
     return mine;
   }
   if (from.type != device_type::sim)
@@ -165,7 +173,7 @@ tensor sim_backend::import(const tensor& t) {
   }
   // Another simulated device: a copy here once the producer's point is passed.
   tensor mine = output(t.shape());
-  enqueue([mine, t](cpu_backend&) { sim::storage_of(mine).install(sim::host_view(t).clone()); });
+  enqueue([mine, t](cpu_backend& cpu) { sim::storage_of(mine).install(copy_of(cpu, sim::host_view(t))); });
   return mine;
 }
 
