@@ -84,9 +84,10 @@ int main(int argc, char** argv) {
   const std::vector<std::pair<const char*, shape_t>> sizes = {{"64×32×28×28 (6.4 MB)", {64, 32, 28, 28}},
                                                               {"64×10 (2.5 KB)", {64, 10}}};
 
-  std::printf("hand-over per message, median of %d (µs): calls = export_for + import on the caller's thread; "
-              "usable = until the consumer's stream has it\n\n",
-              repeats);
+  std::printf(
+      "hand-over per message, median of %d (µs): calls = export_for + import on the caller's thread; "
+      "usable = until the consumer's stream has it\n\n",
+      repeats);
   std::printf("| path | tensor | calls µs | usable µs |\n|---|---|---:|---:|\n");
   for (const auto& [size_name, shape] : sizes) {
     for (const path& p : paths) {

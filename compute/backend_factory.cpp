@@ -16,8 +16,9 @@ std::unique_ptr<backend> make_backend(const device& where, const backend_options
   if (where.type == device_type::cpu) return make_cpu_backend(options.threads);
   if (where.type == device_type::sim) {
     if (!options.sim)
-      throw std::invalid_argument("device " + where.str() +
-                                  " needs the run's simulated devices: pass a sim_devices in backend_options::sim");
+      throw std::invalid_argument(
+          "device " + where.str() +
+          " needs the run's simulated devices: pass a sim_devices in backend_options::sim");
     sim_options sim;
     sim.threads = options.threads;
     sim.latency_us = options.sim_latency_us;
@@ -26,12 +27,12 @@ std::unique_ptr<backend> make_backend(const device& where, const backend_options
   }
 #ifdef PETRA_HAVE_CUDA
   std::string why;
-  if (!cuda_usable(&why))
-    throw std::invalid_argument("device " + where.str() + " is not usable: " + why);
+  if (!cuda_usable(&why)) throw std::invalid_argument("device " + where.str() + " is not usable: " + why);
   return make_cuda_backend(where.index, options.tf32, options.deterministic);
 #else
-  throw std::invalid_argument("device " + where.str() +
-                              ": this build has no CUDA backend (the CUDA toolkit was not found at configure time)");
+  throw std::invalid_argument(
+      "device " + where.str() +
+      ": this build has no CUDA backend (the CUDA toolkit was not found at configure time)");
 #endif
 }
 

@@ -12,9 +12,9 @@ namespace petra {
 class sim_devices;
 
 struct backend_options {
-  int threads = 1;              // CPU and sim: compute threads
-  bool tf32 = false;            // CUDA: TF32 tensor-core math for convolutions and GEMMs
-  bool deterministic = false;   // CUDA: deterministic algorithms only (tests, lockstep parity)
+  int threads = 1;             // CPU and sim: compute threads
+  bool tf32 = false;           // CUDA: TF32 tensor-core math for convolutions and GEMMs
+  bool deterministic = false;  // CUDA: deterministic algorithms only (tests, lockstep parity)
   /// sim:N: the run's simulated devices (one worker thread per device, shared by its backends);
   /// required for a sim device. The backend keeps its device alive, not the registry.
   std::shared_ptr<sim_devices> sim;

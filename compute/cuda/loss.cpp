@@ -41,7 +41,8 @@ float cuda_backend::softmax_cross_entropy(const tensor& logits, const std::vecto
   tensor results = context_->pinned({3 * n});  // per-row losses (double), then hits (int32)
   auto* losses = reinterpret_cast<double*>(results.data());
   auto* hits = reinterpret_cast<int32_t*>(losses + rows);
-  PETRA_CUDA_CHECK(cudaMemcpyAsync(losses, row_loss, rows * sizeof(double), cudaMemcpyDeviceToHost, stream()));
+  PETRA_CUDA_CHECK(
+      cudaMemcpyAsync(losses, row_loss, rows * sizeof(double), cudaMemcpyDeviceToHost, stream()));
   PETRA_CUDA_CHECK(cudaMemcpyAsync(hits, row_hit, rows * sizeof(int32_t), cudaMemcpyDeviceToHost, stream()));
   context_->synchronize();
   double loss = 0;

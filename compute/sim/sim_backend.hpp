@@ -1,7 +1,7 @@
 // The simulated-device backend `sim:N`: the CPU backend's kernels run on the device's worker
 // thread, in this backend's stream order, while the caller goes on (DESIGN.md §5). Its tensors
 // refuse host access and use by another stream until handed over, so tests without a GPU
-// exercise every hand-over path. Each op family's wrapper lives in sim_ops.cpp.
+// exercise every hand-over path. The compute ops live in sim_ops.cpp and sim_elementwise_ops.cpp.
 #pragma once
 
 #include <functional>
@@ -51,7 +51,7 @@ class sim_backend final : public backend {
   tensor export_for(const tensor& t, const device& consumer) override;
   tensor import(const tensor& t) override;
 
-  // sim_ops.cpp: the compute ops
+  // sim_ops.cpp
   tensor conv2d_forward(const tensor& x, const tensor& w, const tensor& b, conv2d_params p) override;
   tensor conv2d_backward_data(const tensor& dy, const tensor& w, const shape_t& x_shape,
                               conv2d_params p) override;
@@ -65,6 +65,11 @@ class sim_backend final : public backend {
                                  const tensor& running_mean, const tensor& running_var, float eps) override;
   tensor batch_norm_backward(const tensor& x, const tensor& gamma, const batch_norm_saved& saved,
                              const tensor& dy, tensor& dgamma, tensor& dbeta) override;
+  tensor linear_forward(const tensor& x, const tensor& w, const tensor& b) override;
+  tensor linear_backward_data(const tensor& dy, const tensor& w) override;
+  void linear_backward_weight(const tensor& x, const tensor& dy, tensor& dw, tensor& db) override;
+
+  // sim_elementwise_ops.cpp
   tensor relu_forward(const tensor& x) override;
   tensor relu_backward(const tensor& y, const tensor& dy) override;
   tensor add(const tensor& a, const tensor& b) override;
@@ -74,9 +79,6 @@ class sim_backend final : public backend {
   tensor max_pool2x2_backward(const tensor& x, const tensor& dy) override;
   tensor global_avg_pool_forward(const tensor& x) override;
   tensor global_avg_pool_backward(const tensor& dy, const shape_t& x_shape) override;
-  tensor linear_forward(const tensor& x, const tensor& w, const tensor& b) override;
-  tensor linear_backward_data(const tensor& dy, const tensor& w) override;
-  void linear_backward_weight(const tensor& x, const tensor& dy, tensor& dw, tensor& db) override;
   std::pair<tensor, tensor> split_channels(const tensor& x) override;
   tensor concat_channels(const tensor& a, const tensor& b) override;
   float softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels, tensor* dlogits,

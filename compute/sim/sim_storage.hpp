@@ -46,6 +46,9 @@ class sim_storage final : public storage {
 /// The sim storage behind a sim tensor (which the caller has checked).
 inline sim_storage& storage_of(const tensor& t) { return static_cast<sim_storage&>(*t.buffer()); }
 
+/// Worker side: `result` (an op's output on the host) becomes the values of `into`.
+inline void install(const tensor& into, const tensor& result) { storage_of(into).install(result); }
+
 /// Worker side: a host tensor that sees `t`'s values (undefined for an undefined `t`).
 tensor host_view(const tensor& t);
 

@@ -1,4 +1,4 @@
-// The CPU backend's memory ops and construction.
+// The CPU backend's memory ops, hand-over and construction; device names.
 #include <doctest/doctest.h>
 
 #include <stdexcept>
@@ -79,7 +79,8 @@ TEST_CASE("the CPU hand-over passes host tensors through and refuses device tens
   cpu->synchronize();
   // A tensor that claims a GPU (no memory behind it: only its device is looked at).
   const tensor on_gpu({2, 2}, std::make_shared<storage>(nullptr, 16, device{device_type::cuda, 0}, nullptr));
-  CHECK_THROWS_WITH_AS(cpu->import(on_gpu), doctest::Contains("must export it for cpu"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(cpu->import(on_gpu), doctest::Contains("must export it for cpu"),
+                       std::invalid_argument);
   CHECK_THROWS_WITH_AS(cpu->export_for(on_gpu, device{}), doctest::Contains("only the backend that made it"),
                        std::invalid_argument);
 }
@@ -88,5 +89,6 @@ TEST_CASE("a sim tensor refuses host access, naming the tensor and the missing h
   const tensor on_sim({2, 3}, std::make_shared<storage>(nullptr, 24, device{device_type::sim, 0}, nullptr));
   CHECK_THROWS_WITH_AS(on_sim.data(), doctest::Contains("tensor (2, 3) lives on sim:0"), std::logic_error);
   CHECK_THROWS_WITH_AS(on_sim.to_vector(), doctest::Contains("host tensors only"), std::logic_error);
-  CHECK_THROWS_WITH_AS(on_sim.reshaped({6}).data(), doctest::Contains("the hand-over is missing"), std::logic_error);
+  CHECK_THROWS_WITH_AS(on_sim.reshaped({6}).data(), doctest::Contains("the hand-over is missing"),
+                       std::logic_error);
 }
