@@ -19,9 +19,6 @@
 #include "compute/pipeline/partition.hpp"
 #include "compute/pipeline/simulator.hpp"
 #include "compute/pipeline/stage.hpp"
-#ifdef PETRA_HAVE_CUDA
-#include "compute/cuda/transfer.hpp"
-#endif
 
 namespace {
 
@@ -53,13 +50,7 @@ std::vector<int32_t> labels_for(int batch, int classes, int offset) {
   return labels;
 }
 
-void wait_for(backend& be) {
-#ifdef PETRA_HAVE_CUDA
-  synchronize(be);
-#else
-  (void)be;
-#endif
-}
+void wait_for(backend& be) { be.synchronize(); }
 
 /// (a) forward + loss + backward + SGD step, J = 1, as bench_train_step on the CPU.
 void bench_step(backend& be, const settings& s) {

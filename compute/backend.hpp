@@ -48,6 +48,25 @@ class backend {
   /// dst ← src, same shape, same device.
   virtual void copy(const tensor& src, tensor& dst) = 0;
   virtual void fill_zero(tensor& t) = 0;
+  /// The host waits for everything this backend has queued (a no-op on the CPU).
+  virtual void synchronize() = 0;
+
+  // --- hand-over between backends (DESIGN.md §5) ----------------------------
+  // A tensor belongs to the backend that made it. Before it goes into a message, that backend
+  // calls export_for(t, consumer's device); when the message arrives, the consumer's backend
+  // calls import on what it received. Undefined tensors pass through both.
+  /// Prepares `t`, made (or imported) by this backend, for a consumer on `consumer` (`cpu` for a
+  /// CPU stage, the host or another process). Same device, or another GPU that this one can
+  /// reach: records on this backend's stream the point after which `t` is complete and returns
+  /// `t` itself. Otherwise: copies it to the host (a GPU through pinned staging memory), waits for
+  /// that copy only, and returns the host tensor. On the CPU: `t` itself.
+  virtual tensor export_for(const tensor& t, const device& consumer) = 0;
+  /// Makes `t`, as its producer's export_for returned it, usable by this backend's later ops.
+  /// Same device, another stream: this stream waits for the recorded point and `t` itself comes
+  /// back (its memory is freed only after this stream's uses). Another device: a copy here after
+  /// that point (GPU ↔ GPU peer copy). A host tensor: a copy here (the CPU: `t` itself). A tensor
+  /// of another device that was not exported is refused, naming the missing export.
+  virtual tensor import(const tensor& t) = 0;
 
   // --- convolution: x (N,C,H,W), w (K,C,R,S), b (K) or undefined -----------
   /// y = x ⋆ w + b → (N,K,P,Q), P = (H + 2p − R)/s + 1.

@@ -3,6 +3,9 @@
 
 #include <stdexcept>
 
+#include "compute/sim/sim_backend.hpp"
+#include "compute/sim/sim_devices.hpp"
+
 #ifdef PETRA_HAVE_CUDA
 #include "compute/cuda/cuda_backend.hpp"
 #endif
@@ -11,15 +14,42 @@ namespace petra {
 
 std::unique_ptr<backend> make_backend(const device& where, const backend_options& options) {
   if (where.type == device_type::cpu) return make_cpu_backend(options.threads);
+  if (where.type == device_type::sim) {
+    if (!options.sim)
+      throw std::invalid_argument(
+          "device " + where.str() +
+          " needs the run's simulated devices: pass a sim_devices in backend_options::sim");
+    sim_options sim;
+    sim.threads = options.threads;
+    sim.latency_us = options.sim_latency_us;
+    sim.skip_import_wait = options.sim_skip_import_wait;
+    return make_sim_backend(*options.sim, where.index, sim);
+  }
 #ifdef PETRA_HAVE_CUDA
   std::string why;
-  if (!cuda_usable(&why))
-    throw std::invalid_argument("device " + where.str() + " is not usable: " + why);
+  if (!cuda_usable(&why)) throw std::invalid_argument("device " + where.str() + " is not usable: " + why);
   return make_cuda_backend(where.index, options.tf32, options.deterministic);
 #else
-  throw std::invalid_argument("device " + where.str() +
-                              ": this build has no CUDA backend (the CUDA toolkit was not found at configure time)");
+  throw std::invalid_argument(
+      "device " + where.str() +
+      ": this build has no CUDA backend (the CUDA toolkit was not found at configure time)");
 #endif
+}
+
+int64_t device_bytes_in_use(const device& where, const backend_options& options) {
+  switch (where.type) {
+    case device_type::cpu:
+      return 0;
+    case device_type::sim:
+      return options.sim ? options.sim->bytes_in_use(where.index) : 0;
+    case device_type::cuda:
+#ifdef PETRA_HAVE_CUDA
+      return cuda_pool_bytes_in_use(where.index);
+#else
+      return 0;
+#endif
+  }
+  return 0;
 }
 
 bool cuda_usable(std::string* why) {

@@ -9,17 +9,27 @@
 namespace petra {
 
 std::string device::str() const {
-  return type == device_type::cpu ? std::string("cpu") : "cuda:" + std::to_string(index);
+  switch (type) {
+    case device_type::cpu:
+      return "cpu";
+    case device_type::cuda:
+      return "cuda:" + std::to_string(index);
+    case device_type::sim:
+      return "sim:" + std::to_string(index);
+  }
+  return "?";
 }
 
 device device::parse(const std::string& text) {
   if (text == "cpu") return device{};
-  if (text.rfind("cuda:", 0) == 0 && text.size() > 5) {
-    const std::string digits = text.substr(5);
+  for (const auto& [prefix, type] : {std::pair<std::string, device_type>{"cuda:", device_type::cuda},
+                                     std::pair<std::string, device_type>{"sim:", device_type::sim}}) {
+    if (text.rfind(prefix, 0) != 0 || text.size() == prefix.size()) continue;
+    const std::string digits = text.substr(prefix.size());
     if (digits.find_first_not_of("0123456789") == std::string::npos && digits.size() < 4)
-      return device{device_type::cuda, std::stoi(digits)};
+      return device{type, std::stoi(digits)};
   }
-  throw std::invalid_argument("bad device '" + text + "': expected 'cpu' or 'cuda:N'");
+  throw std::invalid_argument("bad device '" + text + "': expected 'cpu', 'cuda:N' or 'sim:N'");
 }
 
 storage::storage(void* data, std::size_t bytes, device where, std::function<void(void*)> deleter)
@@ -81,10 +91,26 @@ int64_t tensor::numel() const { return numel_of(shape_); }
 
 device tensor::where() const { return buffer_ ? buffer_->where() : device{}; }
 
-float* tensor::data() { return buffer_ ? static_cast<float*>(buffer_->data()) + offset_ : nullptr; }
+namespace {
+
+[[noreturn]] void refuse_host_access(const tensor& t) {
+  throw std::logic_error("tensor " + t.shape_str() + " lives on " + t.where().str() +
+                         ": its values are its backend's until it is handed over; the hand-over is missing "
+                         "(export_for on the backend that made it, then import on the consumer, or to_host)");
+}
+
+}  // namespace
+
+float* tensor::data() {
+  if (!buffer_) return nullptr;
+  if (buffer_->where().type == device_type::sim) refuse_host_access(*this);
+  return static_cast<float*>(buffer_->data()) + offset_;
+}
 
 const float* tensor::data() const {
-  return buffer_ ? static_cast<const float*>(buffer_->data()) + offset_ : nullptr;
+  if (!buffer_) return nullptr;
+  if (buffer_->where().type == device_type::sim) refuse_host_access(*this);
+  return static_cast<const float*>(buffer_->data()) + offset_;
 }
 
 tensor tensor::clone() const {

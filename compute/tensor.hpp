@@ -12,25 +12,27 @@ namespace petra {
 
 using shape_t = std::vector<int64_t>;
 
-enum class device_type { cpu, cuda };
+enum class device_type { cpu, cuda, sim };
 
-/// Where a tensor's bytes live: "cpu" or "cuda:N".
+/// Where a tensor's bytes live: "cpu", "cuda:N", or "sim:N" (a simulated device for tests:
+/// compute/sim/).
 struct device {
   device_type type = device_type::cpu;
   int index = 0;
 
   std::string str() const;
-  /// Parses "cpu" or "cuda:N"; throws std::invalid_argument naming the text otherwise.
+  /// Parses "cpu", "cuda:N" or "sim:N"; throws std::invalid_argument naming the text otherwise.
   static device parse(const std::string& text);
   bool operator==(const device& other) const { return type == other.type && index == other.index; }
   bool operator!=(const device& other) const { return !(*this == other); }
 };
 
-/// Owns one allocation on one device; freed by its deleter when the last handle goes.
+/// Owns one allocation on one device; freed by its deleter when the last handle goes. A backend
+/// whose memory needs more than a deleter (stream-ordered frees, hand-over events) derives from it.
 class storage {
  public:
   storage(void* data, std::size_t bytes, device where, std::function<void(void*)> deleter);
-  ~storage();
+  virtual ~storage();
   storage(const storage&) = delete;
   storage& operator=(const storage&) = delete;
 
@@ -70,8 +72,12 @@ class tensor {
   std::size_t bytes() const { return static_cast<std::size_t>(numel()) * sizeof(float); }
   device where() const;
 
+  /// The first float, for host and GPU tensors; throws for a `sim:N` tensor, whose values only
+  /// its backend may read (a hand-over to the host is missing: DESIGN.md §5).
   float* data();
   const float* data() const;
+  /// Where the tensor starts in its buffer, in floats.
+  std::size_t offset() const { return offset_; }
 
   /// Deep copy on the host (only for host tensors).
   tensor clone() const;

@@ -74,6 +74,24 @@ void cpu_backend::fill_zero(tensor& t) {
   if (t.numel()) std::memset(t.data(), 0, t.bytes());
 }
 
+void cpu_backend::synchronize() {}
+
+tensor cpu_backend::export_for(const tensor& t, const device& consumer) {
+  if (t.defined() && t.where().type != device_type::cpu)
+    fail("export_for", "the tensor " + t.shape_str() + " for " + consumer.str() + " lives on " +
+                           t.where().str() +
+                           ", not on the host: only the backend that made it can export it");
+  return t;  // host memory: any consumer can read it, a GPU or sim backend uploads it on import
+}
+
+tensor cpu_backend::import(const tensor& t) {
+  if (t.defined() && t.where().type != device_type::cpu)
+    fail("import",
+         "the tensor " + t.shape_str() + " lives on " + t.where().str() +
+             ": the backend that made it must export it for cpu (export_for) before it is sent here");
+  return t;
+}
+
 std::unique_ptr<backend> make_cpu_backend(int threads) { return std::make_unique<cpu_backend>(threads); }
 
 }  // namespace petra

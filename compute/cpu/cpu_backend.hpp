@@ -30,6 +30,9 @@ class cpu_backend final : public backend {
   tensor to_host(const tensor& t) override;
   void copy(const tensor& src, tensor& dst) override;
   void fill_zero(tensor& t) override;
+  void synchronize() override;
+  tensor export_for(const tensor& t, const device& consumer) override;
+  tensor import(const tensor& t) override;
 
   // conv2d.cpp
   tensor conv2d_forward(const tensor& x, const tensor& w, const tensor& b, conv2d_params p) override;

@@ -115,7 +115,7 @@ void require_on(const char* op, const char* name, const tensor& t, const device&
   if (t.where() != where)
     fail(op, std::string(name) + " " + t.shape_str() + " lives on " + t.where().str() +
                  ", but this backend is " + where.str() +
-                 ": move it with from_host (host tensors) or copy_between (other GPUs) first");
+                 ": the hand-over is missing (export_for on the backend that made it, then import here)");
   if (t.rank() != rank)
     fail(op, std::string(name) + " " + t.shape_str() + " has rank " + std::to_string(t.rank()) +
                  ", expected " + layout);

@@ -33,6 +33,15 @@ void cuda_backend::synchronize() {
   context_->synchronize();
 }
 
+std::size_t cuda_pool_bytes_in_use(int device_index) {
+  cuda::use_device(device_index);
+  cudaMemPool_t pool = cuda::memory_pool(device_index);
+  if (!pool) return 0;
+  uint64_t used = 0;
+  PETRA_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  return static_cast<std::size_t>(used);
+}
+
 void cuda_backend::enter() const { cuda::use_device(index_); }
 
 tensor cuda_backend::output(const shape_t& shape) {
@@ -59,33 +68,6 @@ tensor cuda_backend::zeros(const shape_t& shape) {
   tensor t = output(shape);
   if (t.numel()) PETRA_CUDA_CHECK(cudaMemsetAsync(t.data(), 0, t.bytes(), stream()));
   return t;
-}
-
-tensor cuda_backend::from_host(const tensor& host) {
-  if (!host.defined()) fail("from_host", "the tensor is undefined: nothing to copy");
-  if (host.where().type != device_type::cpu)
-    fail("from_host", "the tensor " + host.shape_str() + " lives on " + host.where().str() +
-                          ", not on the host: use copy_between (compute/cuda/transfer.hpp) for GPU to GPU");
-  enter();
-  tensor copy = output(host.shape());
-  // From pageable memory the call returns once the source is staged: `host` may go right after.
-  if (host.numel())
-    PETRA_CUDA_CHECK(
-        cudaMemcpyAsync(copy.data(), host.data(), host.bytes(), cudaMemcpyHostToDevice, stream()));
-  return copy;
-}
-
-tensor cuda_backend::to_host(const tensor& t) {
-  if (!t.defined()) fail("to_host", "the tensor is undefined: nothing to copy");
-  if (t.where() != where())
-    fail("to_host", "the tensor " + t.shape_str() + " lives on " + t.where().str() +
-                        ", but this backend is " + where().str() + ": ask the backend that made it");
-  enter();
-  tensor copy = tensor::empty(t.shape());
-  if (t.numel())
-    PETRA_CUDA_CHECK(cudaMemcpyAsync(copy.data(), t.data(), t.bytes(), cudaMemcpyDeviceToHost, stream()));
-  context_->synchronize();
-  return copy;
 }
 
 void cuda_backend::copy(const tensor& src, tensor& dst) {

@@ -2,6 +2,7 @@
 // backend factory; defined in compute/cuda/*.cpp and *.cu.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -14,5 +15,9 @@ bool cuda_available(std::string* why);
 
 /// A backend on GPU `device_index`, with its own stream and cuDNN/cuBLAS handles.
 std::unique_ptr<backend> make_cuda_backend(int device_index, bool tf32, bool deterministic);
+
+/// Bytes of GPU `device_index`'s memory pool held now by every backend's live tensors (memory
+/// whose free is queued counts until the free has run: synchronize first).
+std::size_t cuda_pool_bytes_in_use(int device_index);
 
 }  // namespace petra

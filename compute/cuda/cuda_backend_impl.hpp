@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -18,9 +19,10 @@ class device_context;
 }
 
 /// One backend is used by one thread at a time (the actor that owns it), on any thread: every
-/// op first makes the backend's GPU current. Ops are queued on the backend's stream and return
-/// before the GPU has run them; to_host, softmax_cross_entropy (its loss) and synchronize()
-/// wait. A tensor handed to another backend needs that backend to wait first (see transfer.hpp).
+/// op first makes the backend's GPU current. Ops are queued on the backend's non-blocking stream
+/// and return before the GPU has run them; to_host, export_for to the host, the loss (its
+/// scalars) and synchronize() wait. Tensors move between backends only through export_for and
+/// import (handover.cpp); every copy to or from the host goes through pinned memory.
 class cuda_backend final : public backend {
  public:
   cuda_backend(int device_index, bool tf32, bool deterministic);
@@ -29,18 +31,21 @@ class cuda_backend final : public backend {
   device where() const override { return device{device_type::cuda, index_}; }
   std::string name() const override;
   cudaStream_t stream() const;
-  /// The host waits for everything this backend has queued.
-  void synchronize();
   /// Convolution shapes seen so far (each with its descriptors and algorithms).
   std::size_t conv_plans() const { return dnn_.conv_plans(); }
 
   // cuda_backend.cpp
   tensor empty(const shape_t& shape) override;
   tensor zeros(const shape_t& shape) override;
-  tensor from_host(const tensor& host) override;
-  tensor to_host(const tensor& t) override;
   void copy(const tensor& src, tensor& dst) override;
   void fill_zero(tensor& t) override;
+  void synchronize() override;
+
+  // handover.cpp: every copy between this GPU and anything else
+  tensor from_host(const tensor& host) override;
+  tensor to_host(const tensor& t) override;
+  tensor export_for(const tensor& t, const device& consumer) override;
+  tensor import(const tensor& t) override;
 
   // conv2d.cpp
   tensor conv2d_forward(const tensor& x, const tensor& w, const tensor& b, conv2d_params p) override;
@@ -99,11 +104,21 @@ class cuda_backend final : public backend {
                       const char* of) const;
   cuda::conv_plan& conv_plan_for(const char* op, const shape_t& x_shape, const shape_t& w_shape,
                                  conv2d_params p);
+  /// `host` (a host tensor) copied to this GPU through pinned memory; `staged`: copy it into a
+  /// staging block first (the caller may change `host` afterwards), else a pinned `host` is
+  /// read in place and kept alive until the copy has run.
+  tensor upload(const tensor& host, bool staged);
+  /// `t` (this GPU) in pinned host memory, once that copy has run.
+  tensor download(const tensor& t);
+  /// True when GPU `peer` can read this GPU's memory; the first time, grants it access to this
+  /// GPU's memory pool and enables peer access (both are needed: see handover.cpp).
+  bool reachable_from(int peer);
 
   int index_;
   cuda::conv_policy policy_;
   std::unique_ptr<cuda::device_context> context_;
   cuda::dnn_cache dnn_;
+  std::map<int, bool> reachable_;  // by consumer GPU
 };
 
 }  // namespace petra

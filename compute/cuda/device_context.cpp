@@ -1,47 +1,30 @@
-// The GPU context of one backend: stream, handles, device memory and cuDNN workspace.
+// The GPU context of one backend: stream, handles, device memory, workspace and pinned memory.
 #include "compute/cuda/device_context.hpp"
 
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "compute/cuda/checks.hpp"
 
 namespace petra::cuda {
 
-void use_device(int index) {
-  int current = -1;
-  PETRA_CUDA_CHECK(cudaGetDevice(&current));
-  if (current != index) PETRA_CUDA_CHECK(cudaSetDevice(index));
+namespace {
+
+// Idle pinned blocks kept per backend: a few activations' worth; pinning is slow to set up.
+constexpr std::size_t max_idle_pinned_bytes = std::size_t{256} << 20;
+
+}  // namespace
+
+cudaMemPool_t memory_pool(int index) {
+  int pools = 0;
+  PETRA_CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, index));
+  if (!pools) return nullptr;
+  cudaMemPool_t pool = nullptr;
+  PETRA_CUDA_CHECK(cudaDeviceGetMemPool(&pool, index));
+  return pool;
 }
 
-std::shared_ptr<storage> allocate_device(std::size_t bytes, int index, cudaStream_t stream,
-                                         bool stream_ordered) {
-  const device where{device_type::cuda, index};
-  if (bytes == 0) return std::make_shared<storage>(nullptr, 0, where, nullptr);
-  void* data = nullptr;
-  if (stream_ordered)
-    PETRA_CUDA_CHECK(cudaMallocAsync(&data, bytes, stream));
-  else
-    PETRA_CUDA_CHECK(cudaMalloc(&data, bytes));
-  // The deleter runs wherever the last handle goes (any thread, any current device) and must
-  // not throw: a failure there (e.g. the runtime already unloading at exit) is dropped.
-  return std::make_shared<storage>(data, bytes, where, [index, stream_ordered](void* p) {
-    int current = -1;
-    if (cudaGetDevice(&current) != cudaSuccess) current = -1;
-    if (current != index) cudaSetDevice(index);
-    if (stream_ordered)
-      cudaFreeAsync(p, cudaStreamLegacy);
-    else
-      cudaFree(p);
-    if (current >= 0 && current != index) cudaSetDevice(current);
-    cudaGetLastError();
-  });
-}
-
-void device_context::stream_deleter::operator()(cudaStream_t s) const {
-  cudaStreamSynchronize(s);
-  cudaStreamDestroy(s);
-}
 void device_context::dnn_deleter::operator()(cudnnHandle_t h) const { cudnnDestroy(h); }
 void device_context::blas_deleter::operator()(cublasHandle_t h) const { cublasDestroy(h); }
 
@@ -53,43 +36,40 @@ device_context::device_context(int index, bool tf32) : index_(index) {
                                 " does not exist: this machine has " + std::to_string(count) +
                                 " GPU(s), cuda:0 to cuda:" + std::to_string(count - 1));
   use_device(index);
-  int pools = 0;
-  PETRA_CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, index));
-  stream_ordered_ = pools != 0;
-  if (stream_ordered_) {
+  if (cudaMemPool_t pool = memory_pool(index)) {
+    pooled_ = true;
     // Keep freed blocks in the pool instead of returning them to the driver at every
     // synchronisation: the same activation sizes come back every micro-batch.
-    cudaMemPool_t pool = nullptr;
-    PETRA_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, index));
     uint64_t keep = std::numeric_limits<uint64_t>::max();
     PETRA_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   }
-
-  cudaStream_t s = nullptr;
-  PETRA_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamDefault));  // blocking: see allocate_device
-  stream_.reset(s);
+  stream_ = std::make_shared<stream_handle>(index);
   cudnnHandle_t d = nullptr;
   PETRA_CUDA_CHECK(cudnnCreate(&d));
   dnn_.reset(d);
-  PETRA_CUDA_CHECK(cudnnSetStream(d, s));
+  PETRA_CUDA_CHECK(cudnnSetStream(d, stream()));
   cublasHandle_t b = nullptr;
   PETRA_CUDA_CHECK(cublasCreate(&b));
   blas_.reset(b);
-  PETRA_CUDA_CHECK(cublasSetStream(b, s));
+  PETRA_CUDA_CHECK(cublasSetStream(b, stream()));
   PETRA_CUDA_CHECK(cublasSetPointerMode(b, CUBLAS_POINTER_MODE_HOST));
   // CUBLAS_DEFAULT_MATH keeps fp32 GEMMs in full fp32 (FMA), matching the CPU twin at 1e-4.
   PETRA_CUDA_CHECK(cublasSetMathMode(b, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  pinned_ = pinned_pool::create(max_idle_pinned_bytes);
 }
 
 device_context::~device_context() {
-  // The members then go in reverse order: workspace (freed in stream order), the handles,
-  // and last the stream they are bound to, after it has drained.
+  // Drained first; then the members in reverse order: uploads, pinned pool (kept alive by the
+  // host tensors still out), workspace (freed in stream order), the handles, and the stream
+  // (kept alive by the memory that still refers to it).
+  // The device stays current for the members' destructors (cuDNN, cuBLAS).
   cudaSetDevice(index_);
+  cudaStreamSynchronize(stream());
   cudaGetLastError();
 }
 
-std::shared_ptr<storage> device_context::allocate(std::size_t bytes) const {
-  return allocate_device(bytes, index_, stream(), stream_ordered_);
+std::shared_ptr<device_storage> device_context::allocate(std::size_t bytes) const {
+  return allocate_device(bytes, stream_, pooled_);
 }
 
 void* device_context::workspace(std::size_t bytes) {

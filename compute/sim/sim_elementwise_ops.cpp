@@ -1,0 +1,178 @@
+// The sim backend's pointwise, pooling, channel, loss and optimizer ops, queued on the worker as
+// in sim_ops.cpp; the loss's scalars wait for the stream.
+#include <memory>
+
+#include "compute/cpu/checks.hpp"
+#include "compute/cpu/cpu_backend.hpp"
+#include "compute/op_checks.hpp"
+#include "compute/sim/sim_backend.hpp"
+#include "compute/sim/sim_device.hpp"
+#include "compute/sim/sim_storage.hpp"
+
+namespace petra {
+
+namespace {
+
+using cpu::fail;
+using cpu::require_same_shape;
+using sim::host_view;
+using sim::install;
+
+}  // namespace
+
+// --- pointwise --------------------------------------------------------------------------------
+
+tensor sim_backend::relu_forward(const tensor& x) {
+  require("relu_forward", "x", x);
+  tensor y = output(x.shape());
+  enqueue([x, y](cpu_backend& cpu) { install(y, cpu.relu_forward(host_view(x))); });
+  return y;
+}
+
+tensor sim_backend::relu_backward(const tensor& y, const tensor& dy) {
+  const char* op = "relu_backward";
+  require(op, "y", y);
+  require(op, "dy", dy);
+  require_same_shape(op, "y", y, "dy", dy);
+  tensor dx = output(y.shape());
+  enqueue([y, dy, dx](cpu_backend& cpu) { install(dx, cpu.relu_backward(host_view(y), host_view(dy))); });
+  return dx;
+}
+
+tensor sim_backend::add(const tensor& a, const tensor& b) {
+  require("add", "a", a);
+  require("add", "b", b);
+  require_same_shape("add", "a", a, "b", b);
+  tensor sum = output(a.shape());
+  enqueue([a, b, sum](cpu_backend& cpu) { install(sum, cpu.add(host_view(a), host_view(b))); });
+  return sum;
+}
+
+tensor sim_backend::sub(const tensor& a, const tensor& b) {
+  require("sub", "a", a);
+  require("sub", "b", b);
+  require_same_shape("sub", "a", a, "b", b);
+  tensor difference = output(a.shape());
+  enqueue([a, b, difference](cpu_backend& cpu) { install(difference, cpu.sub(host_view(a), host_view(b))); });
+  return difference;
+}
+
+void sim_backend::add_inplace(tensor& a, const tensor& b) {
+  require("add_inplace", "a", a);
+  require("add_inplace", "b", b);
+  require_same_shape("add_inplace", "a", a, "b", b);
+  enqueue([a, b](cpu_backend& cpu) {
+    tensor ha = host_view(a);
+    cpu.add_inplace(ha, host_view(b));
+  });
+}
+
+// --- pooling ----------------------------------------------------------------------------------
+
+tensor sim_backend::max_pool2x2_forward(const tensor& x) {
+  require("max_pool2x2_forward", "x", x, 4);
+  if (x.dim(2) % 2 != 0 || x.dim(3) % 2 != 0)
+    fail("max_pool2x2_forward",
+         "x " + x.shape_str() + " has an odd height or width: a 2×2 stride-2 pool needs both even");
+  tensor y = output({x.dim(0), x.dim(1), x.dim(2) / 2, x.dim(3) / 2});
+  enqueue([x, y](cpu_backend& cpu) { install(y, cpu.max_pool2x2_forward(host_view(x))); });
+  return y;
+}
+
+tensor sim_backend::max_pool2x2_backward(const tensor& x, const tensor& dy) {
+  require("max_pool2x2_backward", "x", x, 4);
+  require("max_pool2x2_backward", "dy", dy, 4);
+  tensor dx = output(x.shape());
+  enqueue(
+      [x, dy, dx](cpu_backend& cpu) { install(dx, cpu.max_pool2x2_backward(host_view(x), host_view(dy))); });
+  return dx;
+}
+
+tensor sim_backend::global_avg_pool_forward(const tensor& x) {
+  require("global_avg_pool_forward", "x", x, 4);
+  tensor y = output({x.dim(0), x.dim(1)});
+  enqueue([x, y](cpu_backend& cpu) { install(y, cpu.global_avg_pool_forward(host_view(x))); });
+  return y;
+}
+
+tensor sim_backend::global_avg_pool_backward(const tensor& dy, const shape_t& x_shape) {
+  require("global_avg_pool_backward", "dy", dy, 2);
+  if (x_shape.size() != 4 || dy.shape() != shape_t{x_shape[0], x_shape[1]})
+    fail("global_avg_pool_backward", "dy " + dy.shape_str() + " does not match x_shape " +
+                                         to_string(x_shape) + ": expected (N, C) of (N, C, H, W)");
+  tensor dx = output(x_shape);
+  enqueue([dy, x_shape, dx](cpu_backend& cpu) {
+    install(dx, cpu.global_avg_pool_backward(host_view(dy), x_shape));
+  });
+  return dx;
+}
+
+// --- channels ---------------------------------------------------------------------------------
+
+std::pair<tensor, tensor> sim_backend::split_channels(const tensor& x) {
+  const char* op = "split_channels";
+  require(op, "x", x, 4);
+  if (x.dim(1) % 2 != 0)
+    fail(op, "x " + x.shape_str() + " has " + std::to_string(x.dim(1)) +
+                 " channels: a split into two halves needs an even number");
+  const shape_t half{x.dim(0), x.dim(1) / 2, x.dim(2), x.dim(3)};
+  tensor first = output(half), second = output(half);
+  enqueue([x, first, second](cpu_backend& cpu) {
+    auto [a, b] = cpu.split_channels(host_view(x));
+    install(first, a);
+    install(second, b);
+  });
+  return {first, second};
+}
+
+tensor sim_backend::concat_channels(const tensor& a, const tensor& b) {
+  const char* op = "concat_channels";
+  require(op, "a", a, 4);
+  require(op, "b", b, 4);
+  require_same_shape(op, "a", a, "b", b);
+  tensor y = output({a.dim(0), 2 * a.dim(1), a.dim(2), a.dim(3)});
+  enqueue([a, b, y](cpu_backend& cpu) { install(y, cpu.concat_channels(host_view(a), host_view(b))); });
+  return y;
+}
+
+// --- loss: its scalars wait for the stream ----------------------------------------------------
+
+float sim_backend::softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
+                                         tensor* dlogits, int64_t* correct) {
+  const char* op = "softmax_cross_entropy";
+  require(op, "logits", logits, 2);
+  check_cross_entropy_labels(op, logits, labels);
+  const tensor gradient = dlogits ? output(logits.shape()) : tensor{};
+  struct scalars {
+    float loss = 0;
+    int64_t correct = 0;
+  };
+  auto result = std::make_shared<scalars>();
+  const uint64_t done = enqueue([logits, labels, gradient, result](cpu_backend& cpu) {
+    tensor host_gradient;
+    result->loss = cpu.softmax_cross_entropy(host_view(logits), labels,
+                                             gradient.defined() ? &host_gradient : nullptr, &result->correct);
+    if (gradient.defined()) install(gradient, host_gradient);
+  });
+  device_->wait(*stream_, done);
+  if (dlogits) *dlogits = gradient;
+  if (correct) *correct = result->correct;
+  return result->loss;
+}
+
+// --- optimizer --------------------------------------------------------------------------------
+
+void sim_backend::sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer,
+                             const sgd_update_params& p) {
+  const char* op = "sgd_update";
+  require(op, "w", w);
+  require(op, "grad", grad);
+  require_optional(op, "momentum_buffer", momentum_buffer);
+  require_same_shape(op, "grad", grad, "w", w);
+  enqueue([w, grad, momentum_buffer, p](cpu_backend& cpu) {
+    tensor hw = host_view(w), hm = host_view(momentum_buffer);
+    cpu.sgd_update(hw, host_view(grad), hm, p);
+  });
+}
+
+}  // namespace petra
