@@ -47,7 +47,7 @@ class actor_runtime : public pipeline_runtime {
     try {
       control_.gather<plan_atom>(pipeline_.stages(), control_timeout, plan_atom_v, plan);
       control_.ask<plan_atom>(pipeline_.loader(), control_timeout, plan_atom_v, plan);
-      control_.await_phase_ends(lockstep ? stages_ : 1, [&] { throw stalled(); });
+      control_.await_phase_ends(stages_, [&] { throw stalled(); });
       phase_result out;
       static_cast<run_totals&>(out) = totals_of(control_.ask<loss_report>(pipeline_.loss(), control_timeout, report_atom_v));
       out.stages = control_.gather<stage_report>(pipeline_.stages(), control_timeout, report_atom_v);

@@ -68,10 +68,14 @@ void actor_pipeline::build() {
   control_.self()->monitor(loader_);
 
   const coordinator_actor coordinator = control_.handle();
+  // A neighbour in the same process gets tensors on its own device; any other through the host.
+  auto device_for = [&](int32_t from, int32_t to) {
+    return placement_[from] == placement_[to] ? device_of(config_, static_cast<std::size_t>(to)) : device{};
+  };
   for (int32_t j = 0; j < count; ++j) {
     stage_links links;
-    if (j > 0) links.prev = stages_[j - 1];
-    if (j + 1 < count) links.next = stages_[j + 1];
+    if (j > 0) links.prev = stages_[j - 1], links.prev_device = device_for(j, j - 1);
+    if (j + 1 < count) links.next = stages_[j + 1], links.next_device = device_for(j, j + 1);
     links.loss = loss_;
     links.loader = loader_;
     links.coordinator = coordinator;

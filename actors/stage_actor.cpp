@@ -42,7 +42,7 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
       [=](eval_data& in) -> caf::result<eval_data> {
         stage_core& c = self->state.core;
         try {
-          return eval_data{in.batch, to_host(c, c.ctx.compute->evaluate(on_device(c, in.x)))};
+          return eval_data{in.batch, hand_out(c, c.ctx.compute->evaluate(take_in(c, in.x)), device{})};
         } catch (const std::exception& e) {
           return stage_error(self->state, e);
         }
@@ -71,8 +71,9 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
 
 template <class State>
 messages::stage_actor spawn_as(caf::actor_system& sys, stage_context context) {
-  // A GPU stage blocks on its device and needs one OS thread for its whole life: detached.
-  if (context.device->where().type == device_type::cuda)
+  // A device stage (GPU or simulated) blocks on its device, and a GPU needs one OS thread for its
+  // whole life: detached.
+  if (context.device->where().type != device_type::cpu)
     return sys.spawn<caf::detached>(stage_behavior<State>, std::move(context));
   return sys.spawn(stage_behavior<State>, std::move(context));
 }

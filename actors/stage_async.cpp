@@ -15,7 +15,7 @@ void send_backward(async_self self, int64_t id, const activation& rebuilt, const
   async_state& st = self->state;
   stage_core& c = st.core;
   if (!c.is_first()) {
-    emit(self, c, c.links.prev, backward_data{c.stamp_for(id, -1), to_host(c, rebuilt), to_host(c, grad)},
+    emit(self, c, c.links.prev, backward_data{c.stamp_for(id, -1), hand_out(c, rebuilt, c.links.prev_device), hand_out(c, grad, c.links.prev_device)},
          c.faults.backward_delay);
     return;
   }
@@ -50,10 +50,10 @@ bool run_step(async_self self) {
     c.logits = out;
     c.logits_id = id;
     c.awaiting_loss = true;
-    self->send(c.links.loss, logits_data{c.stamp_for(id, -1), to_host(c, out).x1});
+    self->send(c.links.loss, logits_data{c.stamp_for(id, -1), hand_out(c, out, device{}).x1});
     return false;
   }
-  emit(self, c, c.links.next, forward_data{c.stamp_for(id, -1), to_host(c, out)}, c.faults.forward_delay);
+  emit(self, c, c.links.next, forward_data{c.stamp_for(id, -1), hand_out(c, out, c.links.next_device)}, c.faults.forward_delay);
   return true;
 }
 
@@ -66,7 +66,8 @@ void advance(async_self self) {
   try {
     while (run_step(self)) {
     }
-    if (!c.awaiting_loss && c.is_first() && st.completed >= c.plan.micro_batches) finish_phase(self, c);
+    // Every micro-batch of the phase passes each stage's backward once: then this stage is done.
+    if (!c.awaiting_loss && c.ctx.compute->stats().backwards >= c.plan.micro_batches) finish_phase(self, c);
   } catch (const std::exception& e) {
     fail_with(self, c, e, -1);
   }

@@ -37,12 +37,12 @@ void begin_phase(stage_core& c, const phase_plan& plan) {
 }
 
 activation timed_forward(stage_core& c, const activation& x, int64_t id, bool& slowed) {
-  return timed(c, slowed, [&] { return c.ctx.compute->forward(on_device(c, x), id, c.tick); });
+  return timed(c, slowed, [&] { return c.ctx.compute->forward(take_in(c, x), id, c.tick); });
 }
 
 stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, const activation& grad, int64_t id,
                                       bool& slowed) {
-  return timed(c, slowed, [&] { return c.ctx.compute->backward(on_device(c, rebuilt), on_device(c, grad), id, c.tick); });
+  return timed(c, slowed, [&] { return c.ctx.compute->backward(take_in(c, rebuilt), take_in(c, grad), id, c.tick); });
 }
 
 stage_report make_report(stage_core& c) {
@@ -73,18 +73,12 @@ int64_t arrival_tick(const stage_core& c, int64_t t, int64_t link_delay) {
   return t + 1 + (c.faults_on() ? link_delay : 0);
 }
 
-activation on_device(stage_core& c, const activation& x) {
-  auto up = [&](const tensor& t) {
-    return !t.defined() || t.where() == c.ctx.device->where() ? t : c.ctx.device->from_host(t);
-  };
-  return {up(x.x1), up(x.x2)};
+activation take_in(stage_core& c, const activation& x) {
+  return {c.ctx.device->import(x.x1), c.ctx.device->import(x.x2)};
 }
 
-activation to_host(stage_core& c, const activation& x) {
-  auto down = [&](const tensor& t) {
-    return !t.defined() || t.where().type == device_type::cpu ? t : c.ctx.device->to_host(t);
-  };
-  return {down(x.x1), down(x.x2)};
+activation hand_out(stage_core& c, const activation& x, const device& consumer) {
+  return {c.ctx.device->export_for(x.x1, consumer), c.ctx.device->export_for(x.x2, consumer)};
 }
 
 }  // namespace petra::detail

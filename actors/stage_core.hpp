@@ -67,10 +67,12 @@ void maybe_crash(stage_core& c);
 /// Lockstep: the tick a message sent at tick t on a link with this delay is for.
 int64_t arrival_tick(const stage_core& c, int64_t t, int64_t link_delay);
 
-/// An activation on this stage's device, and one of its own on the host (for a message that leaves
-/// it: another process, a CPU stage, the loss actor).
-activation on_device(stage_core& c, const activation& x);
-activation to_host(stage_core& c, const activation& x);
+/// The hand-over of DESIGN.md §5, the one place the stage actors cross a device boundary: an
+/// activation of a message as this stage's backend can use it (an event wait, or a copy)...
+activation take_in(stage_core& c, const activation& x);
+/// ...and one of this stage's own, made ready for a consumer computing on `consumer` (the host,
+/// `cpu`, for the loss actor, the coordinator, and any stage in another process).
+activation hand_out(stage_core& c, const activation& x, const device& consumer);
 
 /// Where a message stands against the stage's phase: for a phase not planned here yet (a
 /// neighbour started first), a late copy of an earlier or finished phase, or for now.
@@ -103,10 +105,12 @@ void count_slowed(Self* self, stage_core& c, bool slowed) {
   if (slowed) report_fault(self, c, fault_kind::slow);
 }
 
-/// The end of this stage's phase, to the coordinator.
+/// The end of this stage's phase, to the coordinator, once its device has done the work queued
+/// for it (so that what the stages then report, device memory included, is settled).
 template <class Self>
 void finish_phase(Self* self, stage_core& c) {
   c.in_phase = false;
+  c.ctx.device->synchronize();
   self->send(c.links.coordinator, phase_done{c.ctx.index, c.plan.generation});
 }
 

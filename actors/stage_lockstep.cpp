@@ -25,7 +25,7 @@ void send_forward(lockstep_self self, int64_t id, int64_t t, const activation& o
   stage_core& c = self->state.core;
   const int64_t at = arrival_tick(c, t, c.faults.forward_delay);
   if (at >= c.plan.ticks) return;  // nothing is sent past the phase
-  emit(self, c, c.links.next, forward_data{c.stamp_for(id, at), to_host(c, out)}, c.faults.forward_delay);
+  emit(self, c, c.links.next, forward_data{c.stamp_for(id, at), hand_out(c, out, c.links.next_device)}, c.faults.forward_delay);
 }
 
 void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& rebuilt, const activation& grad) {
@@ -33,7 +33,7 @@ void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& 
   if (c.is_first()) return;
   const int64_t at = arrival_tick(c, t, c.faults.backward_delay);
   if (at >= c.plan.ticks) return;
-  emit(self, c, c.links.prev, backward_data{c.stamp_for(id, at), to_host(c, rebuilt), to_host(c, grad)},
+  emit(self, c, c.links.prev, backward_data{c.stamp_for(id, at), hand_out(c, rebuilt, c.links.prev_device), hand_out(c, grad, c.links.prev_device)},
        c.faults.backward_delay);
 }
 
@@ -80,7 +80,7 @@ bool run_tick(lockstep_self self) {
       c.logits = out;
       c.logits_id = id;
       c.awaiting_loss = true;
-      self->send(c.links.loss, logits_data{c.stamp_for(id, t), to_host(c, out).x1});
+      self->send(c.links.loss, logits_data{c.stamp_for(id, t), hand_out(c, out, device{}).x1});
       return false;
     }
     send_forward(self, id, t, out);

@@ -50,6 +50,9 @@ class backend {
   virtual void fill_zero(tensor& t) = 0;
   /// The host waits for everything this backend has queued (a no-op on the CPU).
   virtual void synchronize() = 0;
+  /// Bytes held now by the live tensors of this backend's device, every stream of it: a sim
+  /// device's tensors, a GPU's memory pool in use; 0 on the CPU (host memory is not counted).
+  virtual int64_t device_bytes_in_use() const { return 0; }
 
   // --- hand-over between backends (DESIGN.md §5) ----------------------------
   // A tensor belongs to the backend that made it. Before it goes into a message, that backend

@@ -36,22 +36,6 @@ std::unique_ptr<backend> make_backend(const device& where, const backend_options
 #endif
 }
 
-int64_t device_bytes_in_use(const device& where, const backend_options& options) {
-  switch (where.type) {
-    case device_type::cpu:
-      return 0;
-    case device_type::sim:
-      return options.sim ? options.sim->bytes_in_use(where.index) : 0;
-    case device_type::cuda:
-#ifdef PETRA_HAVE_CUDA
-      return cuda_pool_bytes_in_use(where.index);
-#else
-      return 0;
-#endif
-  }
-  return 0;
-}
-
 bool cuda_usable(std::string* why) {
 #ifdef PETRA_HAVE_CUDA
   return cuda_available(why);

@@ -26,10 +26,6 @@ struct backend_options {
 /// device and the reason when this build or this machine cannot provide it.
 std::unique_ptr<backend> make_backend(const device& where, const backend_options& options);
 
-/// Bytes held now by live tensors of `where`: a sim device's tensors (from `options.sim`), or a
-/// GPU's memory pool in use (every backend on that GPU); 0 for the CPU.
-int64_t device_bytes_in_use(const device& where, const backend_options& options);
-
 /// True when this build has the CUDA backend and a GPU is usable; `why` says why not.
 bool cuda_usable(std::string* why);
 

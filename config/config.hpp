@@ -141,6 +141,8 @@ struct runtime_config {
   std::string precision = "fp32";         // GPU stages: fp32 | tf32 (TF32 tensor-core math)
   bool deterministic = false;             // GPU stages: deterministic algorithms only
   int inversion_sample_every = 50;        // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches; 0 = never
+  int sim_latency_us = 0;                 // sim:N stages: each op waits this long before it runs (shows a missing wait)
+  bool sim_skip_import_wait = false;      // sim:N stages, tests only: a received tensor is used without waiting
 };
 
 struct output_config {

@@ -39,10 +39,13 @@ using loader_actor =
                      caf::reacts_to<atoms::credit_atom, int64_t>>;
 
 /// Whom a stage talks to: invalid handles where there is none (no previous stage for stage 1, no
-/// next stage for the last one, which talks to the loss actor).
+/// next stage for the last one, which talks to the loss actor), and where each neighbour computes:
+/// its device when it lives in the same process, cpu (the host) when a message to it is serialized.
 struct stage_links {
   backward_sink prev;
   forward_sink next;
+  device prev_device;
+  device next_device;
   loss_actor loss;
   loader_actor loader;
   coordinator_actor coordinator;
@@ -74,7 +77,8 @@ namespace petra::messages {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_links& x) {
-  return f(caf::meta::type_name("stage_links"), x.prev, x.next, x.loss, x.loader, x.coordinator, x.count);
+  return f(caf::meta::type_name("stage_links"), x.prev, x.next, x.prev_device, x.next_device, x.loss, x.loader,
+           x.coordinator, x.count);
 }
 
 }  // namespace petra::messages

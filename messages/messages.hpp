@@ -130,7 +130,7 @@ struct stage_status {
   bool waiting_backward = false;  // lockstep: its backward input for `tick` is missing
 };
 
-/// End of a stage's phase (lockstep: every stage; async: stage 1 when all completed).
+/// End of a stage's phase: its last tick ran (lockstep) or every micro-batch passed its backward (async).
 struct phase_done {
   int32_t stage = -1;
   int32_t generation = 0;

@@ -29,6 +29,12 @@ typename Inspector::result_type inspect(Inspector& f, activation& x) {
   return f(caf::meta::type_name("activation"), x.x1, x.x2);
 }
 
+inline std::string to_string(device_type type) { return device{type, 0}.str(); }
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, device& x) {
+  return f(caf::meta::type_name("device"), x.type, x.index);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_stats& x) {
   return f(caf::meta::type_name("stage_stats"), x.forwards, x.backwards, x.delay_ticks, x.staleness_steps, x.fifo_peak,
@@ -38,7 +44,7 @@ typename Inspector::result_type inspect(Inspector& f, stage_stats& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_report& x) {
   return f(caf::meta::type_name("stage_report"), x.stage, x.weight_version, x.stats, x.mailbox_peak, x.busy_seconds,
-           x.wall_seconds);
+           x.wall_seconds, x.device_bytes);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, named_tensor& x) {

@@ -39,10 +39,6 @@ void check_runtime_supports(const config::run_config& c) {
       refuse("pipeline.spare_nodes", c, "runs every stage in this process (use runtime.mode lockstep or async)");
     if (c.runtime.credits != 0)
       refuse("runtime.credits", c, "follows the tick schedule: credits bound the async runtime only");
-    for (const config::device_spec& d : c.pipeline.devices)
-      if (d.type != config::device_spec::kind::cpu)
-        refuse("pipeline.devices", c,
-               "runs every stage on the CPU (" + d.str() + " needs the actor runtimes: runtime.mode lockstep or async)");
   }
   if (mode == config::runtime_mode::lockstep) {
     const std::string why = "counts time in ticks: jitter and reordering are wall-clock faults of the async runtime";

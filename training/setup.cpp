@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "compute/pipeline/partition.hpp"
+#include "compute/sim/sim_devices.hpp"
 
 namespace petra {
 
@@ -78,17 +79,20 @@ device device_of(const config::run_config& c, std::size_t j) {
     case config::device_spec::kind::cuda:
       return device{device_type::cuda, d.index};
     case config::device_spec::kind::sim:
-      break;
+      return device{device_type::sim, d.index};
   }
-  throw std::invalid_argument("pipeline.devices[" + std::to_string(j) + "]: " + d.str() +
-                              ": this build has no simulated-device backend");
+  return device{};
 }
 
-std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::size_t j) {
+std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::size_t j,
+                                            const std::shared_ptr<sim_devices>& sim) {
   backend_options options;
   options.threads = j < c.pipeline.threads.size() ? c.pipeline.threads[j] : 1;
   options.tf32 = c.runtime.precision == "tf32";
   options.deterministic = c.runtime.deterministic;
+  options.sim = sim;
+  options.sim_latency_us = c.runtime.sim_latency_us;
+  options.sim_skip_import_wait = c.runtime.sim_skip_import_wait;
   try {
     return make_backend(device_of(c, j), options);
   } catch (const std::invalid_argument& e) {
@@ -102,10 +106,11 @@ std::vector<placed_stage> build_placed_stages(const config::run_config& c, const
   const std::vector<int> sizes = stage_sizes(c);
   std::vector<placed_stage> placed(sizes.size());
   std::vector<std::size_t> stage_of_block;
+  const auto sim = std::make_shared<sim_devices>();  // this build's simulated devices, if any stage has one
   for (std::size_t j = 0; j < sizes.size(); ++j) {
     // A stage built elsewhere gets a stand-in: the model is initialised whole, so that every
     // process draws the same weights for the stages it keeps.
-    placed[j].device = !wanted || wanted(j) ? make_stage_backend(c, j) : make_cpu_backend(1);
+    placed[j].device = !wanted || wanted(j) ? make_stage_backend(c, j, sim) : make_cpu_backend(1);
     for (int b = 0; b < sizes[j]; ++b) stage_of_block.push_back(j);
   }
   auto blocks = build_revnet(

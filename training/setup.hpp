@@ -33,8 +33,10 @@ std::string node_of(const config::run_config& c, std::size_t j);
 device device_of(const config::run_config& c, std::size_t j);
 
 /// The backend of stage j: its device, pipeline.threads[j] compute threads (1 when not given),
-/// runtime.precision and runtime.deterministic.
-std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::size_t j);
+/// runtime.precision, runtime.deterministic and the runtime.sim_* settings; a sim device from `sim`,
+/// the simulated devices of this build.
+std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::size_t j,
+                                            const std::shared_ptr<sim_devices>& sim);
 
 /// One stage's share of the model with its own device context.
 struct placed_stage {
@@ -42,7 +44,7 @@ struct placed_stage {
   std::shared_ptr<stage> compute;
 };
 
-/// Every stage on its own backend; with `wanted`, only the stages it accepts are built (the
+/// Every stage on its own backend (simulated devices shared among them); with `wanted`, only the stages it accepts are built (the
 /// others stay empty: they live in another process). Throws std::invalid_argument naming
 /// pipeline.devices[j] when a device cannot be had.
 std::vector<placed_stage> build_placed_stages(const config::run_config& c, const optimizer_settings& optimizer,

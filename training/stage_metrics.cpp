@@ -54,6 +54,7 @@ void merge(stage_report& total, const stage_report& later) {
   total.mailbox_peak = std::max(total.mailbox_peak, later.mailbox_peak);
   total.busy_seconds += later.busy_seconds;
   total.wall_seconds += later.wall_seconds;
+  total.device_bytes = later.device_bytes;
 }
 
 nlohmann::json stage_json(const stage_report& r, const fault_counts& faults, const config::run_config& c,
@@ -76,7 +77,8 @@ nlohmann::json stage_json(const stage_report& r, const fault_counts& faults, con
                         {"stash_peak_bytes", s.stash_peak_bytes},
                         {"mailbox_peak", r.mailbox_peak},
                         {"busy_seconds", r.busy_seconds},
-                        {"busy_fraction", r.wall_seconds > 0 ? r.busy_seconds / r.wall_seconds : 0.0}};
+                        {"busy_fraction", r.wall_seconds > 0 ? r.busy_seconds / r.wall_seconds : 0.0},
+                        {"device_bytes", r.device_bytes}};
   if (faults.injected() > 0 || faults.duplicates_discarded > 0) {
     out["injected_drops"] = faults.drops;
     out["injected_duplicates"] = faults.duplicates;

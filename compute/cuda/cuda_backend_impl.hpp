@@ -40,6 +40,7 @@ class cuda_backend final : public backend {
   void copy(const tensor& src, tensor& dst) override;
   void fill_zero(tensor& t) override;
   void synchronize() override;
+  int64_t device_bytes_in_use() const override;
 
   // handover.cpp: every copy between this GPU and anything else
   tensor from_host(const tensor& host) override;

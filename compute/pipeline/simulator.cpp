@@ -22,6 +22,13 @@ struct backward_message {
   activation grad;
 };
 
+/// `x`, made by `from`, as `to` receives it (DESIGN.md §5: the one hand-over of a message).
+tensor hand_over(const tensor& x, backend& from, backend& to) { return to.import(from.export_for(x, to.where())); }
+
+activation hand_over(const activation& a, backend& from, backend& to) {
+  return {hand_over(a.x1, from, to), hand_over(a.x2, from, to)};
+}
+
 }  // namespace
 
 run_totals& run_totals::operator+=(const run_totals& other) {
@@ -54,7 +61,7 @@ run_totals simulator::run(const std::function<bool(micro_batch&)>& next,
       micro_batch mb;
       if (next(mb)) {
         labels[mb.id] = std::move(mb.labels);
-        fwd_in[0] = forward_message{mb.id, mb.images};
+        fwd_in[0] = forward_message{mb.id, activation{stages_[0]->compute_backend().import(mb.images.x1), {}}};
         ++in_flight;
       } else {
         exhausted = true;
@@ -69,12 +76,14 @@ run_totals simulator::run(const std::function<bool(micro_batch&)>& next,
         activation out = s.forward(fwd_in[j]->x, id, tick_);
         fwd_in[j].reset();
         if (j + 1 < J) {
-          fwd_next[j + 1] = forward_message{id, std::move(out)};
+          fwd_next[j + 1] = forward_message{id, hand_over(out, s.compute_backend(), stages_[j + 1]->compute_backend())};
         } else {  // last stage: loss and backward in the same tick
           tensor dlogits;
           int64_t correct = 0;
           auto it = labels.find(id);
-          const float loss = loss_.softmax_cross_entropy(out.x1, it->second, &dlogits, &correct);
+          const float loss = loss_.softmax_cross_entropy(hand_over(out.x1, s.compute_backend(), loss_), it->second,
+                                                         &dlogits, &correct);
+          dlogits = hand_over(dlogits, loss_, s.compute_backend());
           totals.samples += static_cast<int64_t>(it->second.size());
           totals.correct += correct;
           totals.loss_sum += loss;
@@ -87,7 +96,9 @@ run_totals simulator::run(const std::function<bool(micro_batch&)>& next,
         stage::backward_result r = s.backward(bwd_in[j]->rebuilt, bwd_in[j]->grad, id, tick_);
         bwd_in[j].reset();
         if (j > 0) {
-          bwd_next[j - 1] = backward_message{id, std::move(r.input), std::move(r.input_grad)};
+          backend& to = stages_[j - 1]->compute_backend();
+          bwd_next[j - 1] = backward_message{id, hand_over(r.input, s.compute_backend(), to),
+                                             hand_over(r.input_grad, s.compute_backend(), to)};
         } else {
           --in_flight;
           ++totals.micro_batches;
@@ -104,8 +115,12 @@ run_totals simulator::run(const std::function<bool(micro_batch&)>& next,
 }
 
 std::pair<double, int64_t> simulator::evaluate(const micro_batch& mb) {
-  activation h = mb.images;
-  for (stage* s : stages_) h = s->evaluate(h);
+  activation h{stages_.front()->compute_backend().import(mb.images.x1), {}};
+  for (std::size_t j = 0; j < stages_.size(); ++j) {
+    h = stages_[j]->evaluate(h);
+    backend& to = j + 1 < stages_.size() ? stages_[j + 1]->compute_backend() : loss_;
+    h = hand_over(h, stages_[j]->compute_backend(), to);
+  }
   int64_t correct = 0;
   const double loss = loss_.softmax_cross_entropy(h.x1, mb.labels, nullptr, &correct);
   return {loss, correct};

@@ -42,6 +42,8 @@ class stage {
         stage_options options);
 
   int index() const { return index_; }
+  /// The backend this stage computes on (its device and stream).
+  backend& compute_backend() const { return be_; }
   /// Every block reversible: the stage rebuilds its input instead of keeping it.
   bool reversible() const { return reversible_; }
   bool keeps_inputs() const { return options_.keep_inputs; }

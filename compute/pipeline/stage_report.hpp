@@ -15,6 +15,7 @@ struct stage_report {
   int64_t mailbox_peak = 0;      // forward + backward messages waiting at once (actor runtimes)
   double busy_seconds = 0;       // computing (actor runtimes)
   double wall_seconds = 0;       // the period
+  int64_t device_bytes = 0;      // held by live tensors on the stage's device at the report (0 on the CPU)
 
   /// The report of `s` now, with the runtime's own measurements left at zero.
   static stage_report of(const petra::stage& s) {
@@ -22,6 +23,7 @@ struct stage_report {
     r.stage = static_cast<int32_t>(s.index());
     r.weight_version = s.weight_version();
     r.stats = s.stats();
+    r.device_bytes = s.compute_backend().device_bytes_in_use();
     return r;
   }
 };

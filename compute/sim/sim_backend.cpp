@@ -135,6 +135,8 @@ void sim_backend::fill_zero(tensor& t) {
 
 void sim_backend::synchronize() { device_->drain(*stream_); }
 
+int64_t sim_backend::device_bytes_in_use() const { return device_->memory()->bytes.load(); }
+
 tensor sim_backend::export_for(const tensor& t, const device& consumer) {
   if (!t.defined()) return t;
   require("export_for", "t", t);

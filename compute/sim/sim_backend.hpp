@@ -48,6 +48,7 @@ class sim_backend final : public backend {
   void copy(const tensor& src, tensor& dst) override;
   void fill_zero(tensor& t) override;
   void synchronize() override;
+  int64_t device_bytes_in_use() const override;
   tensor export_for(const tensor& t, const device& consumer) override;
   tensor import(const tensor& t) override;
 

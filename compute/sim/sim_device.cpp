@@ -11,15 +11,11 @@ bool event::complete() const {
   return complete_;
 }
 
-void event::on_complete(std::function<void()> wake) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!complete_) {
-      waiters_.push_back(std::move(wake));
-      return;
-    }
-  }
-  wake();
+bool event::on_complete(std::function<void()> wake) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (complete_) return false;
+  waiters_.push_back(std::move(wake));
+  return true;
 }
 
 void event::mark_complete() {
@@ -158,13 +154,14 @@ stream* device_worker::pick(stream::entry& picked) {
           continue;
         }
         if (!front.wake_registered) {
-          front.wake_registered = true;
           // Completion takes this device's lock to notify, so no wake-up is lost between this
-          // scan and the worker's sleep (the worker holds the lock until it sleeps).
-          front.point->on_complete([signal = signal_] {
+          // scan and the worker's sleep (the worker holds the lock until it sleeps). An event
+          // completed since the check above is taken on the next pass of this loop.
+          front.wake_registered = front.point->on_complete([signal = signal_] {
             std::lock_guard<std::mutex> lock(signal->mutex);
             signal->work.notify_all();
           });
+          if (!front.wake_registered) continue;
         }
         break;  // this stream is blocked; try the next one
       }

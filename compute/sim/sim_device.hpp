@@ -29,8 +29,9 @@ struct wake_signal {
 class event {
  public:
   bool complete() const;
-  /// Runs `wake` once the event completes (at once when it is complete already).
-  void on_complete(std::function<void()> wake);
+  /// Registers `wake` to run when the event completes; false (and `wake` dropped, not run) when it
+  /// is complete already, so that a caller holding a lock `wake` takes cannot deadlock on itself.
+  bool on_complete(std::function<void()> wake);
   void mark_complete();
 
  private:

@@ -209,9 +209,7 @@ TEST_CASE("sim devices need the run's registry, and count the bytes of live tens
     CHECK(run.bytes_in_use(1) == 16 * 16 * 4);
     (void)on_host(*third, copied);
     CHECK(run.bytes_in_use(0) > 16 * 16 * 4);
-    backend_options o;
-    o.sim = run.devices;
-    CHECK(device_bytes_in_use(sim1, o) == run.bytes_in_use(1));
+    CHECK(third->device_bytes_in_use() == run.bytes_in_use(1));
   }
   // Backends gone (they drained their streams first) and every handle dropped: nothing left.
   CHECK(run.bytes_in_use(0) == 0);
