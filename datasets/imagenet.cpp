@@ -204,11 +204,12 @@ void imagenet_source::fill_checked(const int64_t* indices, int64_t count, bool t
           const crop_box box =
               train ? draw_resized_crop(header.width, header.height, transform_.crop, rng)
                     : center_crop_box(header.width, header.height, transform_.resize_size, crop);
-          decoder.decode(file.data(), file.size(), choose_jpeg_scale(box.width, box.height, crop, crop),
-                         image);
-          // The window in the (possibly DCT-scaled) decoded image, kept inside it despite rounding.
-          const double sx = double(image.width) / header.width, sy = double(image.height) / header.height;
-          crop_box scaled{box.x * sx, box.y * sy, box.width * sx, box.height * sy};
+          const jpeg_scale scale = choose_jpeg_scale(box.width, box.height, crop, crop);
+          decoder.decode(file.data(), file.size(), scale, image);
+          // The window in the decoded image: scaled pixel j covers source pixels [j/s, (j+1)/s), whatever
+          // the rounding up of the scaled size; kept inside the image.
+          const double s = double(scale.num) / scale.denom;
+          crop_box scaled{box.x * s, box.y * s, box.width * s, box.height * s};
           scaled.width = std::min(scaled.width, image.width - scaled.x);
           scaled.height = std::min(scaled.height, image.height - scaled.y);
           resample_to_chw(image, scaled, crop, crop, flip, norm_, out);

@@ -41,15 +41,15 @@ bool is_global(const pickle_ptr& v, std::initializer_list<const char*> names) {
 bool read_dtype(const pickle_ptr& v, numpy_array& out) {
   if (!v || v->type != kind::object || !is_global(v->callable, {"numpy.dtype"})) return false;
   const auto& args = v->arguments->items;
-  if (args.empty() || args[0]->type != kind::text) return false;
-  out.dtype = args[0]->text;
+  if (args.empty() || !args[0]->is_string()) return false;  // text, or bytes from Python 2
+  out.dtype = args[0]->as_string();
   if (!out.dtype.empty() && (out.dtype[0] == '<' || out.dtype[0] == '>' || out.dtype[0] == '|')) {
     out.byte_order = out.dtype[0];
     out.dtype.erase(0, 1);
   }
   if (v->state && v->state->type == kind::tuple && v->state->items.size() >= 2 &&
-      v->state->items[1]->type == kind::text && v->state->items[1]->text.size() == 1) {
-    out.byte_order = v->state->items[1]->text[0];
+      v->state->items[1]->is_string() && v->state->items[1]->as_string().size() == 1) {
+    out.byte_order = v->state->items[1]->as_string()[0];
   }
   return true;
 }
