@@ -37,9 +37,10 @@ struct jpeg_header {
 /// The width or height TurboJPEG gives a dimension at `scale`: ⌈dim·num/denom⌉.
 int scaled_size(int dim, jpeg_scale scale);
 
-/// The smallest factor s ≤ 1 that TurboJPEG offers with region_width·s ≥ need_width and
-/// region_height·s ≥ need_height, so that the region still holds at least the target's pixels
-/// after scaled decoding; 1/1 when no smaller factor qualifies.
+/// The smallest of 1/2, 1/4, 1/8 with region_width·s ≥ need_width and region_height·s ≥ need_height,
+/// so that the region still holds at least the target's pixels after scaled decoding; 1/1 when none
+/// qualifies (the region is less than twice the target). The other factors TurboJPEG offers
+/// (7/8 … 3/8) decode slower than the full size and are never chosen.
 jpeg_scale choose_jpeg_scale(double region_width, double region_height, int need_width, int need_height);
 
 /// One TurboJPEG decompressor. Not thread-safe: each thread owns its own (creating one is cheap).
@@ -50,7 +51,8 @@ class jpeg_decoder {
   jpeg_decoder(const jpeg_decoder&) = delete;
   jpeg_decoder& operator=(const jpeg_decoder&) = delete;
 
-  /// Reads the header; throws jpeg_error when the bytes are not a JPEG libjpeg-turbo can read.
+  /// Reads the header; throws jpeg_error when the bytes are not a JPEG libjpeg-turbo can read, or
+  /// when it claims more than 2^28 pixels (a corrupt header, not a photo).
   jpeg_header read_header(const uint8_t* data, std::size_t size);
 
   /// Decodes the whole image at `scale` into `out` (resized to ⌈W·s⌉ × ⌈H·s⌉ × 3). Grayscale

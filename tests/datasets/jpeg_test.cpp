@@ -89,19 +89,23 @@ TEST_CASE("grayscale gives R = G = B, and solid colours decode to their values")
   }
 }
 
-TEST_CASE("choose_jpeg_scale: the smallest factor that keeps the region at least the target size") {
+TEST_CASE("choose_jpeg_scale: the smallest of 1/2, 1/4, 1/8 that keeps the region at least the target size") {
   CHECK(choose_jpeg_scale(224, 224, 224, 224).num == 1);
   CHECK(choose_jpeg_scale(224, 224, 224, 224).denom == 1);
   CHECK(choose_jpeg_scale(100, 100, 224, 224).num == 1);  // never upscales in the decoder
   const jpeg_scale quarter = choose_jpeg_scale(1000, 900, 224, 224);
   CHECK(quarter.num * 4 == quarter.denom);  // 1/4 gives 250×225 ≥ 224
-  const jpeg_scale three_eighths = choose_jpeg_scale(1000, 800, 224, 224);
-  CHECK(three_eighths.num * 8 == three_eighths.denom * 3);  // 1/4 would give 200 rows
+  const jpeg_scale half = choose_jpeg_scale(1000, 800, 224, 224);
+  CHECK(half.num * 2 == half.denom);  // 1/4 would give 200 rows; 3/8 is never used (slower than 1/1)
+  CHECK(choose_jpeg_scale(440, 440, 224, 224).denom == 1);  // less than twice the target: full size
+  CHECK(choose_jpeg_scale(8000, 8000, 224, 224).denom == 8);
   for (double side : {230.0, 300.0, 449.0, 450.0, 700.0, 1800.0, 4000.0}) {
     const jpeg_scale s = choose_jpeg_scale(side, side * 1.3, 224, 224);
     CAPTURE(side);
     CHECK(side * s.num >= 224.0 * s.denom);
-    CHECK(s.num <= s.denom);
+    CHECK(s.num == 1);
+    CHECK((s.denom == 1 || s.denom == 2 || s.denom == 4 || s.denom == 8));
+    if (s.denom < 8) CHECK(side < 224.0 * s.denom * 2);  // the next power of two would be too small
   }
   CHECK(scaled_size(375, {3, 8}) == 141);  // ⌈140.625⌉
 }
@@ -119,6 +123,17 @@ TEST_CASE("truncated, corrupt and non-JPEG bytes are jpeg_errors with libjpeg-tu
   const std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13};
   CHECK_THROWS_WITH_AS(decoder.read_header(png.data(), png.size()), doctest::Contains("not a JPEG file"),
                        jpeg_error);
+  // A corrupt header claiming 60000×60000 pixels is refused before any allocation.
+  std::vector<uint8_t> huge = good;
+  for (std::size_t i = 2; i + 8 < huge.size(); ++i) {
+    if (huge[i] == 0xFF && huge[i + 1] == 0xC0) {  // SOF0: length(2) precision(1) height(2) width(2)
+      huge[i + 5] = huge[i + 7] = 0xEA;
+      huge[i + 6] = huge[i + 8] = 0x60;
+      break;
+    }
+  }
+  CHECK_THROWS_WITH_AS(decoder.decode(huge.data(), huge.size(), {1, 1}, image),
+                       doctest::Contains("claims 60000×60000 pixels"), jpeg_error);
   // The decoder stays usable after an error.
   decoder.decode(good.data(), good.size(), {1, 1}, image);
   CHECK(image.pixels == reference_rgb(good, 120, 90));
