@@ -55,153 +55,60 @@ class unpickler {
       op_offset_ = pos_;
       const uint8_t op = take(1)[0];
       op_ = op;
+      // One opcode a line: the switch reads as the opcode table it is.
+      // clang-format off
       switch (op) {
-        case 0x80:
-          take(1);
-          break;  // PROTO n
-        case 0x95:
-          take(8);
-          break;  // FRAME: a length hint; the opcodes inside read as usual
-        case '.':
-          return stop();
-        case '(':
-          marks_.push_back(stack_.size());
-          break;
-        case '}':
-          push(make(kind::dict));
-          break;
-        case ']':
-          push(make(kind::list));
-          break;
-        case ')':
-          push(make(kind::tuple));
-          break;
-        case 'd':
-          push(container_from_mark(kind::dict));
-          break;
-        case 'l':
-          push(container_from_mark(kind::list));
-          break;
-        case 't':
-          push(container_from_mark(kind::tuple));
-          break;
-        case 0x85:
-          push(tuple_of(1));
-          break;
-        case 0x86:
-          push(tuple_of(2));
-          break;
-        case 0x87:
-          push(tuple_of(3));
-          break;
-        case 'a':
-          append(pop());
-          break;
-        case 'e':
-          appends();
-          break;
-        case 's':
-          setitem();
-          break;
-        case 'u':
-          setitems();
-          break;
-        case 'N':
-          push(make(kind::none));
-          break;
-        case 0x88:
-          push_bool(true);
-          break;
-        case 0x89:
-          push_bool(false);
-          break;
-        case 'J':
-          push(make_integer(static_cast<int32_t>(little(4))));
-          break;
-        case 'K':
-          push(make_integer(static_cast<int64_t>(little(1))));
-          break;
-        case 'M':
-          push(make_integer(static_cast<int64_t>(little(2))));
-          break;
-        case 0x8a:
-          push(long_integer(little(1)));
-          break;  // LONG1
-        case 0x8b:
-          push(long_integer(little(4)));
-          break;  // LONG4
-        case 'G':
-          push(binfloat());
-          break;
-        case 'X':
-          push(text(little(4)));
-          break;  // BINUNICODE
-        case 0x8c:
-          push(text(little(1)));
-          break;  // SHORT_BINUNICODE
-        case 0x8d:
-          push(text(little(8)));
-          break;  // BINUNICODE8
-        case 'T':
-          push(bytes_view(little(4)));
-          break;  // BINSTRING (Python 2 str)
-        case 'U':
-          push(bytes_view(little(1)));
-          break;  // SHORT_BINSTRING
-        case 'B':
-          push(bytes_view(little(4)));
-          break;  // BINBYTES
-        case 'C':
-          push(bytes_view(little(1)));
-          break;  // SHORT_BINBYTES
-        case 0x8e:
-          push(bytes_view(little(8)));
-          break;  // BINBYTES8
-        case 0x96:
-          push(bytes_view(little(8)));
-          break;  // BYTEARRAY8
-        case 'c':
-          push(global_from_lines());
-          break;
-        case 0x93:
-          push(stack_global());
-          break;
-        case 'R':
-          reduce();
-          break;
-        case 0x81:
-          reduce();
-          break;  // NEWOBJ: cls(*args), kept as an object all the same
-        case 'b':
-          build();
-          break;
-        case 'q':
-          put(little(1));
-          break;
-        case 'r':
-          put(little(4));
-          break;
-        case 0x94:
-          put(memo_.size());
-          break;  // MEMOIZE
-        case 'h':
-          push(get(little(1)));
-          break;
-        case 'j':
-          push(get(little(4)));
-          break;
-        case '0':
-          pop();
-          break;
-        case '1':
-          pop_mark();
-          break;
-        case '2':
-          push(top());
-          break;
-        default:
-          unsupported();
+        case 0x80:  take(1); break;                                                 // PROTO n
+        case 0x95:  take(8); break;                                                 // FRAME: a length hint only
+        case '.':   return stop();                                                  // STOP
+        case '(':   marks_.push_back(stack_.size()); break;                         // MARK
+        case '}':   push(make(kind::dict)); break;                                  // EMPTY_DICT
+        case ']':   push(make(kind::list)); break;                                  // EMPTY_LIST
+        case ')':   push(make(kind::tuple)); break;                                 // EMPTY_TUPLE
+        case 'd':   push(container_from_mark(kind::dict)); break;                   // DICT
+        case 'l':   push(container_from_mark(kind::list)); break;                   // LIST
+        case 't':   push(container_from_mark(kind::tuple)); break;                  // TUPLE
+        case 0x85:  push(tuple_of(1)); break;                                       // TUPLE1
+        case 0x86:  push(tuple_of(2)); break;                                       // TUPLE2
+        case 0x87:  push(tuple_of(3)); break;                                       // TUPLE3
+        case 'a':   append(pop()); break;                                           // APPEND
+        case 'e':   appends(); break;                                               // APPENDS
+        case 's':   setitem(); break;                                               // SETITEM
+        case 'u':   setitems(); break;                                              // SETITEMS
+        case 'N':   push(make(kind::none)); break;                                  // NONE
+        case 0x88:  push_bool(true); break;                                         // NEWTRUE
+        case 0x89:  push_bool(false); break;                                        // NEWFALSE
+        case 'J':   push(make_integer(static_cast<int32_t>(little(4)))); break;     // BININT
+        case 'K':   push(make_integer(static_cast<int64_t>(little(1)))); break;     // BININT1
+        case 'M':   push(make_integer(static_cast<int64_t>(little(2)))); break;     // BININT2
+        case 0x8a:  push(long_integer(little(1))); break;                           // LONG1
+        case 0x8b:  push(long_integer(little(4))); break;                           // LONG4
+        case 'G':   push(binfloat()); break;                                        // BINFLOAT
+        case 'X':   push(text(little(4))); break;                                   // BINUNICODE
+        case 0x8c:  push(text(little(1))); break;                                   // SHORT_BINUNICODE
+        case 0x8d:  push(text(little(8))); break;                                   // BINUNICODE8
+        case 'T':   push(bytes_view(little(4))); break;                             // BINSTRING (Python 2 str)
+        case 'U':   push(bytes_view(little(1))); break;                             // SHORT_BINSTRING
+        case 'B':   push(bytes_view(little(4))); break;                             // BINBYTES
+        case 'C':   push(bytes_view(little(1))); break;                             // SHORT_BINBYTES
+        case 0x8e:  push(bytes_view(little(8))); break;                             // BINBYTES8
+        case 0x96:  push(bytes_view(little(8))); break;                             // BYTEARRAY8
+        case 'c':   push(global_from_lines()); break;                               // GLOBAL
+        case 0x93:  push(stack_global()); break;                                    // STACK_GLOBAL
+        case 'R':   reduce(); break;                                                // REDUCE
+        case 0x81:  reduce(); break;                                                // NEWOBJ, kept as an object too
+        case 'b':   build(); break;                                                 // BUILD
+        case 'q':   put(little(1)); break;                                          // BINPUT
+        case 'r':   put(little(4)); break;                                          // LONG_BINPUT
+        case 0x94:  put(memo_.size()); break;                                       // MEMOIZE
+        case 'h':   push(get(little(1))); break;                                    // BINGET
+        case 'j':   push(get(little(4))); break;                                    // LONG_BINGET
+        case '0':   pop(); break;                                                   // POP
+        case '1':   pop_mark(); break;                                              // POP_MARK
+        case '2':   push(top()); break;                                             // DUP
+        default:          unsupported();
       }
+      // clang-format on
     }
   }
 
@@ -427,55 +334,6 @@ class unpickler {
 };
 
 }  // namespace
-
-std::string pickle_value::as_string() const {
-  if (type == kind::text) return text;
-  if (type == kind::bytes) return std::string(reinterpret_cast<const char*>(data), size);
-  return {};
-}
-
-pickle_ptr pickle_value::find(const std::string& key) const {
-  if (type != kind::dict) return nullptr;
-  for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
-    if (items[i]->is_string() && items[i]->as_string() == key) return items[i + 1];
-  }
-  return nullptr;
-}
-
-std::string describe(const pickle_value& v) {
-  switch (v.type) {
-    case kind::none:
-      return "None";
-    case kind::boolean:
-      return v.integer ? "True" : "False";
-    case kind::integer:
-      return "the integer " + std::to_string(v.integer);
-    case kind::real:
-      return "a float";
-    case kind::text:
-      return "the string '" + (v.text.size() > 40 ? v.text.substr(0, 40) + "…" : v.text) + "'";
-    case kind::bytes:
-      return "bytes of length " + std::to_string(v.size);
-    case kind::list:
-      return "a list of " + std::to_string(v.items.size()) + " items";
-    case kind::tuple:
-      return "a tuple of " + std::to_string(v.items.size()) + " items";
-    case kind::dict: {
-      std::string keys;
-      for (std::size_t i = 0; i + 1 < v.items.size(); i += 2) {
-        keys += (keys.empty() ? "" : ", ") +
-                (v.items[i]->is_string() ? v.items[i]->as_string() : describe(*v.items[i]));
-      }
-      return keys.empty() ? "an empty dict" : "a dict with keys " + keys;
-    }
-    case kind::global:
-      return "the global " + v.text;
-    case kind::object:
-      return "an object made by " +
-             (v.callable && v.callable->type == kind::global ? v.callable->text : "a call");
-  }
-  return "a value";
-}
 
 pickle_ptr read_pickle(const std::vector<uint8_t>& bytes, const std::string& path) {
   if (bytes.size() < 2 || bytes[0] != 0x80 || bytes[1] < 2) {

@@ -4,6 +4,8 @@
 
 #include <turbojpeg.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -117,6 +119,55 @@ inline std::vector<std::string> write_jpeg_tree(const std::string& root, int cla
             root + "/" + split + "/" + wnids[static_cast<std::size_t>(k)] + "/img_" + std::to_string(j) +
                 ".JPEG",
             pattern_jpeg(image.width, image.height, image.kind, 10 * k + j + (split == "val" ? 500 : 0)));
+      }
+    }
+  }
+  return wnids;
+}
+
+/// The dominant colour of class k of a learnable tree (10 well-separated colours, then repeats).
+inline std::array<int, 3> class_colour(int k) {
+  static const int palette[10][3] = {{220, 40, 40},   {40, 200, 40},  {40, 60, 220},  {220, 220, 40},
+                                     {200, 40, 200},  {40, 200, 200}, {240, 140, 20}, {120, 60, 20},
+                                     {230, 230, 230}, {30, 30, 30}};
+  return {palette[k % 10][0], palette[k % 10][1], palette[k % 10][2]};
+}
+
+/// A tree a small network learns quickly (for end-to-end tests): image j of class k is the class's
+/// colour with stripes, brightness jitter and noise, at a size between 40×30 and 100×80, as RGB
+/// JPEG, one image in seven CMYK to keep the colour spaces mixed. Returns the wnids.
+inline std::vector<std::string> write_learnable_jpeg_tree(const std::string& root, int classes, int per_class,
+                                                          const std::vector<std::string>& splits = {"train",
+                                                                                                    "val"}) {
+  std::vector<std::string> wnids;
+  for (int k = 0; k < classes; ++k) wnids.push_back("n1" + std::to_string(1000000 + k));
+  uint32_t state = 12345;
+  auto random = [&state](int n) {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<int>((state >> 8) % static_cast<uint32_t>(n));
+  };
+  for (const std::string& split : splits) {
+    for (int k = 0; k < classes; ++k) {
+      const std::array<int, 3> colour = class_colour(k);
+      for (int j = 0; j < per_class; ++j) {
+        const int w = 40 + random(61), h = 30 + random(51), jitter = random(41) - 20;
+        const bool cmyk = (k + j) % 7 == 3;
+        std::vector<uint8_t> pixels(static_cast<std::size_t>(w) * h * (cmyk ? 4 : 3));
+        for (int y = 0; y < h; ++y) {
+          for (int x = 0; x < w; ++x) {
+            const int stripe = ((x + y * (k % 3)) / 6) % 2 == 0 ? 15 : -15;
+            for (int c = 0; c < 3; ++c) {
+              const int v = std::clamp(colour[c] + jitter + stripe + random(21) - 10, 0, 255);
+              // CMYK as libjpeg-turbo stores it: C·K/255 = R with K = 255, so C = R.
+              pixels[(static_cast<std::size_t>(y) * w + x) * (cmyk ? 4 : 3) + c] = static_cast<uint8_t>(v);
+            }
+            if (cmyk) pixels[(static_cast<std::size_t>(y) * w + x) * 4 + 3] = 255;
+          }
+        }
+        write_file(
+            root + "/" + split + "/" + wnids[static_cast<std::size_t>(k)] + "/img_" + std::to_string(j) +
+                ".JPEG",
+            encode_jpeg(pixels, w, h, cmyk ? TJPF_CMYK : TJPF_RGB, cmyk ? TJSAMP_444 : TJSAMP_420, 90));
       }
     }
   }

@@ -227,6 +227,34 @@ TEST_CASE("a corrupt or truncated JPEG is skipped for the next good image and re
   CHECK(fail.bad_image_count() == 0);
 }
 
+TEST_CASE("the learnable tree for end-to-end tests: each image's mean colour names its class") {
+  temp_dir dir;
+  write_learnable_jpeg_tree(dir.str(), 10, 6);
+  imagenet_transform plain = small_transform(32, 36);
+  plain.mean = {0, 0, 0};
+  plain.std = {1, 1, 1};
+  const imagenet_source val(dir.str(), false, plain);
+  REQUIRE(val.count() == 60);
+  std::vector<int64_t> all(60);
+  std::iota(all.begin(), all.end(), int64_t{0});
+  const filled f = fill(val, all, false);
+  for (int64_t i = 0; i < 60; ++i) {
+    double mean[3] = {0, 0, 0};
+    for (int c = 0; c < 3; ++c) {
+      for (int k = 0; k < 32 * 32; ++k)
+        mean[c] += f.images[static_cast<std::size_t>((i * 3 + c) * 1024 + k)] * 255 / 1024;
+    }
+    int nearest = -1;
+    double best = 1e18;
+    for (int k = 0; k < 10; ++k) {
+      double d = 0;
+      for (int c = 0; c < 3; ++c) d += (mean[c] - class_colour(k)[c]) * (mean[c] - class_colour(k)[c]);
+      if (d < best) best = d, nearest = k;
+    }
+    CHECK(nearest == f.labels[static_cast<std::size_t>(i)]);
+  }
+}
+
 TEST_CASE("layout errors name the path: missing root, split, class folder; extra class; empty folder") {
   temp_dir dir;
   CHECK_THROWS_WITH_AS(imagenet_source(dir.file("nowhere"), true, small_transform()),
