@@ -30,6 +30,7 @@ using image_allocator = std::function<image_buffer(int64_t count, const image_sh
 /// The default allocator: a std::vector<float> owned by the buffer.
 image_buffer host_image_buffer(int64_t count, const image_shape& shape);
 
+/// How a batch_loader cuts an epoch into micro-batches and how many threads fill them.
 struct loader_options {
   int micro_batch = 64;       // samples per micro-batch
   int64_t micro_batches = 0;  // served per epoch; 0 = ⌈count / micro_batch⌉ (the last may be short)
@@ -70,6 +71,7 @@ class batch_loader {
 
   /// Micro-batches served per epoch.
   int64_t micro_batches_per_epoch() const { return micro_batches_; }
+  /// The source the batches come from.
   const image_source& source() const { return *source_; }
 
   /// Starts epoch `epoch` at micro-batch `position` (0 ≤ position ≤ micro_batches_per_epoch(); a
