@@ -53,14 +53,18 @@ struct model_config {
 };
 
 struct data_config {
-  std::string dataset = "fashion-mnist";  // fashion-mnist | mnist | cifar10
+  std::string dataset = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | imagenet32 | imagenet
   std::string path = "/usr/share/datasets/fashion-mnist";
   std::vector<float> mean = {0.2860f};    // per channel
   std::vector<float> std = {0.3530f};     // per channel
-  int crop_padding = 2;                   // random crop to the input size after zero padding; 0 = off
+  int crop_padding = 2;                   // random crop to the input size after zero padding; 0 = off (not imagenet)
   bool flip = true;                       // random horizontal flip
-  int64_t train_limit = 0;                // use only the first N training images; 0 = all
-  int64_t test_limit = 0;                 // use only the first N test images; 0 = all
+  int crop_size = 224;                    // imagenet: side of the random-resized crop (train) and center crop (eval)
+  int resize_size = 256;                  // imagenet eval: shorter side resized to this, then the center crop
+  int workers = 1;                        // loader threads decoding and augmenting ahead; 0 = the loader's own thread
+  std::string on_bad_image = "skip";      // imagenet: skip (serve the next good image, log the file) | fail
+  int64_t train_limit = 0;                // use only the first N training images; 0 = all (imagenet: N spread evenly)
+  int64_t test_limit = 0;                 // use only the first N test images; 0 = all (imagenet: N spread evenly)
 };
 
 struct optimizer_config {

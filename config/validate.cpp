@@ -12,7 +12,8 @@ namespace {
 const std::vector<std::string> architectures = {"revnet18", "revnet34", "revnet50", "fashion_small", "tiny"};
 const std::vector<std::string> stems = {"", "cifar", "imagenet"};
 const std::vector<std::string> block_kinds = {"", "basic", "bottleneck"};
-const std::vector<std::string> datasets = {"fashion-mnist", "mnist", "cifar10"};
+const std::vector<std::string> datasets = {"fashion-mnist", "mnist", "cifar10", "imagenet32", "imagenet"};
+const std::vector<std::string> bad_image_policies = {"skip", "fail"};
 const std::vector<std::string> schedule_kinds = {"cosine", "step", "constant"};
 const std::vector<std::string> precisions = {"fp32", "tf32"};
 
@@ -24,7 +25,9 @@ std::string show(Number value) {
   return out.str();
 }
 
-int dataset_channels(const std::string& dataset) { return dataset == "cifar10" ? 3 : 1; }
+int dataset_channels(const std::string& dataset) {
+  return dataset == "cifar10" || dataset == "imagenet32" || dataset == "imagenet" ? 3 : 1;
+}
 
 class checker {
  public:
@@ -109,6 +112,21 @@ void validate_data(const data_config& data, const model_config& model, const che
                                check.where("data.mean") + " has " + std::to_string(data.mean.size()));
   check.entries_positive("data.std", data.std);
   check.at_least("data.crop_padding", data.crop_padding, 0, "0 turns random cropping off");
+  check.at_least("data.crop_size", data.crop_size, 1, "the side of the square images the model sees");
+  if (data.resize_size < data.crop_size)
+    check.fail("data.resize_size", "got " + std::to_string(data.resize_size) + " but data.crop_size " +
+                                       check.where("data.crop_size") + " is " + std::to_string(data.crop_size) +
+                                       "; the eval center crop is cut from the image resized to this size, so it must"
+                                       " be at least the crop size (the usual pair is 256 and 224)");
+  if (data.dataset == "imagenet" && (model.input[1] != data.crop_size || model.input[2] != data.crop_size))
+    check.fail("model.input", "is " + std::to_string(model.input[0]) + "×" + std::to_string(model.input[1]) + "×" +
+                                  std::to_string(model.input[2]) + " but imagenet images are cropped to data.crop_size " +
+                                  check.where("data.crop_size") + " = " + std::to_string(data.crop_size) +
+                                  "; set model.input to [3, " + std::to_string(data.crop_size) + ", " +
+                                  std::to_string(data.crop_size) + "] or change data.crop_size");
+  check.at_least("data.workers", data.workers, 0,
+                 "the number of loader threads decoding ahead; 0 decodes on the loader's own thread");
+  check.one_of("data.on_bad_image", data.on_bad_image, bad_image_policies);
   check.at_least<int64_t>("data.train_limit", data.train_limit, 0, "0 means every image");
   check.at_least<int64_t>("data.test_limit", data.test_limit, 0, "0 means every image");
 }

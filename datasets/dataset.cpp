@@ -6,14 +6,21 @@
 
 #include "datasets/cifar10.hpp"
 #include "datasets/idx.hpp"
+#include "datasets/imagenet32.hpp"
 
 namespace petra::data {
 
 dataset load_dataset(const std::string& kind, const std::string& dir, bool train) {
   if (kind == "fashion-mnist" || kind == "mnist") return load_mnist_like(dir, train, kind);
   if (kind == "cifar10") return load_cifar10(dir, train);
+  if (kind == "imagenet32") return load_imagenet32(dir, train);
+  if (kind == "imagenet") {
+    throw std::invalid_argument(
+        "dataset kind 'imagenet' is read from its files on demand and has no in-memory form: open it with "
+        "open_dataset (datasets/open_dataset.hpp)");
+  }
   throw std::invalid_argument("unknown dataset kind '" + kind +
-                              "': expected fashion-mnist, mnist or cifar10");
+                              "': expected fashion-mnist, mnist, cifar10, imagenet32 or imagenet");
 }
 
 void keep_first(dataset& d, int64_t n) {

@@ -1,5 +1,5 @@
 // An in-memory image classification dataset (uint8 N×C×H×W plus int32 labels) and the
-// entry point that loads one by kind: fashion-mnist, mnist or cifar10.
+// entry point that loads one by kind: fashion-mnist, mnist, cifar10 or imagenet32.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +29,9 @@ struct dataset {
   int64_t image_size() const { return int64_t{channels} * height * width; }
 };
 
-/// Loads the train or test split of `kind` (fashion-mnist | mnist | cifar10) from `dir`;
-/// an unknown kind is std::invalid_argument, a bad file a dataset_error.
+/// Loads the train or test split of `kind` (fashion-mnist | mnist | cifar10 | imagenet32) from `dir`;
+/// an unknown kind, or imagenet (file-backed: see open_dataset), is std::invalid_argument, a bad
+/// file a dataset_error.
 dataset load_dataset(const std::string& kind, const std::string& dir, bool train);
 
 /// Keeps only the first `n` images (n ≤ 0 or n ≥ count keeps all); used for quick runs.

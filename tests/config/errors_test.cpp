@@ -68,7 +68,11 @@ TEST_CASE("bad values name the path, the line and the accepted values") {
       {"training:\n  schedule:\n    milestones: [150, 150]\n",
        "training.schedule.milestones at runs/x.yaml:3"},
       {"training:\n  schedule:\n    gamma: 0\n", "training.schedule.gamma at runs/x.yaml:3"},
-      {"data:\n  dataset: imagenet\n", "data.dataset at runs/x.yaml:2"},
+      {"data:\n  dataset: imagenet21k\n", "data.dataset at runs/x.yaml:2"},
+      {"data:\n  workers: -1\n", "data.workers at runs/x.yaml:2"},
+      {"data:\n  on_bad_image: ignore\n", "data.on_bad_image at runs/x.yaml:2"},
+      {"data:\n  crop_size: 0\n", "data.crop_size at runs/x.yaml:2"},
+      {"data:\n  resize_size: 200\n", "data.resize_size at runs/x.yaml:2"},
       {"data:\n  mean: []\n", "data.mean at runs/x.yaml:2"},
       {"data:\n  std: [0.1, 0.2]\n", "data.std at runs/x.yaml:2"},
       {"data:\n  std: [0]\n", "data.std at runs/x.yaml:2"},
@@ -101,6 +105,30 @@ TEST_CASE("bad values name the path, the line and the accepted values") {
     CAPTURE(c.yaml);
     CHECK(contains(error_of(c.yaml), c.where));
   }
+}
+
+TEST_CASE("imagenet and imagenet32: three channels, the crop size is the input size, and the loader keys") {
+  const std::string rgb = "model:\n  input: [3, 224, 224]\ndata:\n  mean: [0.5, 0.5, 0.5]\n  std: [0.2, 0.2, 0.2]\n";
+  CHECK_NOTHROW(parse_config(rgb + "  dataset: imagenet\n", "x"));
+  CHECK_NOTHROW(parse_config(
+      "model:\n  input: [3, 32, 32]\ndata:\n  dataset: imagenet32\n  mean: [0.5, 0.5, 0.5]\n  std: [0.2, 0.2, 0.2]\n",
+      "x"));
+  const std::string gray = error_of("data:\n  dataset: imagenet32\n");
+  CHECK(contains(gray, "model.input (default): has 1 channels but imagenet32 (data.dataset at runs/x.yaml:2) images have 3"));
+  const std::string size = error_of(rgb + "  dataset: imagenet\n  crop_size: 192\n");
+  CHECK(contains(size, "model.input at runs/x.yaml:2: is 3×224×224 but imagenet images are cropped to data.crop_size at "
+                       "runs/x.yaml:7 = 192"));
+  CHECK(contains(size, "[3, 192, 192]"));
+  const std::string resize = error_of(rgb + "  dataset: imagenet\n  resize_size: 200\n");
+  CHECK(contains(resize, "data.resize_size at runs/x.yaml:7: got 200 but data.crop_size (default) is 224"));
+  CHECK(contains(error_of("data:\n  workers: -2\n"), "data.workers at runs/x.yaml:2: got -2"));
+  CHECK(contains(error_of("data:\n  on_bad_image: warn\n"),
+                 "data.on_bad_image at runs/x.yaml:2: 'warn' is not one of skip, fail"));
+  const run_config c = parse_config(rgb + "  dataset: imagenet\n  workers: 0\n  on_bad_image: fail\n", "x");
+  CHECK(c.data.workers == 0);
+  CHECK(c.data.on_bad_image == "fail");
+  CHECK(run_config{}.data.workers == 1);
+  CHECK(run_config{}.data.on_bad_image == "skip");
 }
 
 TEST_CASE("stash switches are errors outside the delayed method, and say why") {

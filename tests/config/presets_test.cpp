@@ -24,7 +24,8 @@ TEST_CASE("every preset in presets_dir loads and validates") {
     ++loaded;
   }
   CHECK(loaded >= 5);
-  for (const char* name : {"default", "backprop", "revnet18_cifar10", "ci_smoke", "tiny"}) {
+  for (const char* name :
+       {"default", "backprop", "revnet18_cifar10", "revnet18_imagenet32", "revnet50_imagenet", "ci_smoke", "tiny"}) {
     CAPTURE(name);
     CHECK(std::filesystem::exists(std::filesystem::path(presets_dir()) / (std::string(name) + ".yaml")));
   }
@@ -89,6 +90,59 @@ TEST_CASE("revnet18_cifar10 preset is the paper's recipe") {
   CHECK(c.training.schedule.warmup_epochs == 5);
   CHECK(c.training.schedule.milestones == std::vector<double>{150, 225});
   CHECK(c.training.schedule.gamma == 0.1);
+}
+
+TEST_CASE("revnet18_imagenet32 preset is the paper's ImageNet32 recipe") {
+  const run_config c = load_config("revnet18_imagenet32");
+  CHECK(c.model.arch == "revnet18");
+  CHECK(c.model.num_classes == 1000);
+  CHECK(c.model.input == std::vector<int>{3, 32, 32});
+  CHECK(c.model.stem == "cifar");
+  CHECK(c.data.dataset == "imagenet32");
+  CHECK(c.data.mean == std::vector<float>{0.485f, 0.456f, 0.406f});
+  CHECK(c.data.std == std::vector<float>{0.229f, 0.224f, 0.225f});
+  CHECK(c.data.crop_padding == 4);
+  CHECK(c.data.flip);
+  CHECK(c.training.method == training_method::petra);
+  CHECK(c.training.epochs == 90);
+  CHECK(c.training.micro_batch == 64);
+  CHECK(c.training.accumulation == 2);
+  CHECK(goyal_lr(c) == doctest::Approx(0.05));
+  CHECK(c.training.optimizer.nesterov);
+  CHECK(c.training.optimizer.momentum == 0.9);
+  CHECK(c.training.optimizer.weight_decay == 1e-4);
+  CHECK(c.training.schedule.kind == "step");
+  CHECK(c.training.schedule.warmup_epochs == 5);
+  CHECK(c.training.schedule.milestones == std::vector<double>{30, 60, 80});
+  CHECK(c.training.schedule.gamma == 0.1);
+  // data.path is the one thing a user sets: overriding it alone gives a valid config.
+  CHECK(load_config("revnet18_imagenet32", {"data.path=/elsewhere"}).data.path == "/elsewhere");
+}
+
+TEST_CASE("revnet50_imagenet preset is the paper's ImageNet recipe") {
+  const run_config c = load_config("revnet50_imagenet");
+  CHECK(c.model.arch == "revnet50");
+  CHECK(c.model.num_classes == 1000);
+  CHECK(c.model.input == std::vector<int>{3, 224, 224});
+  CHECK(c.model.stem == "imagenet");
+  CHECK(c.data.dataset == "imagenet");
+  CHECK(c.data.mean == std::vector<float>{0.485f, 0.456f, 0.406f});
+  CHECK(c.data.std == std::vector<float>{0.229f, 0.224f, 0.225f});
+  CHECK(c.data.crop_size == 224);
+  CHECK(c.data.resize_size == 256);
+  CHECK(c.data.flip);
+  CHECK(c.data.on_bad_image == "skip");
+  CHECK(c.data.workers >= 2);  // JPEG decoding needs several cores to feed a GPU
+  CHECK(c.training.method == training_method::petra);
+  CHECK(c.training.epochs == 90);
+  CHECK(c.training.micro_batch == 64);
+  CHECK(c.training.accumulation == 4);
+  CHECK(goyal_lr(c) == doctest::Approx(0.1));
+  CHECK(c.training.optimizer.weight_decay == 1e-4);
+  CHECK(c.training.schedule.kind == "step");
+  CHECK(c.training.schedule.warmup_epochs == 5);
+  CHECK(c.training.schedule.milestones == std::vector<double>{30, 60, 80});
+  CHECK(load_config("revnet50_imagenet", {"data.path=/data/imagenet"}).data.path == "/data/imagenet");
 }
 
 TEST_CASE("ci_smoke and tiny presets are small") {

@@ -78,8 +78,8 @@ TEST_CASE("a missing split names the directory, the files and the fix") {
                        contains(dir.file("absent") + ": file not found"), dataset_error);
   CHECK_THROWS_WITH_AS(load_idx(dir.str(), dir.file("train-images-idx3-ubyte.gz"), 10),
                        contains("is a directory"), dataset_error);
-  CHECK_THROWS_WITH_AS(load_dataset("imagenet", dir.str(), true), contains("unknown dataset kind 'imagenet'"),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(load_dataset("imagenet21k", dir.str(), true),
+                       contains("unknown dataset kind 'imagenet21k'"), std::invalid_argument);
 }
 
 TEST_CASE("IDX header errors: magic, rank, dimensions") {
