@@ -1,12 +1,13 @@
 // The actor system's configuration.
 #include "actors/caf_config.hpp"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
 #include <fstream>
 #include <memory>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <stdexcept>
 
 #include "messages/errors.hpp"
@@ -29,17 +30,19 @@ std::string openssl_error() {
 // here first turns that into an error at start-up that names the file.
 void check_tls_pair(const config::tls_config& tls, const std::array<std::string, 3>& names) {
   using context = std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)>;
-  context with_cert(SSL_CTX_new(TLS_method()), SSL_CTX_free), key_only(SSL_CTX_new(TLS_method()), SSL_CTX_free);
-  if (!with_cert || !key_only) throw std::runtime_error("cannot create an OpenSSL context: " + openssl_error());
+  context with_cert(SSL_CTX_new(TLS_method()), SSL_CTX_free),
+      key_only(SSL_CTX_new(TLS_method()), SSL_CTX_free);
+  if (!with_cert || !key_only)
+    throw std::runtime_error("cannot create an OpenSSL context: " + openssl_error());
   if (SSL_CTX_use_certificate_chain_file(with_cert.get(), tls.cert.c_str()) != 1)
     throw std::invalid_argument(names[0] + " " + tls.cert + " is not a PEM certificate: " + openssl_error());
   if (SSL_CTX_use_PrivateKey_file(key_only.get(), tls.key.c_str(), SSL_FILETYPE_PEM) != 1)
-    throw std::invalid_argument(names[1] + " " + tls.key + " is not a PEM private key (or needs a passphrase): " +
-                                openssl_error());
+    throw std::invalid_argument(names[1] + " " + tls.key +
+                                " is not a PEM private key (or needs a passphrase): " + openssl_error());
   if (SSL_CTX_use_PrivateKey_file(with_cert.get(), tls.key.c_str(), SSL_FILETYPE_PEM) != 1 ||
       SSL_CTX_check_private_key(with_cert.get()) != 1)
-    throw std::invalid_argument(names[1] + " " + tls.key + " does not match the certificate " + tls.cert + ": " +
-                                openssl_error());
+    throw std::invalid_argument(names[1] + " " + tls.key + " does not match the certificate " + tls.cert +
+                                ": " + openssl_error());
   if (SSL_CTX_load_verify_locations(with_cert.get(), tls.ca.c_str(), nullptr) != 1)
     throw std::invalid_argument(names[2] + " " + tls.ca + " holds no PEM CA certificate: " + openssl_error());
 }
@@ -51,8 +54,8 @@ void check_tls_files(const config::tls_config& tls, const std::array<std::string
   const std::array<const std::string*, 3> files{&tls.cert, &tls.key, &tls.ca};
   for (std::size_t i = 0; i < files.size(); ++i)
     if (files[i]->empty())
-      throw std::invalid_argument(names[i] + " is missing: TLS needs " + names[0] + ", " + names[1] + " and " +
-                                  names[2] + ", all three (or none, on loopback)");
+      throw std::invalid_argument(names[i] + " is missing: TLS needs " + names[0] + ", " + names[1] +
+                                  " and " + names[2] + ", all three (or none, on loopback)");
   for (std::size_t i = 0; i < files.size(); ++i)
     if (!std::ifstream(*files[i]))
       throw std::invalid_argument(names[i] + " " + *files[i] + " does not exist or is not readable");

@@ -4,9 +4,8 @@
 #pragma once
 
 #include <array>
-#include <string>
-
 #include <caf/actor_system_config.hpp>
+#include <string>
 
 #include "config/config.hpp"
 

@@ -33,7 +33,8 @@ control_channel::control_channel(caf::actor_system& system, std::chrono::seconds
 
 coordinator_actor control_channel::handle() { return caf::actor_cast<coordinator_actor>(self_); }
 
-void control_channel::watch(std::vector<caf::actor_addr> actors, std::vector<int32_t> stage_of, int32_t generation) {
+void control_channel::watch(std::vector<caf::actor_addr> actors, std::vector<int32_t> stage_of,
+                            int32_t generation) {
   watched_.clear();
   for (std::size_t i = 0; i < actors.size(); ++i) watched_[actors[i]] = stage_of[i];
   generation_ = generation;
@@ -57,7 +58,8 @@ void control_channel::await_phase_ends(std::size_t count, const std::function<vo
 
 void control_channel::drain() {
   bool more = true;
-  while (more) self_->receive([](caf::message&) {}, caf::after(std::chrono::milliseconds(50)) >> [&] { more = false; });
+  while (more)
+    self_->receive([](caf::message&) {}, caf::after(std::chrono::milliseconds(50)) >> [&] { more = false; });
 }
 
 bool control_channel::current(const caf::actor_addr& who) const { return watched_.count(who) > 0; }
@@ -68,7 +70,8 @@ int32_t control_channel::stage_of(const caf::actor_addr& who) const {
 }
 
 void control_channel::on_fault(const fault_event& e) {
-  if (e.generation != generation_ || e.stage < 0 || static_cast<std::size_t>(e.stage) >= faults_.size()) return;
+  if (e.generation != generation_ || e.stage < 0 || static_cast<std::size_t>(e.stage) >= faults_.size())
+    return;
   fault_counts& f = faults_[e.stage];
   switch (e.kind) {
     case fault_kind::drop:
@@ -114,7 +117,8 @@ void control_channel::on_down(const caf::down_msg& down) {
   const int32_t stage = stage_of(down.source);
   const std::string what = (stage >= 0 ? "stage actor lost: " : "actor lost: ") + system_.render(down.reason);
   const bool crash = has_code(down.reason, petra_errc::injected_crash);
-  throw with_counts(run_failure(crash ? failure_kind::injected_crash : failure_kind::lost_actor, stage, -1, what));
+  throw with_counts(
+      run_failure(crash ? failure_kind::injected_crash : failure_kind::lost_actor, stage, -1, what));
 }
 
 void control_channel::on_error(const caf::error& err) {
@@ -123,7 +127,8 @@ void control_channel::on_error(const caf::error& err) {
   throw with_counts(run_failure(failure_kind::bad_reply, stage_of(sender), -1, system_.render(err)));
 }
 
-run_failure control_channel::no_answer_from(const std::vector<caf::actor_addr>& silent, std::chrono::seconds timeout) {
+run_failure control_channel::no_answer_from(const std::vector<caf::actor_addr>& silent,
+                                            std::chrono::seconds timeout) {
   const int32_t stage = silent.empty() ? -1 : stage_of(silent.front());
   return with_counts(run_failure(failure_kind::bad_reply, stage, -1,
                                  "no answer within " + std::to_string(timeout.count()) + " s from " +

@@ -45,7 +45,8 @@ class control_channel {
   /// Sends `msg...` to every target and returns their replies, in target order. A target that
   /// is lost, fails or does not answer within `timeout` ends the attempt (run_failure).
   template <class Reply, class Handle, class... Ts>
-  std::vector<Reply> gather(const std::vector<Handle>& targets, std::chrono::seconds timeout, const Ts&... msg) {
+  std::vector<Reply> gather(const std::vector<Handle>& targets, std::chrono::seconds timeout,
+                            const Ts&... msg) {
     std::map<caf::actor_addr, std::size_t> index;
     for (std::size_t i = 0; i < targets.size(); ++i) {
       index[targets[i].address()] = i;
@@ -83,14 +84,10 @@ class control_channel {
   template <class... Fs>
   void pump(std::chrono::seconds timeout, const std::function<void()>& on_timeout, Fs... handlers) {
     self_->receive(
-        handlers...,
-        [&](messages::fault_event& e) { on_fault(e); },
-        [&](messages::loss_report& r) { on_progress(r); },
-        [&](messages::phase_done& d) { on_phase_done(d); },
-        [&](messages::failure_report& f) { on_failure(f); },
-        [&](caf::down_msg& down) { on_down(down); },
-        [&](caf::error& err) { on_error(err); },
-        [&](caf::message&) {},  // a reply nobody waits for any more
+        handlers..., [&](messages::fault_event& e) { on_fault(e); },
+        [&](messages::loss_report& r) { on_progress(r); }, [&](messages::phase_done& d) { on_phase_done(d); },
+        [&](messages::failure_report& f) { on_failure(f); }, [&](caf::down_msg& down) { on_down(down); },
+        [&](caf::error& err) { on_error(err); }, [&](caf::message&) {},  // a reply nobody waits for any more
         caf::after(timeout) >> [&] { on_timeout(); });
   }
 
@@ -103,7 +100,8 @@ class control_channel {
   void on_down(const caf::down_msg& down);
   void on_error(const caf::error& err);
   template <class Handle>
-  run_failure no_answer(const std::vector<Handle>& targets, const std::vector<bool>& got, std::chrono::seconds timeout) {
+  run_failure no_answer(const std::vector<Handle>& targets, const std::vector<bool>& got,
+                        std::chrono::seconds timeout) {
     std::vector<caf::actor_addr> silent;
     for (std::size_t i = 0; i < targets.size(); ++i)
       if (!got[i]) silent.push_back(targets[i].address());

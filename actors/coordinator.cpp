@@ -21,7 +21,8 @@ constexpr auto status_timeout = std::chrono::seconds(10);
 
 class actor_runtime : public pipeline_runtime {
  public:
-  actor_runtime(const config::run_config& c, const optimizer_settings& optimizer, std::shared_ptr<data_feed> feed)
+  actor_runtime(const config::run_config& c, const optimizer_settings& optimizer,
+                std::shared_ptr<data_feed> feed)
       : config_(c),
         optimizer_(optimizer),
         caf_(c.runtime.threads, c.tls),
@@ -35,11 +36,14 @@ class actor_runtime : public pipeline_runtime {
   phase_result train(const phase_request& request, const progress_fn& progress) override {
     const auto J = static_cast<int64_t>(stages_);
     const bool lockstep = config_.runtime.mode == config::runtime_mode::lockstep;
-    const int64_t extra = request.attempt == 0 && lockstep ? lockstep_link_delays() : 0;  // a replay runs clean
+    const int64_t extra =
+        request.attempt == 0 && lockstep ? lockstep_link_delays() : 0;  // a replay runs clean
     const bool backprop = config_.training.method == config::training_method::backprop;
     const int64_t spacing = backprop ? 2 * J - 1 + extra : 1;
-    const phase_plan plan{request.epoch, request.count, (request.count - 1) * spacing + 2 * (J - 1) + extra + 1,
-                          request.first, spacing, request.attempt, pipeline_.generation(), ++phase_};
+    const phase_plan plan{
+        request.epoch,          request.count, (request.count - 1) * spacing + 2 * (J - 1) + extra + 1,
+        request.first,          spacing,       request.attempt,
+        pipeline_.generation(), ++phase_};
     control_.begin_attempt(stages_, [progress](const loss_report& r) {
       if (progress) progress(totals_of(r));
     });
@@ -49,7 +53,8 @@ class actor_runtime : public pipeline_runtime {
       control_.ask<plan_atom>(pipeline_.loader(), control_timeout, plan_atom_v, plan);
       control_.await_phase_ends(stages_, [&] { throw stalled(); });
       phase_result out;
-      static_cast<run_totals&>(out) = totals_of(control_.ask<loss_report>(pipeline_.loss(), control_timeout, report_atom_v));
+      static_cast<run_totals&>(out) =
+          totals_of(control_.ask<loss_report>(pipeline_.loss(), control_timeout, report_atom_v));
       out.stages = control_.gather<stage_report>(pipeline_.stages(), control_timeout, report_atom_v);
       out.faults = control_.faults();
       out.completed = out.stages.front().stats.backwards;
@@ -67,8 +72,9 @@ class actor_runtime : public pipeline_runtime {
     return petra::evaluate(test, [&](const micro_batch& mb) {
       eval_data x{mb.id, mb.images};
       for (const stage_actor& s : pipeline_.stages()) x = control_.ask<eval_data>(s, control_timeout, x);
-      const loss_data out = control_.ask<loss_data>(pipeline_.loss(), control_timeout, eval_atom_v,
-                                                    logits_data{stamp{mb.id}, x.x.x1}, labels_data{mb.id, mb.labels});
+      const loss_data out =
+          control_.ask<loss_data>(pipeline_.loss(), control_timeout, eval_atom_v,
+                                  logits_data{stamp{mb.id}, x.x.x1}, labels_data{mb.id, mb.labels});
       return eval_score{out.loss, out.correct};
     });
   }
@@ -131,26 +137,29 @@ class actor_runtime : public pipeline_runtime {
       const auto stage = static_cast<int32_t>(j);
       if (lockstep && s.waiting_forward && j > 0 && status[j - 1].tick >= s.tick)
         return run_failure(failure_kind::stall, stage, s.tick,
-                           "no progress for " + limit + ": its forward input of tick " + std::to_string(s.tick) +
-                               " never came although stage " + std::to_string(j) + " is at tick " +
-                               std::to_string(status[j - 1].tick) + ": lost on the link " + std::to_string(j) +
-                               " -> " + std::to_string(j + 1));
+                           "no progress for " + limit + ": its forward input of tick " +
+                               std::to_string(s.tick) + " never came although stage " + std::to_string(j) +
+                               " is at tick " + std::to_string(status[j - 1].tick) + ": lost on the link " +
+                               std::to_string(j) + " -> " + std::to_string(j + 1));
       if (lockstep && s.waiting_backward && j + 1 < status.size() && status[j + 1].tick >= s.tick)
         return run_failure(failure_kind::stall, stage, s.tick,
-                           "no progress for " + limit + ": its backward input of tick " + std::to_string(s.tick) +
-                               " never came although stage " + std::to_string(j + 2) + " is at tick " +
-                               std::to_string(status[j + 1].tick) + ": lost on the link " + std::to_string(j + 2) +
-                               " -> " + std::to_string(j + 1));
+                           "no progress for " + limit + ": its backward input of tick " +
+                               std::to_string(s.tick) + " never came although stage " +
+                               std::to_string(j + 2) + " is at tick " + std::to_string(status[j + 1].tick) +
+                               ": lost on the link " + std::to_string(j + 2) + " -> " +
+                               std::to_string(j + 1));
     }
     if (!lockstep)
       for (std::size_t j = status.size(); j-- > 0;)
         if (status[j].waiting_backward)
           return run_failure(failure_kind::stall, static_cast<int32_t>(j), -1,
-                             "no progress for " + limit + ": it waits for the backward of its oldest micro-batch: "
-                             "a message between stage " + std::to_string(j + 1) + " and stage " + std::to_string(j + 2) +
-                             " was lost");
-    return run_failure(failure_kind::stall, -1, -1,
-                       "no progress for " + limit + " and no stage is waiting for a lost message: a stage hangs");
+                             "no progress for " + limit +
+                                 ": it waits for the backward of its oldest micro-batch: "
+                                 "a message between stage " +
+                                 std::to_string(j + 1) + " and stage " + std::to_string(j + 2) + " was lost");
+    return run_failure(
+        failure_kind::stall, -1, -1,
+        "no progress for " + limit + " and no stage is waiting for a lost message: a stage hangs");
   }
 
   config::run_config config_;

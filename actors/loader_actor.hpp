@@ -4,9 +4,8 @@
 // `credits` micro-batches are ever in flight and no mailbox grows.
 #pragma once
 
-#include <memory>
-
 #include <caf/actor_system.hpp>
+#include <memory>
 
 #include "config/config.hpp"
 #include "messages/interfaces.hpp"

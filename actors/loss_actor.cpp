@@ -25,8 +25,8 @@ struct loss_actor_state {
 
 using self_ptr = loss_actor::stateful_pointer<loss_actor_state>;
 
-loss_data compute_loss(loss_actor_state& st, const stamp& s, const tensor& logits, const std::vector<int32_t>& labels,
-                       bool train) {
+loss_data compute_loss(loss_actor_state& st, const stamp& s, const tensor& logits,
+                       const std::vector<int32_t>& labels, bool train) {
   loss_data out;
   out.s = s;
   out.loss = st.device->softmax_cross_entropy(logits, labels, train ? &out.dlogits : nullptr, &out.correct);
@@ -51,10 +51,12 @@ void answer(self_ptr self, const logits_data& in, const std::vector<int32_t>& la
                                               static_cast<uint8_t>(petra_errc::stage_exception), what, 0});
     return self->quit(caf::make_error(petra_errc::stage_exception, what));
   }
-  if (st.progress_every > 0 && st.totals.micro_batches % st.progress_every == 0) self->send(st.coordinator, st.totals);
+  if (st.progress_every > 0 && st.totals.micro_batches % st.progress_every == 0)
+    self->send(st.coordinator, st.totals);
 }
 
-loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> device, int64_t progress_every) {
+loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> device,
+                                        int64_t progress_every) {
   self->state.device = std::move(device);
   self->state.progress_every = progress_every;
   return {
@@ -102,7 +104,8 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
 
 }  // namespace
 
-messages::loss_actor spawn_loss_actor(caf::actor_system& sys, std::shared_ptr<backend> device, int64_t progress_every) {
+messages::loss_actor spawn_loss_actor(caf::actor_system& sys, std::shared_ptr<backend> device,
+                                      int64_t progress_every) {
   return sys.spawn(loss_behavior, std::move(device), progress_every);
 }
 

@@ -3,9 +3,8 @@
 // wait for theirs.
 #pragma once
 
-#include <memory>
-
 #include <caf/actor_system.hpp>
+#include <memory>
 
 #include "compute/backend.hpp"
 #include "messages/interfaces.hpp"
@@ -14,6 +13,7 @@ namespace petra {
 
 /// The loss actor computing on `device`; once wired, it sends the coordinator a loss_report of the
 /// phase so far every `progress_every` micro-batches (0 = never).
-messages::loss_actor spawn_loss_actor(caf::actor_system& sys, std::shared_ptr<backend> device, int64_t progress_every);
+messages::loss_actor spawn_loss_actor(caf::actor_system& sys, std::shared_ptr<backend> device,
+                                      int64_t progress_every);
 
 }  // namespace petra

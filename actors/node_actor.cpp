@@ -1,12 +1,13 @@
 // The node actor.
 #include "actors/node_actor.hpp"
 
+#include <unistd.h>
+
 #include <caf/all.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <thread>
-#include <unistd.h>
 
 #include "actors/stage_actor.hpp"
 #include "config/config.hpp"
@@ -37,12 +38,14 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
           const auto sizes = stage_sizes(c);
           if (index < 0 || static_cast<std::size_t>(index) >= sizes.size())
             return caf::make_error(petra_errc::bad_request,
-                                   "stage " + std::to_string(index) + " does not exist (J = " +
-                                       std::to_string(sizes.size()) + ")");
+                                   "stage " + std::to_string(index) +
+                                       " does not exist (J = " + std::to_string(sizes.size()) + ")");
           const optimizer_settings opt = optimizer_for(c.training, steps_per_epoch);
-          auto placed = build_placed_stages(c, opt, [&](std::size_t j) { return j == static_cast<std::size_t>(index); });
-          auto s = spawn_stage_actor(self->system(),
-                                     stage_context{placed[index].device, placed[index].compute, index, c.runtime.mode});
+          auto placed = build_placed_stages(
+              c, opt, [&](std::size_t j) { return j == static_cast<std::size_t>(index); });
+          auto s = spawn_stage_actor(
+              self->system(),
+              stage_context{placed[index].device, placed[index].compute, index, c.runtime.mode});
           self->state.stages->push_back(s);
           return s;
         } catch (const std::exception& e) {

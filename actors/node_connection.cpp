@@ -20,8 +20,8 @@ namespace {
 // allocated before a byte of it arrives. A plain node therefore checks that header itself and drops
 // the connection (logging it) before BASP sees it. TLS nodes use CAF's OpenSSL acceptor unchanged:
 // only peers with a certificate of the CA get that far.
-constexpr std::size_t basp_header_size = 32;        // caf::io::basp::header_size
-constexpr uint8_t basp_client_handshake = 0x01;     // caf::io::basp::message_type::client_handshake
+constexpr std::size_t basp_header_size = 32;         // caf::io::basp::header_size
+constexpr uint8_t basp_client_handshake = 0x01;      // caf::io::basp::message_type::client_handshake
 constexpr uint32_t max_handshake_payload = 1 << 16;  // node id and application ids: a few hundred bytes
 
 uint64_t big_endian(const unsigned char* bytes, int count) {
@@ -140,7 +140,8 @@ caf::expected<messages::node_actor> connect_node(caf::actor_system& sys, const s
       .receive(
           [&](const caf::node_id&, caf::strong_actor_ptr& peer, std::set<std::string>& interface) {
             if (!peer)
-              result = caf::make_error(caf::sec::no_actor_published_at_port, "nothing is published at " + host_port);
+              result = caf::make_error(caf::sec::no_actor_published_at_port,
+                                       "nothing is published at " + host_port);
             else if (!sys.assignable(interface, sys.message_types<messages::node_actor>()))
               result = caf::make_error(caf::sec::unexpected_actor_messaging_interface,
                                        host_port + " is not a `petra node` of this build");
@@ -152,8 +153,9 @@ caf::expected<messages::node_actor> connect_node(caf::actor_system& sys, const s
               result = caf::make_error(
                   caf::sec::cannot_connect_to_node,
                   "no handshake from " + host_port + " within " + std::to_string(timeout.count()) + " ms" +
-                      (tls.enabled() ? " (is the node started with --tls-cert/--tls-key/--tls-ca of the same CA?)"
-                                     : " (is the node using TLS? then set tls.cert, tls.key and tls.ca)"));
+                      (tls.enabled()
+                           ? " (is the node started with --tls-cert/--tls-key/--tls-ca of the same CA?)"
+                           : " (is the node using TLS? then set tls.cert, tls.key and tls.ca)"));
             else
               result = std::move(e);
           });

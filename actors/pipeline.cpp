@@ -20,18 +20,24 @@ constexpr auto control_timeout = std::chrono::seconds(60);
 
 template <class List, class Value>
 Value entry(const List& list, int32_t i, Value fallback) {
-  return i >= 0 && static_cast<std::size_t>(i) < list.size() ? static_cast<Value>(list[static_cast<std::size_t>(i)])
-                                                            : fallback;
+  return i >= 0 && static_cast<std::size_t>(i) < list.size()
+             ? static_cast<Value>(list[static_cast<std::size_t>(i)])
+             : fallback;
 }
 
 }  // namespace
 
 actor_pipeline::actor_pipeline(const config::run_config& c, const optimizer_settings& optimizer,
                                std::shared_ptr<data_feed> feed, control_channel& control)
-    : config_(c), optimizer_(optimizer), feed_(std::move(feed)), control_(control), loss_device_(make_loss_backend()) {
+    : config_(c),
+      optimizer_(optimizer),
+      feed_(std::move(feed)),
+      control_(control),
+      loss_device_(make_loss_backend()) {
   const std::size_t count = stage_sizes(c).size();
   for (std::size_t j = 0; j < count; ++j) placement_.push_back(node_of(c, j));
-  for (const std::string& spare : c.pipeline.spare_nodes) spares_.push_back(config::resolve_node_address(c, spare));
+  for (const std::string& spare : c.pipeline.spare_nodes)
+    spares_.push_back(config::resolve_node_address(c, spare));
 }
 
 actor_pipeline::~actor_pipeline() {
@@ -43,19 +49,23 @@ actor_pipeline::~actor_pipeline() {
 void actor_pipeline::build() {
   ++generation_;
   caf::actor_system& sys = control_.self()->system();
-  auto placed = build_placed_stages(config_, optimizer_, [&](std::size_t j) { return placement_[j] == "local"; });
+  auto placed =
+      build_placed_stages(config_, optimizer_, [&](std::size_t j) { return placement_[j] == "local"; });
   const auto count = static_cast<int32_t>(placed.size());
   stages_.clear();
   for (int32_t j = 0; j < count; ++j) {
     if (placement_[j] == "local")
-      stages_.push_back(spawn_stage_actor(sys, stage_context{placed[j].device, placed[j].compute, j, config_.runtime.mode}));
+      stages_.push_back(spawn_stage_actor(
+          sys, stage_context{placed[j].device, placed[j].compute, j, config_.runtime.mode}));
     else
       stages_.push_back(spawn_remote_stage(placement_[j], j));
   }
   loss_ = spawn_loss_actor(sys, loss_device_, 16);
   loader_ = spawn_loader_actor(sys, feed_, config_.runtime.mode);
   const bool backprop = config_.training.method == config::training_method::backprop;
-  const int32_t credits = backprop ? 1 : config_.runtime.credits > 0 ? config_.runtime.credits : 2 * count - 1;
+  const int32_t credits = backprop                      ? 1
+                          : config_.runtime.credits > 0 ? config_.runtime.credits
+                                                        : 2 * count - 1;
 
   std::vector<caf::actor_addr> watched;
   std::vector<int32_t> stage_of;
@@ -84,7 +94,8 @@ void actor_pipeline::build() {
     control_.ask<faults_atom>(stages_[j], control_timeout, faults_atom_v, faults_of(j));
   }
   control_.ask<wire_atom>(loss_, control_timeout, wire_atom_v, loss_sink{stages_.back()}, coordinator);
-  control_.ask<wire_atom>(loader_, control_timeout, wire_atom_v, forward_sink{stages_.front()}, loss_, credits);
+  control_.ask<wire_atom>(loader_, control_timeout, wire_atom_v, forward_sink{stages_.front()}, loss_,
+                          credits);
 }
 
 void actor_pipeline::tear_down() {
@@ -104,7 +115,8 @@ void actor_pipeline::recover() {
   tear_down();
   for (auto& where : placement_) {
     if (where == "local" || reachable(where)) continue;
-    auto spare = std::find_if(spares_.begin(), spares_.end(), [&](const std::string& s) { return reachable(s); });
+    auto spare =
+        std::find_if(spares_.begin(), spares_.end(), [&](const std::string& s) { return reachable(s); });
     if (spare == spares_.end())
       throw run_failure(failure_kind::unreachable, -1, -1,
                         "node " + where + " is lost and no spare node (pipeline.spare_nodes) answers");
@@ -134,7 +146,8 @@ stage_actor actor_pipeline::spawn_remote_stage(const std::string& where, int32_t
   control_.watch_extra(node.address(), j);
   control_.self()->monitor(node);
   const int64_t steps_per_epoch = optimizer_.total_steps / std::max(1, config_.training.epochs);
-  return control_.ask<stage_actor>(node, control_timeout, spawn_atom_v, config::to_yaml(config_), j, steps_per_epoch);
+  return control_.ask<stage_actor>(node, control_timeout, spawn_atom_v, config::to_yaml(config_), j,
+                                   steps_per_epoch);
 }
 
 node_actor actor_pipeline::connect(const std::string& where, int32_t j) {

@@ -17,8 +17,8 @@ namespace petra {
 
 class actor_pipeline {
  public:
-  actor_pipeline(const config::run_config& c, const optimizer_settings& optimizer, std::shared_ptr<data_feed> feed,
-                 control_channel& control);
+  actor_pipeline(const config::run_config& c, const optimizer_settings& optimizer,
+                 std::shared_ptr<data_feed> feed, control_channel& control);
   ~actor_pipeline();
 
   /// Spawns, wires and monitors a new generation of the pipeline's actors.

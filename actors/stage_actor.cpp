@@ -14,11 +14,13 @@ using namespace detail;
 
 template <class State>
 caf::error stage_error(const State& st, const std::exception& e) {
-  return caf::make_error(petra_errc::bad_request, "stage " + std::to_string(st.core.ctx.index + 1) + ": " + e.what());
+  return caf::make_error(petra_errc::bad_request,
+                         "stage " + std::to_string(st.core.ctx.index + 1) + ": " + e.what());
 }
 
 template <class State>
-stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer<State> self, stage_context ctx) {
+stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer<State> self,
+                                          stage_context ctx) {
   self->state.core.ctx = std::move(ctx);
   return {
       [=](forward_data& in) { on_forward(self, std::move(in)); },
@@ -81,7 +83,8 @@ messages::stage_actor spawn_as(caf::actor_system& sys, stage_context context) {
 }  // namespace
 
 messages::stage_actor spawn_stage_actor(caf::actor_system& sys, stage_context context) {
-  if (context.mode == config::runtime_mode::lockstep) return spawn_as<lockstep_state>(sys, std::move(context));
+  if (context.mode == config::runtime_mode::lockstep)
+    return spawn_as<lockstep_state>(sys, std::move(context));
   if (context.mode == config::runtime_mode::async) return spawn_as<async_state>(sys, std::move(context));
   throw std::invalid_argument("a stage actor runs lockstep or async, not " + config::to_string(context.mode));
 }

@@ -6,9 +6,8 @@
 //            credit to the loader per finished micro-batch.
 #pragma once
 
-#include <memory>
-
 #include <caf/actor_system.hpp>
+#include <memory>
 
 #include "compute/pipeline/stage.hpp"
 #include "config/config.hpp"

@@ -15,7 +15,9 @@ void send_backward(async_self self, int64_t id, const activation& rebuilt, const
   async_state& st = self->state;
   stage_core& c = st.core;
   if (!c.is_first()) {
-    emit(self, c, c.links.prev, backward_data{c.stamp_for(id, -1), hand_out(c, rebuilt, c.links.prev_device), hand_out(c, grad, c.links.prev_device)},
+    emit(self, c, c.links.prev,
+         backward_data{c.stamp_for(id, -1), hand_out(c, rebuilt, c.links.prev_device),
+                       hand_out(c, grad, c.links.prev_device)},
          c.faults.backward_delay);
     return;
   }
@@ -45,7 +47,7 @@ bool run_step(async_self self) {
   bool slowed = false;
   activation out = timed_forward(c, in.x, id, slowed);
   count_slowed(self, c, slowed);
-  ++c.tick;  // async "ticks" count this stage's forwards: the delay is in forwards
+  ++c.tick;           // async "ticks" count this stage's forwards: the delay is in forwards
   if (c.is_last()) {  // the backward follows when the loss actor answers
     c.logits = out;
     c.logits_id = id;
@@ -53,7 +55,8 @@ bool run_step(async_self self) {
     self->send(c.links.loss, logits_data{c.stamp_for(id, -1), hand_out(c, out, device{}).x1});
     return false;
   }
-  emit(self, c, c.links.next, forward_data{c.stamp_for(id, -1), hand_out(c, out, c.links.next_device)}, c.faults.forward_delay);
+  emit(self, c, c.links.next, forward_data{c.stamp_for(id, -1), hand_out(c, out, c.links.next_device)},
+       c.faults.forward_delay);
   return true;
 }
 
@@ -123,7 +126,8 @@ void on_backward(async_self self, backward_data in) {
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
   st.backwards.emplace(in.s.micro_batch, std::move(in));
   note_mailbox(st);
-  self->send(self, process_atom_v);  // forwards already in the mailbox queue up first; this backward then runs ahead of them
+  self->send(self, process_atom_v);  // forwards already in the mailbox queue up first; this backward then
+                                     // runs ahead of them
 }
 
 void on_loss(async_self self, loss_data in) {

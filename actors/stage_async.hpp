@@ -15,7 +15,7 @@ struct async_state {
   std::deque<forward_data> forwards;           // arrival order
   std::map<int64_t, backward_data> backwards;  // by micro-batch: run in this stage's FIFO order
   std::set<int64_t> seen_forward, seen_backward;
-  int64_t completed = 0;                       // first stage: micro-batches finished this phase
+  int64_t completed = 0;  // first stage: micro-batches finished this phase
   static inline const char* name = "petra.stage.async";
 };
 

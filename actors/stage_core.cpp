@@ -40,9 +40,10 @@ activation timed_forward(stage_core& c, const activation& x, int64_t id, bool& s
   return timed(c, slowed, [&] { return c.ctx.compute->forward(take_in(c, x), id, c.tick); });
 }
 
-stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, const activation& grad, int64_t id,
-                                      bool& slowed) {
-  return timed(c, slowed, [&] { return c.ctx.compute->backward(take_in(c, rebuilt), take_in(c, grad), id, c.tick); });
+stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, const activation& grad,
+                                      int64_t id, bool& slowed) {
+  return timed(c, slowed,
+               [&] { return c.ctx.compute->backward(take_in(c, rebuilt), take_in(c, grad), id, c.tick); });
 }
 
 stage_report make_report(stage_core& c) {

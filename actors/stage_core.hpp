@@ -25,15 +25,15 @@ struct stage_core {
 
   phase_plan plan;
   bool in_phase = false;
-  int64_t tick = 0;                 // lockstep: the next tick to run; async: forwards done
-  bool awaiting_loss = false;       // last stage: its logits are at the loss actor
-  activation logits;                // last stage: the forward output the loss answers
+  int64_t tick = 0;            // lockstep: the next tick to run; async: forwards done
+  bool awaiting_loss = false;  // last stage: its logits are at the loss actor
+  activation logits;           // last stage: the forward output the loss answers
   int64_t logits_id = -1;
 
   int64_t mailbox_peak = 0;
   double busy_seconds = 0;
   clock_type::time_point phase_start;
-  std::vector<forward_data> early_forward;    // for a phase not planned here yet
+  std::vector<forward_data> early_forward;  // for a phase not planned here yet
   std::vector<backward_data> early_backward;
 
   bool is_first() const { return ctx.index == 0; }
@@ -52,8 +52,8 @@ void begin_phase(stage_core& c, const phase_plan& plan);
 /// `slowed` when the slow-down was applied.
 activation timed_forward(stage_core& c, const activation& x, int64_t id, bool& slowed);
 /// The backward of micro-batch `id` at the stage's current tick, timed and slowed down likewise.
-stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, const activation& grad, int64_t id,
-                                      bool& slowed);
+stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, const activation& grad,
+                                      int64_t id, bool& slowed);
 
 /// The stage's report of the phase so far.
 stage_report make_report(stage_core& c);
@@ -87,7 +87,8 @@ void report_fault(Self* self, stage_core& c, fault_kind kind) {
 /// A failure: the coordinator hears what, where and its code; the actor quits with the error.
 template <class Self>
 void fail(Self* self, stage_core& c, const caf::error& err, const std::string& what, int64_t micro_batch) {
-  self->send(c.links.coordinator, failure_report{c.ctx.index, c.tick, micro_batch, err.code(), what, c.plan.generation});
+  self->send(c.links.coordinator,
+             failure_report{c.ctx.index, c.tick, micro_batch, err.code(), what, c.plan.generation});
   self->quit(err);
 }
 

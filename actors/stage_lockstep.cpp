@@ -25,15 +25,19 @@ void send_forward(lockstep_self self, int64_t id, int64_t t, const activation& o
   stage_core& c = self->state.core;
   const int64_t at = arrival_tick(c, t, c.faults.forward_delay);
   if (at >= c.plan.ticks) return;  // nothing is sent past the phase
-  emit(self, c, c.links.next, forward_data{c.stamp_for(id, at), hand_out(c, out, c.links.next_device)}, c.faults.forward_delay);
+  emit(self, c, c.links.next, forward_data{c.stamp_for(id, at), hand_out(c, out, c.links.next_device)},
+       c.faults.forward_delay);
 }
 
-void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& rebuilt, const activation& grad) {
+void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& rebuilt,
+                   const activation& grad) {
   stage_core& c = self->state.core;
   if (c.is_first()) return;
   const int64_t at = arrival_tick(c, t, c.faults.backward_delay);
   if (at >= c.plan.ticks) return;
-  emit(self, c, c.links.prev, backward_data{c.stamp_for(id, at), hand_out(c, rebuilt, c.links.prev_device), hand_out(c, grad, c.links.prev_device)},
+  emit(self, c, c.links.prev,
+       backward_data{c.stamp_for(id, at), hand_out(c, rebuilt, c.links.prev_device),
+                     hand_out(c, grad, c.links.prev_device)},
        c.faults.backward_delay);
 }
 

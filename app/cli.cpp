@@ -16,7 +16,8 @@ int run_cli(int argc, char** argv) {
   auto* train_cmd = cli.add_subcommand("train", "Train a model from a config file or preset name");
   auto* config_opt = train_cmd->add_option("config", train.config,
                                            "YAML config file, or a preset: default, backprop, ci_smoke, ...");
-  auto* resume_opt = train_cmd->add_option("--resume", train.resume, "Continue the run in this run directory");
+  auto* resume_opt =
+      train_cmd->add_option("--resume", train.resume, "Continue the run in this run directory");
   config_opt->excludes(resume_opt);
   train_cmd->add_option("--stop-after-epoch", train.stop_after_epoch,
                         "Stop after this epoch (checkpointed; continue with --resume)");
@@ -37,12 +38,14 @@ int run_cli(int argc, char** argv) {
   sweep_cmd->add_option("--grid", sweep.grid, "key=v1,v2,... (repeat for a product grid)")
       ->required()
       ->allow_extra_args(false);
-  sweep_cmd->add_option("--set", sweep.sets, "Override a config value for every run")->allow_extra_args(false);
+  sweep_cmd->add_option("--set", sweep.sets, "Override a config value for every run")
+      ->allow_extra_args(false);
   sweep_cmd->add_option("--output", sweep.output, "Parent directory (default: sweeps)");
   sweep_cmd->add_option("--name", sweep.name, "Sweep directory name (default: sweep-<time>)");
 
   report_options report;
-  auto* report_cmd = cli.add_subcommand("report", "Plots and report.html of run directories (several overlay)");
+  auto* report_cmd =
+      cli.add_subcommand("report", "Plots and report.html of run directories (several overlay)");
   report_cmd->add_option("runs", report.runs, "Run directories written by petra train")->required();
   report_cmd->add_option("--output", report.output,
                          "Directory for report.html and the plots (default: <first run>/report)");
@@ -51,7 +54,8 @@ int run_cli(int argc, char** argv) {
   std::vector<std::string> eval_sets;
   auto* eval_cmd = cli.add_subcommand("eval", "Evaluate a checkpoint on the test set");
   eval_cmd->add_option("target", eval_target, "Run directory or checkpoint .safetensors file")->required();
-  eval_cmd->add_option("--set", eval_sets, "Override a config value (e.g. data.path=...)")->allow_extra_args(false);
+  eval_cmd->add_option("--set", eval_sets, "Override a config value (e.g. data.path=...)")
+      ->allow_extra_args(false);
 
   std::string info_config = "default";
   std::vector<std::string> info_sets;

@@ -12,19 +12,19 @@ namespace petra::app {
 int train_command(const train_options& options);
 
 struct node_options {
-  std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one (printed)
-  int threads = 2;                     // scheduler threads
+  std::string listen = "127.0.0.1:0";     // host:port; port 0 picks a free one (printed)
+  int threads = 2;                        // scheduler threads
   std::string tls_cert, tls_key, tls_ca;  // PEM files; required to listen beyond loopback
 };
 /// Hosts stage actors for coordinators until SIGINT/SIGTERM.
 int node_command(const node_options& options);
 
 struct sweep_options {
-  std::string config;                  // file or preset
-  std::vector<std::string> sets;       // fixed overrides for every run
-  std::vector<std::string> grid;       // "key=v1,v2,..." (several: the cartesian product)
-  std::string output = "sweeps";       // parent directory of the sweep's directory
-  std::string name;                    // "" = sweep-<UTC time>
+  std::string config;             // file or preset
+  std::vector<std::string> sets;  // fixed overrides for every run
+  std::vector<std::string> grid;  // "key=v1,v2,..." (several: the cartesian product)
+  std::string output = "sweeps";  // parent directory of the sweep's directory
+  std::string name;               // "" = sweep-<UTC time>
 };
 /// Runs a config over a grid of values; writes a table (Markdown and CSV) and a plot (PNG).
 int sweep_command(const sweep_options& options);
@@ -42,18 +42,20 @@ int eval_command(const std::string& target, const std::vector<std::string>& sets
 /// Model flags of model-info and memory-model: they replace the config's model without
 /// tying it to a dataset (e.g. RevNet-50 on 3×224×224 with 1000 classes).
 struct model_flags {
-  std::string arch;              // "" = the config's
-  int classes = 0;               // 0 = the config's
-  std::vector<int> input;        // C,H,W; empty = the config's
-  std::string stem;              // cifar | imagenet; "" = the config's
-  int micro_batch = 0;           // 0 = the config's
-  int accumulation = 0;          // 0 = the config's
+  std::string arch;        // "" = the config's
+  int classes = 0;         // 0 = the config's
+  std::vector<int> input;  // C,H,W; empty = the config's
+  std::string stem;        // cifar | imagenet; "" = the config's
+  int micro_batch = 0;     // 0 = the config's
+  int accumulation = 0;    // 0 = the config's
 };
 
 /// Per-stage parameters and activation sizes of the model a config describes.
-int model_info_command(const std::string& config, const std::vector<std::string>& sets, const model_flags& flags);
+int model_info_command(const std::string& config, const std::vector<std::string>& sets,
+                       const model_flags& flags);
 
 /// The paper's memory table (and our runtime's bytes) for the model and batch of a config.
-int memory_model_command(const std::string& config, const std::vector<std::string>& sets, const model_flags& flags);
+int memory_model_command(const std::string& config, const std::vector<std::string>& sets,
+                         const model_flags& flags);
 
 }  // namespace petra::app

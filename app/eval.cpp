@@ -15,9 +15,11 @@ namespace petra::app {
 int eval_command(const std::string& target, const std::vector<std::string>& sets) {
   namespace fs = std::filesystem;
   try {
-    const std::string path = fs::is_directory(target) ? (fs::path(target) / "checkpoint.safetensors").string() : target;
+    const std::string path =
+        fs::is_directory(target) ? (fs::path(target) / "checkpoint.safetensors").string() : target;
     if (!fs::exists(path))
-      throw std::invalid_argument("no checkpoint at '" + path + "': give a run directory or a .safetensors file");
+      throw std::invalid_argument("no checkpoint at '" + path +
+                                  "': give a run directory or a .safetensors file");
     const safetensors_file file = load_safetensors(path);
     auto it = file.metadata.find("config");
     if (it == file.metadata.end())
@@ -32,7 +34,8 @@ int eval_command(const std::string& target, const std::vector<std::string>& sets
     cfg.faults = config::faults_config{};
     training_data data = load_training_data(cfg);
     const int64_t steps = data.train_feed->micro_batches_per_epoch() / cfg.training.accumulation;
-    auto runtime = make_simulate_runtime(cfg, *data.train_feed, optimizer_for(cfg.training, std::max<int64_t>(1, steps)));
+    auto runtime = make_simulate_runtime(cfg, *data.train_feed,
+                                         optimizer_for(cfg.training, std::max<int64_t>(1, steps)));
     const checkpoint from = read_checkpoint(path, stage_sizes(cfg).size());
     runtime->restore(from);
     const eval_result r = runtime->evaluate(*data.test_feed);

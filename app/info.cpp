@@ -3,9 +3,9 @@
 #include <iostream>
 
 #include "app/commands.hpp"
-#include "training/setup.hpp"
 #include "compute/pipeline/memory_model.hpp"
 #include "compute/pipeline/partition.hpp"
+#include "training/setup.hpp"
 
 namespace petra::app {
 namespace {
@@ -19,7 +19,8 @@ model_profile profile(const config::run_config& cfg, backend& be) {
   model_profile m;
   m.spec = model_spec(cfg.model);
   auto blocks = build_revnet(m.spec, be, cfg.training.seed);
-  auto groups = partition_blocks(std::move(blocks), resolve_partition(cfg.pipeline.stage_blocks, blocks.size()));
+  auto groups =
+      partition_blocks(std::move(blocks), resolve_partition(cfg.pipeline.stage_blocks, blocks.size()));
   m.stages = profile_stages(groups, input_shape(m.spec, cfg.training.micro_batch));
   return m;
 }
@@ -30,7 +31,8 @@ config::run_config load_with_flags(const std::string& config, const std::vector<
   if (!flags.arch.empty()) {
     cfg.model = config::model_config{};
     cfg.model.arch = flags.arch;
-    cfg.model.input = revnet_preset(flags.arch).in_channels == 1 ? std::vector<int>{1, 28, 28} : std::vector<int>{3, 32, 32};
+    cfg.model.input = revnet_preset(flags.arch).in_channels == 1 ? std::vector<int>{1, 28, 28}
+                                                                 : std::vector<int>{3, 32, 32};
     if (flags.arch == "tiny") cfg.model.input = {1, 8, 8};
   }
   if (flags.classes > 0) cfg.model.num_classes = flags.classes;
@@ -46,7 +48,8 @@ config::run_config load_with_flags(const std::string& config, const std::vector<
 
 }  // namespace
 
-int model_info_command(const std::string& config, const std::vector<std::string>& sets, const model_flags& flags) {
+int model_info_command(const std::string& config, const std::vector<std::string>& sets,
+                       const model_flags& flags) {
   try {
     const config::run_config cfg = load_with_flags(config, sets, flags);
     auto be = make_cpu_backend(1);
@@ -54,14 +57,15 @@ int model_info_command(const std::string& config, const std::vector<std::string>
     std::printf("model %s: input %d×%d×%d, %d classes, %zu stages, micro-batch %d\n", m.spec.name.c_str(),
                 m.spec.in_channels, m.spec.height, m.spec.width, m.spec.num_classes, m.stages.size(),
                 cfg.training.micro_batch);
-    std::printf("%-6s %-22s %-10s %12s  %-32s %12s\n", "stage", "blocks", "reversible", "params", "input (one micro-batch)",
-                "input MB");
+    std::printf("%-6s %-22s %-10s %12s  %-32s %12s\n", "stage", "blocks", "reversible", "params",
+                "input (one micro-batch)", "input MB");
     int64_t total = 0;
     for (std::size_t j = 0; j < m.stages.size(); ++j) {
       const stage_profile& s = m.stages[j];
       total += s.params;
-      std::printf("%-6zu %-22s %-10s %12lld  %-32s %12.2f\n", j + 1, s.name.c_str(), s.reversible ? "yes" : "no",
-                  static_cast<long long>(s.params), s.input.str().c_str(), s.input.numel() * 4 / 1e6);
+      std::printf("%-6zu %-22s %-10s %12lld  %-32s %12.2f\n", j + 1, s.name.c_str(),
+                  s.reversible ? "yes" : "no", static_cast<long long>(s.params), s.input.str().c_str(),
+                  s.input.numel() * 4 / 1e6);
     }
     std::printf("total trainable parameters: %lld\n", static_cast<long long>(total));
     return 0;
@@ -71,25 +75,29 @@ int model_info_command(const std::string& config, const std::vector<std::string>
   }
 }
 
-int memory_model_command(const std::string& config, const std::vector<std::string>& sets, const model_flags& flags) {
+int memory_model_command(const std::string& config, const std::vector<std::string>& sets,
+                         const model_flags& flags) {
   try {
     const config::run_config cfg = load_with_flags(config, sets, flags);
     auto be = make_cpu_backend(1);
     const model_profile m = profile(cfg, *be);
     const int k = cfg.training.accumulation;
     std::printf("memory model: %s, input %d×%d×%d, micro-batch %d, k = %d, J = %zu\n", m.spec.name.c_str(),
-                m.spec.in_channels, m.spec.height, m.spec.width, cfg.training.micro_batch, k, m.stages.size());
-    std::printf("%-14s %-14s %-22s %12s %14s\n", "input buffer", "weight stash", "method", "paper (GB)", "petra (GB)");
+                m.spec.in_channels, m.spec.height, m.spec.width, cfg.training.micro_batch, k,
+                m.stages.size());
+    std::printf("%-14s %-14s %-22s %12s %14s\n", "input buffer", "weight stash", "method", "paper (GB)",
+                "petra (GB)");
     const char* names[] = {"PipeDream-like", "DSP-like", "reversible+stash", "PETRA"};
     const auto rows = memory_table(m.stages, k, cfg.runtime.inversion_sample_every);
     for (std::size_t i = 0; i < rows.size(); ++i)
       std::printf("%-14s %-14s %-22s %12.1f %14.2f\n", rows[i].stash_inputs ? "yes" : "no",
                   rows[i].stash_weights ? "yes" : "no", names[i], rows[i].paper_gb, rows[i].runtime_gb);
-    std::printf("paper: DESIGN.md §2 convention (one stream per input, doubled for downsampling stages, 4 bytes).\n"
-                "petra: weights + gradients + momentum + BN statistics + input FIFO peak 2(J-j)+1 (both streams)\n"
-                "       (reversible stages: the inputs sampled for the inversion error, 1 in %d micro-batches)\n"
-                "       + weight copies for every version an outstanding forward used.\n",
-                cfg.runtime.inversion_sample_every);
+    std::printf(
+        "paper: DESIGN.md §2 convention (one stream per input, doubled for downsampling stages, 4 bytes).\n"
+        "petra: weights + gradients + momentum + BN statistics + input FIFO peak 2(J-j)+1 (both streams)\n"
+        "       (reversible stages: the inputs sampled for the inversion error, 1 in %d micro-batches)\n"
+        "       + weight copies for every version an outstanding forward used.\n",
+        cfg.runtime.inversion_sample_every);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "petra memory-model: " << e.what() << "\n";

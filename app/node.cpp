@@ -50,7 +50,8 @@ int node_command(const node_options& options) {
   auto node = spawn_node_actor(system);
   auto bound = publish_node(system, node, host, port, tls.enabled());
   if (!bound) {
-    std::cerr << "petra node: cannot listen on " << options.listen << ": " << system.render(bound.error()) << "\n";
+    std::cerr << "petra node: cannot listen on " << options.listen << ": " << system.render(bound.error())
+              << "\n";
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
     return 1;
   }

@@ -25,10 +25,9 @@
 
 #include "actors/caf_config.hpp"
 #include "actors/coordinator.hpp"
-#include "training/setup.hpp"
-#include "messages/type_ids.hpp"
-
 #include "bench/runtime/common.hpp"
+#include "messages/type_ids.hpp"
+#include "training/setup.hpp"
 
 namespace {
 
@@ -62,7 +61,8 @@ bool run_pipeline(const std::string& mode, int phases, int64_t count, std::vecto
     const phase_result totals = runner->train({p + 2, 0, count, 0}, {});
     const double wall = seconds_since(t0);
     double sum_busy = 0, max_busy = 0;
-    for (const stage_report& s : totals.stages) sum_busy += s.busy_seconds, max_busy = std::max(max_busy, s.busy_seconds);
+    for (const stage_report& s : totals.stages)
+      sum_busy += s.busy_seconds, max_busy = std::max(max_busy, s.busy_seconds);
     const double n = static_cast<double>(count);
     const double ideal = std::max(sum_busy / cores, max_busy);
     out.push_back({wall / n, sum_busy / n, max_busy / n, ideal / n, wall / ideal - 1});
@@ -87,17 +87,21 @@ void part_pipeline(int phases, int64_t count) {
       for (const auto& x : s) v.push_back(x.*field);
       return summarize(v);
     };
-    heading("(a)   " + mode + " PETRA, default preset (fashion_small, J = 8, one block per stage), micro-batch 64,");
-    note(std::to_string(cores) + " CAF threads, " + std::to_string(phases) + " phases x " + std::to_string(count) +
-         " micro-batches, each phase starting empty and ending drained");
+    heading("(a)   " + mode +
+            " PETRA, default preset (fashion_small, J = 8, one block per stage), micro-batch 64,");
+    note(std::to_string(cores) + " CAF threads, " + std::to_string(phases) + " phases x " +
+         std::to_string(count) + " micro-batches, each phase starting empty and ending drained");
     row("wall per micro-batch (train() call / micro-batches)", pick(&phase_sample::wall), "ms", 1e3);
     row("sum of stage busy per micro-batch", pick(&phase_sample::sum_busy), "ms", 1e3);
     row("busiest stage's busy per micro-batch", pick(&phase_sample::max_busy), "ms", 1e3);
     row("ideal wall per micro-batch = max(sum busy / 2, max busy)", pick(&phase_sample::ideal), "ms", 1e3);
     row("overhead = wall / ideal - 1   (target <= 5 %)", pick(&phase_sample::overhead), "%", 1e2);
   }
-  note("busy = stage_report.busy_seconds (wall clock inside forward/backward, reset per phase); the loss and");
-  note("loader actors, message passing, pipeline fill/drain and other processes on this machine count as overhead");
+  note(
+      "busy = stage_report.busy_seconds (wall clock inside forward/backward, reset per phase); the loss and");
+  note(
+      "loader actors, message passing, pipeline fill/drain and other processes on this machine count as "
+      "overhead");
 }
 
 // ---- (b) in-process hand-off -------------------------------------------------------------------
@@ -132,7 +136,8 @@ void next_tensor(probe_actor self) {
               s.result.tensor_us.push_back(us), ++s.result.tensor_trips, --s.tensor_left;
               const auto sent = reinterpret_cast<uint64_t>(s.payload.data());
               if (seen_by_echo != sent) s.result.copied_there += static_cast<int64_t>(s.payload.bytes());
-              if (reinterpret_cast<uint64_t>(back.data()) != sent) s.result.copied_back += static_cast<int64_t>(back.bytes());
+              if (reinterpret_cast<uint64_t>(back.data()) != sent)
+                s.result.copied_back += static_cast<int64_t>(back.bytes());
             }
             next_tensor(self);
           },
@@ -197,7 +202,6 @@ namespace {
 using namespace petra;
 using namespace petra::bench;
 
-
 void part_local() {
   caf_config cfg(cores);
   caf::actor_system sys{cfg};
@@ -224,14 +228,20 @@ int main(int argc, char** argv) {
   if ((argc - 1) % 2 != 0) return std::fprintf(stderr, "%s", usage), 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--phases") phases = std::max(1, std::atoi(argv[i + 1]));
-    else if (flag == "--micro-batches") count = std::max(8, std::atoi(argv[i + 1]));
-    else if (flag == "--only") only = argv[i + 1];
-    else return std::fprintf(stderr, "%s", usage), 2;
+    if (flag == "--phases")
+      phases = std::max(1, std::atoi(argv[i + 1]));
+    else if (flag == "--micro-batches")
+      count = std::max(8, std::atoi(argv[i + 1]));
+    else if (flag == "--only")
+      only = argv[i + 1];
+    else
+      return std::fprintf(stderr, "%s", usage), 2;
   }
   alarm(600);  // a last resort: the benchmark never hangs
-  std::printf("petra runtime benchmark: %u hardware threads, CAF 0.17.6; median and best of repeated measurements\n\n",
-              std::thread::hardware_concurrency());
+  std::printf(
+      "petra runtime benchmark: %u hardware threads, CAF 0.17.6; median and best of repeated "
+      "measurements\n\n",
+      std::thread::hardware_concurrency());
   std::printf("part  %-58s %12s %12s  unit\n", "measurement", "median", "best");
   try {
     if (only.empty() || only == "a") part_pipeline(phases, count);

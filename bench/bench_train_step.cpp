@@ -47,7 +47,8 @@ timing time_ours(const std::string& arch, shape_t input, int batch, int threads,
     tensor dlogits;
     be->softmax_cross_entropy(logits.x1, labels, &dlogits, nullptr);
     whole.backward({}, {dlogits, {}}, i, i);  // k = 1: the SGD step follows every backward
-    const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double elapsed =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (i >= warmup) ms.push_back(elapsed);
   }
   std::sort(ms.begin(), ms.end());
@@ -73,7 +74,8 @@ bool time_peer(const std::string& arch, const shape_t& input, int batch, int thr
   const int status = pclose(pipe);
   const auto brace = text.rfind('{');
   if (status != 0 || brace == std::string::npos) {
-    why = "peer failed (is python3-torch installed? PETRA_WITH_PEER=1 deploy/install-deps.sh): " + text.substr(0, 300);
+    why = "peer failed (is python3-torch installed? PETRA_WITH_PEER=1 deploy/install-deps.sh): " +
+          text.substr(0, 300);
     return false;
   }
   const auto j = nlohmann::json::parse(text.substr(brace));
@@ -92,23 +94,25 @@ int main(int argc, char** argv) {
     shape_t input;
     int batch;
   };
-  const std::vector<bench_case> cases = {{"default preset (fashion_small 1x28x28)", "fashion_small", {1, 28, 28}, 64},
-                                         {"RevNet-18 (3x32x32)", "revnet18", {3, 32, 32}, 32}};
-  std::printf("one training step (forward + loss + backward + SGD), backprop, J = 1, %d threads, median of %d\n\n",
-              threads, iters);
-  std::printf("%-40s %6s %12s %12s %12s %12s %8s\n", "model", "batch", "petra ms", "(min)", "torch ms", "(min)",
-              "ratio");
+  const std::vector<bench_case> cases = {
+      {"default preset (fashion_small 1x28x28)", "fashion_small", {1, 28, 28}, 64},
+      {"RevNet-18 (3x32x32)", "revnet18", {3, 32, 32}, 32}};
+  std::printf(
+      "one training step (forward + loss + backward + SGD), backprop, J = 1, %d threads, median of %d\n\n",
+      threads, iters);
+  std::printf("%-40s %6s %12s %12s %12s %12s %8s\n", "model", "batch", "petra ms", "(min)", "torch ms",
+              "(min)", "ratio");
   int failures = 0;
   for (const bench_case& c : cases) {
     const timing ours = time_ours(c.arch, c.input, c.batch, threads, 3, iters);
     timing peer{};
     std::string why;
     if (time_peer(c.arch, c.input, c.batch, threads, 3, iters, peer, why)) {
-      std::printf("%-40s %6d %12.1f %12.1f %12.1f %12.1f %8.2f\n", c.label, c.batch, ours.median_ms, ours.min_ms,
-                  peer.median_ms, peer.min_ms, ours.median_ms / peer.median_ms);
+      std::printf("%-40s %6d %12.1f %12.1f %12.1f %12.1f %8.2f\n", c.label, c.batch, ours.median_ms,
+                  ours.min_ms, peer.median_ms, peer.min_ms, ours.median_ms / peer.median_ms);
     } else {
-      std::printf("%-40s %6d %12.1f %12.1f %12s %12s %8s\n", c.label, c.batch, ours.median_ms, ours.min_ms, "-", "-",
-                  "-");
+      std::printf("%-40s %6d %12.1f %12.1f %12s %12s %8s\n", c.label, c.batch, ours.median_ms, ours.min_ms,
+                  "-", "-", "-");
       std::fprintf(stderr, "peer: %s\n", why.c_str());
       ++failures;
     }

@@ -90,7 +90,8 @@ class backend {
                                          float momentum, tensor& running_mean, tensor& running_var) = 0;
   /// y = γ·(x − running_mean)/sqrt(running_var + eps) + β.
   virtual tensor batch_norm_forward_eval(const tensor& x, const tensor& gamma, const tensor& beta,
-                                         const tensor& running_mean, const tensor& running_var, float eps) = 0;
+                                         const tensor& running_mean, const tensor& running_var,
+                                         float eps) = 0;
   /// dx of the training forward; dγ += Σ dy·x̂, dβ += Σ dy.
   virtual tensor batch_norm_backward(const tensor& x, const tensor& gamma, const batch_norm_saved& saved,
                                      const tensor& dy, tensor& dgamma, tensor& dbeta) = 0;
@@ -129,11 +130,12 @@ class backend {
   // --- loss ----------------------------------------------------------------
   /// Mean softmax cross-entropy of logits (N,K) against labels in [0,K);
   /// dlogits (if asked) = (softmax − onehot)/N; *correct = #argmax hits.
-  virtual float softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels, tensor* dlogits,
-                                      int64_t* correct) = 0;
+  virtual float softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
+                                      tensor* dlogits, int64_t* correct) = 0;
 
   // --- optimizer -----------------------------------------------------------
-  virtual void sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer, const sgd_update_params& p) = 0;
+  virtual void sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer,
+                          const sgd_update_params& p) = 0;
 };
 
 /// The CPU backend (Eigen, OpenBLAS, oneDNN), using `threads` threads.

@@ -21,7 +21,8 @@ uint64_t fnv1a(const std::string& text) {
 
 }  // namespace
 
-init_rng::init_rng(uint64_t seed, const std::string& name) : state_(seed * 0x9E3779B97F4A7C15ULL ^ fnv1a(name)) {}
+init_rng::init_rng(uint64_t seed, const std::string& name)
+    : state_(seed * 0x9E3779B97F4A7C15ULL ^ fnv1a(name)) {}
 
 float init_rng::uniform(float lo, float hi) {
   const double u = static_cast<double>(splitmix64(state_) >> 11) * (1.0 / 9007199254740992.0);  // [0,1)

@@ -11,7 +11,8 @@ double goyal_lr(double base_lr, int micro_batch, int accumulation) {
 }
 
 double learning_rate(const optimizer_settings& s, int64_t step) {
-  if (step < s.warmup_steps) return s.lr * static_cast<double>(step + 1) / static_cast<double>(s.warmup_steps);
+  if (step < s.warmup_steps)
+    return s.lr * static_cast<double>(step + 1) / static_cast<double>(s.warmup_steps);
   switch (s.schedule) {
     case schedule_kind::constant:
       return s.lr;

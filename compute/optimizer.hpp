@@ -13,14 +13,14 @@ namespace petra {
 enum class schedule_kind { constant, cosine, step };
 
 struct optimizer_settings {
-  double lr = 0.05;              // peak rate, already scaled: base_lr · micro_batch · k / 256
+  double lr = 0.05;  // peak rate, already scaled: base_lr · micro_batch · k / 256
   double momentum = 0.9;
   bool nesterov = true;
-  double weight_decay = 5e-4;    // on parameters with decay = true only
-  int accumulation = 1;          // k
+  double weight_decay = 5e-4;  // on parameters with decay = true only
+  int accumulation = 1;        // k
   schedule_kind schedule = schedule_kind::cosine;
-  int64_t warmup_steps = 0;      // linear warm-up: lr·(s+1)/warmup_steps for s < warmup_steps
-  int64_t total_steps = 1;       // cosine reaches 0 here
+  int64_t warmup_steps = 0;         // linear warm-up: lr·(s+1)/warmup_steps for s < warmup_steps
+  int64_t total_steps = 1;          // cosine reaches 0 here
   std::vector<int64_t> milestones;  // step schedule: lr ×= gamma at each
   double gamma = 0.1;
 };

@@ -13,7 +13,8 @@ class tape {
  public:
   void push(tensor t) { stack_.push_back(std::move(t)); }
   tensor pop() {
-    if (stack_.empty()) throw std::logic_error("tape::pop on an empty tape: a backward popped more than its forward pushed");
+    if (stack_.empty())
+      throw std::logic_error("tape::pop on an empty tape: a backward popped more than its forward pushed");
     tensor t = std::move(stack_.back());
     stack_.pop_back();
     return t;

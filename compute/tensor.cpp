@@ -129,7 +129,8 @@ std::vector<float> tensor::to_vector() const {
 
 tensor tensor::reshaped(const shape_t& shape) const {
   if (numel_of(shape) != numel())
-    throw std::invalid_argument("reshape " + shape_str() + " to " + to_string(shape) + ": element counts differ");
+    throw std::invalid_argument("reshape " + shape_str() + " to " + to_string(shape) +
+                                ": element counts differ");
   return tensor(shape, buffer_, offset_);
 }
 

@@ -25,9 +25,13 @@ std::string name_of(const std::array<std::pair<const char*, Value>, N>& names, V
 }
 
 constexpr std::array<std::pair<const char*, runtime_mode>, 3> mode_names = {
-    {{"simulate", runtime_mode::simulate}, {"lockstep", runtime_mode::lockstep}, {"async", runtime_mode::async}}};
+    {{"simulate", runtime_mode::simulate},
+     {"lockstep", runtime_mode::lockstep},
+     {"async", runtime_mode::async}}};
 constexpr std::array<std::pair<const char*, training_method>, 3> method_names = {
-    {{"backprop", training_method::backprop}, {"delayed", training_method::delayed}, {"petra", training_method::petra}}};
+    {{"backprop", training_method::backprop},
+     {"delayed", training_method::delayed},
+     {"petra", training_method::petra}}};
 constexpr std::array<std::pair<const char*, device_spec::kind>, 3> device_kinds = {
     {{"cpu", device_spec::kind::cpu}, {"cuda", device_spec::kind::cuda}, {"sim", device_spec::kind::sim}}};
 
@@ -44,10 +48,12 @@ std::string device_spec::str() const {
 }
 
 device_spec parse_device(const std::string& name) {
-  const std::string help = "'" + name + "' is not a device: write cpu, cuda:N (GPU N) or sim:N (simulated device N)";
+  const std::string help =
+      "'" + name + "' is not a device: write cpu, cuda:N (GPU N) or sim:N (simulated device N)";
   if (name == "cpu") return {};
   const auto colon = name.find(':');
-  if (colon == std::string::npos || colon + 1 == name.size() || colon + 5 < name.size()) throw config_error(help);
+  if (colon == std::string::npos || colon + 1 == name.size() || colon + 5 < name.size())
+    throw config_error(help);
   device_spec out;
   const std::string kind_name = name.substr(0, colon);
   if (kind_name == "cpu") throw config_error(help);

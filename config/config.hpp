@@ -44,50 +44,50 @@ struct model_config {
   std::string arch = "fashion_small";
   int num_classes = 10;
   std::vector<int> input = {1, 28, 28};  // C, H, W
-  std::string stem = "";                  // "" = the preset's; cifar | imagenet
-  std::string block = "";                 // "" = the preset's; basic | bottleneck
-  int stem_width = 0;                     // 0 = the preset's stream width after the stem
-  std::vector<int> widths;                // stream width per group
-  std::vector<int> hidden;                // bottleneck hidden width per group
-  std::vector<int> blocks;                // blocks per group
+  std::string stem = "";                 // "" = the preset's; cifar | imagenet
+  std::string block = "";                // "" = the preset's; basic | bottleneck
+  int stem_width = 0;                    // 0 = the preset's stream width after the stem
+  std::vector<int> widths;               // stream width per group
+  std::vector<int> hidden;               // bottleneck hidden width per group
+  std::vector<int> blocks;               // blocks per group
 };
 
 struct data_config {
   std::string dataset = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | imagenet32 | imagenet
   std::string path = "/usr/share/datasets/fashion-mnist";
-  std::vector<float> mean = {0.2860f};    // per channel
-  std::vector<float> std = {0.3530f};     // per channel
-  int crop_padding = 2;                   // random crop to the input size after zero padding; 0 = off (not imagenet)
-  bool flip = true;                       // random horizontal flip
-  int crop_size = 224;                    // imagenet: side of the random-resized crop (train) and center crop (eval)
-  int resize_size = 256;                  // imagenet eval: shorter side resized to this, then the center crop
-  int workers = 1;                        // loader threads decoding and augmenting ahead; 0 = the loader's own thread
-  std::string on_bad_image = "skip";      // imagenet: skip (serve the next good image, log the file) | fail
-  int64_t train_limit = 0;                // use only the first N training images; 0 = all (imagenet: N spread evenly)
-  int64_t test_limit = 0;                 // use only the first N test images; 0 = all (imagenet: N spread evenly)
+  std::vector<float> mean = {0.2860f};  // per channel
+  std::vector<float> std = {0.3530f};   // per channel
+  int crop_padding = 2;   // random crop to the input size after zero padding; 0 = off (not imagenet)
+  bool flip = true;       // random horizontal flip
+  int crop_size = 224;    // imagenet: side of the random-resized crop (train) and center crop (eval)
+  int resize_size = 256;  // imagenet eval: shorter side resized to this, then the center crop
+  int workers = 1;        // loader threads decoding and augmenting ahead; 0 = the loader's own thread
+  std::string on_bad_image = "skip";  // imagenet: skip (serve the next good image, log the file) | fail
+  int64_t train_limit = 0;  // use only the first N training images; 0 = all (imagenet: N spread evenly)
+  int64_t test_limit = 0;   // use only the first N test images; 0 = all (imagenet: N spread evenly)
 };
 
 struct optimizer_config {
-  double base_lr = 0.1;                   // lr = base_lr · micro_batch · accumulation / 256 (Goyal)
+  double base_lr = 0.1;  // lr = base_lr · micro_batch · accumulation / 256 (Goyal)
   double momentum = 0.9;
   bool nesterov = true;
-  double weight_decay = 5e-4;             // on conv and linear weights only
+  double weight_decay = 5e-4;  // on conv and linear weights only
 };
 
 struct schedule_config {
-  std::string kind = "cosine";            // cosine | step | constant
-  double warmup_epochs = 0.5;             // linear warm-up, per optimizer step
-  std::vector<double> milestones;         // step: epochs at which lr ×= gamma
+  std::string kind = "cosine";     // cosine | step | constant
+  double warmup_epochs = 0.5;      // linear warm-up, per optimizer step
+  std::vector<double> milestones;  // step: epochs at which lr ×= gamma
   double gamma = 0.1;
 };
 
 struct training_config {
   training_method method = training_method::petra;
-  bool stash_inputs = false;              // delayed only: keep every stage's inputs
-  bool stash_weights = false;             // delayed only: keep the weights of each forward
+  bool stash_inputs = false;   // delayed only: keep every stage's inputs
+  bool stash_weights = false;  // delayed only: keep the weights of each forward
   int epochs = 3;
   int micro_batch = 64;
-  int accumulation = 2;                   // k: micro-batches averaged per optimizer step
+  int accumulation = 2;  // k: micro-batches averaged per optimizer step
   uint64_t seed = 0;
   optimizer_config optimizer;
   schedule_config schedule;
@@ -95,37 +95,40 @@ struct training_config {
 
 /// How the model's blocks (stem, each coupling/downsampling block, head) are cut into stages.
 struct pipeline_config {
-  std::vector<int> stage_blocks;          // blocks per stage, in order; empty = one block per stage
-  std::vector<device_spec> devices;       // per stage: cpu | cuda:N | sim:N; empty = all cpu
-  std::vector<int> threads;               // per stage compute threads (actor runtimes); empty = 1 each
-  std::vector<std::string> nodes;         // per stage: local | host:port of a `petra node` | a name from nodes:; empty = all local
-  std::vector<std::string> spare_nodes;   // host:port (or a name from nodes:) of nodes that take over the stages of a lost node
+  std::vector<int> stage_blocks;     // blocks per stage, in order; empty = one block per stage
+  std::vector<device_spec> devices;  // per stage: cpu | cuda:N | sim:N; empty = all cpu
+  std::vector<int> threads;          // per stage compute threads (actor runtimes); empty = 1 each
+  std::vector<std::string>
+      nodes;  // per stage: local | host:port of a `petra node` | a name from nodes:; empty = all local
+  std::vector<std::string>
+      spare_nodes;  // host:port (or a name from nodes:) of nodes that take over the stages of a lost node
 };
 
 /// TLS for connections to nodes beyond loopback (CAF's OpenSSL module): both sides present a
 /// certificate signed by `ca`.
 struct tls_config {
-  std::string cert = "";                  // PEM certificate of this process
-  std::string key = "";                   // its PEM private key
-  std::string ca = "";                    // PEM CA certificate that signs every peer
+  std::string cert = "";  // PEM certificate of this process
+  std::string key = "";   // its PEM private key
+  std::string ca = "";    // PEM CA certificate that signs every peer
   bool enabled() const { return !cert.empty() || !key.empty() || !ca.empty(); }
 };
 
 /// Injected faults, per stage j (lists indexed by stage; missing entries = no fault). Delays are
 /// ticks in lockstep and milliseconds in async. Every injected fault is an event in the metrics.
 struct faults_config {
-  std::vector<int> forward_delay;         // extra delay on the link stage j → j+1
-  std::vector<int> backward_delay;        // extra delay on the link stage j+1 → j (into stage j)
-  std::vector<int> jitter_ms;             // async: extra uniform 0..jitter ms on stage j's outgoing messages
-  std::vector<double> drop;               // probability that a message stage j sends is lost
-  std::vector<double> duplicate;          // probability that it is delivered twice
-  std::vector<double> reorder;            // async: probability that it is held back behind the next one
-  std::vector<double> slow;               // compute slow-down factor of stage j (1 = none)
-  std::vector<int> crash_at_tick;         // stage j throws at this tick (lockstep) or forward (async); -1 = never
-  std::vector<std::string> kill_node;     // "node@seconds" (host:port or a name of nodes:): it exits that long after the start
-  uint64_t seed = 1;                      // for the random faults
-  int max_restarts = 3;                   // recoveries from the last checkpoint before the run gives up
-  int stall_seconds = 60;                 // a phase with no progress this long is a lost message: recover
+  std::vector<int> forward_delay;   // extra delay on the link stage j → j+1
+  std::vector<int> backward_delay;  // extra delay on the link stage j+1 → j (into stage j)
+  std::vector<int> jitter_ms;       // async: extra uniform 0..jitter ms on stage j's outgoing messages
+  std::vector<double> drop;         // probability that a message stage j sends is lost
+  std::vector<double> duplicate;    // probability that it is delivered twice
+  std::vector<double> reorder;      // async: probability that it is held back behind the next one
+  std::vector<double> slow;         // compute slow-down factor of stage j (1 = none)
+  std::vector<int> crash_at_tick;   // stage j throws at this tick (lockstep) or forward (async); -1 = never
+  std::vector<std::string>
+      kill_node;         // "node@seconds" (host:port or a name of nodes:): it exits that long after the start
+  uint64_t seed = 1;     // for the random faults
+  int max_restarts = 3;  // recoveries from the last checkpoint before the run gives up
+  int stall_seconds = 60;  // a phase with no progress this long is a lost message: recover
 };
 
 /// A `petra node` the run may place stages on, named in `nodes:` so that pipeline.nodes and
@@ -139,21 +142,22 @@ struct node_config {
 };
 
 struct runtime_config {
-  runtime_mode mode = runtime_mode::simulate;  // simulate (the reference, one thread) | lockstep | async (actors)
-  int threads = 2;                        // simulate: compute threads; actors: CAF scheduler threads
-  int credits = 0;                        // actors: micro-batches in flight at most; 0 = 2J − 1
-  std::string precision = "fp32";         // GPU stages: fp32 | tf32 (TF32 tensor-core math)
-  bool deterministic = false;             // GPU stages: deterministic algorithms only
-  int inversion_sample_every = 50;        // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches; 0 = never
-  int sim_latency_us = 0;                 // sim:N stages: each op waits this long before it runs (shows a missing wait)
-  bool sim_skip_import_wait = false;      // sim:N stages, tests only: a received tensor is used without waiting
+  runtime_mode mode =
+      runtime_mode::simulate;       // simulate (the reference, one thread) | lockstep | async (actors)
+  int threads = 2;                  // simulate: compute threads; actors: CAF scheduler threads
+  int credits = 0;                  // actors: micro-batches in flight at most; 0 = 2J − 1
+  std::string precision = "fp32";   // GPU stages: fp32 | tf32 (TF32 tensor-core math)
+  bool deterministic = false;       // GPU stages: deterministic algorithms only
+  int inversion_sample_every = 50;  // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches; 0 = never
+  int sim_latency_us = 0;  // sim:N stages: each op waits this long before it runs (shows a missing wait)
+  bool sim_skip_import_wait = false;  // sim:N stages, tests only: a received tensor is used without waiting
 };
 
 struct output_config {
-  std::string dir = "runs";               // parent of the run directory
-  std::string name = "";                  // run directory name; "" = <preset or config>-<method>-<time>
-  int checkpoint_every_steps = 0;         // also checkpoint every N optimizer steps of stage 1; 0 = epoch ends only
-  bool progress = true;                   // a progress line when stdout is a terminal
+  std::string dir = "runs";        // parent of the run directory
+  std::string name = "";           // run directory name; "" = <preset or config>-<method>-<time>
+  int checkpoint_every_steps = 0;  // also checkpoint every N optimizer steps of stage 1; 0 = epoch ends only
+  bool progress = true;            // a progress line when stdout is a terminal
 };
 
 struct run_config {
@@ -167,7 +171,6 @@ struct run_config {
   faults_config faults;
   std::map<std::string, node_config> nodes;  // by name ([A-Za-z0-9_-]+, not "local"); empty = none named
 };
-
 
 /// Loads a YAML file (or a preset name from config/presets, e.g. "default"), then applies
 /// `overrides` of the form "training.epochs=10". Unknown keys and bad values throw config_error

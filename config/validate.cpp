@@ -114,13 +114,15 @@ void validate_data(const data_config& data, const model_config& model, const che
   check.at_least("data.crop_padding", data.crop_padding, 0, "0 turns random cropping off");
   check.at_least("data.crop_size", data.crop_size, 1, "the side of the square images the model sees");
   if (data.resize_size < data.crop_size)
-    check.fail("data.resize_size", "got " + std::to_string(data.resize_size) + " but data.crop_size " +
-                                       check.where("data.crop_size") + " is " + std::to_string(data.crop_size) +
-                                       "; the eval center crop is cut from the image resized to this size, so it must"
-                                       " be at least the crop size (the usual pair is 256 and 224)");
+    check.fail("data.resize_size",
+               "got " + std::to_string(data.resize_size) + " but data.crop_size " +
+                   check.where("data.crop_size") + " is " + std::to_string(data.crop_size) +
+                   "; the eval center crop is cut from the image resized to this size, so it must"
+                   " be at least the crop size (the usual pair is 256 and 224)");
   if (data.dataset == "imagenet" && (model.input[1] != data.crop_size || model.input[2] != data.crop_size))
-    check.fail("model.input", "is " + std::to_string(model.input[0]) + "×" + std::to_string(model.input[1]) + "×" +
-                                  std::to_string(model.input[2]) + " but imagenet images are cropped to data.crop_size " +
+    check.fail("model.input", "is " + std::to_string(model.input[0]) + "×" + std::to_string(model.input[1]) +
+                                  "×" + std::to_string(model.input[2]) +
+                                  " but imagenet images are cropped to data.crop_size " +
                                   check.where("data.crop_size") + " = " + std::to_string(data.crop_size) +
                                   "; set model.input to [3, " + std::to_string(data.crop_size) + ", " +
                                   std::to_string(data.crop_size) + "] or change data.crop_size");
@@ -188,23 +190,27 @@ void validate_pipeline(const pipeline_config& pipeline, const node_map& nodes, c
   if (!pipeline.stage_blocks.empty() && !pipeline.threads.empty() &&
       pipeline.stage_blocks.size() != pipeline.threads.size())
     check.fail("pipeline.threads", "has " + std::to_string(pipeline.threads.size()) + " entries but " +
-                                       "pipeline.stage_blocks " + check.where("pipeline.stage_blocks") + " makes " +
-                                       std::to_string(pipeline.stage_blocks.size()) + " stages: give one per stage");
+                                       "pipeline.stage_blocks " + check.where("pipeline.stage_blocks") +
+                                       " makes " + std::to_string(pipeline.stage_blocks.size()) +
+                                       " stages: give one per stage");
   for (size_t i = 0; i < pipeline.nodes.size(); ++i)
     if (!is_node_name(pipeline.nodes[i]) && nodes.count(pipeline.nodes[i]) == 0)
-      check.fail("pipeline.nodes", "entry " + std::to_string(i) + " is '" + pipeline.nodes[i] +
-                                       "'; a node is local or host:port of a running `petra node` (port 1-65535)" +
-                                       or_a_defined_name(nodes));
+      check.fail("pipeline.nodes",
+                 "entry " + std::to_string(i) + " is '" + pipeline.nodes[i] +
+                     "'; a node is local or host:port of a running `petra node` (port 1-65535)" +
+                     or_a_defined_name(nodes));
   if (!pipeline.stage_blocks.empty() && !pipeline.nodes.empty() &&
       pipeline.stage_blocks.size() != pipeline.nodes.size())
     check.fail("pipeline.nodes", "has " + std::to_string(pipeline.nodes.size()) + " entries but " +
-                                     "pipeline.stage_blocks " + check.where("pipeline.stage_blocks") + " makes " +
-                                     std::to_string(pipeline.stage_blocks.size()) + " stages: give one per stage");
+                                     "pipeline.stage_blocks " + check.where("pipeline.stage_blocks") +
+                                     " makes " + std::to_string(pipeline.stage_blocks.size()) +
+                                     " stages: give one per stage");
 }
 
 void validate_runtime(const runtime_config& runtime, const checker& check) {
   check.at_least("runtime.threads", runtime.threads, 1, "at least one compute thread is needed");
-  check.at_least("runtime.credits", runtime.credits, 0, "0 means 2J - 1, else the most micro-batches in flight");
+  check.at_least("runtime.credits", runtime.credits, 0,
+                 "0 means 2J - 1, else the most micro-batches in flight");
   check.one_of("runtime.precision", runtime.precision, precisions);
   check.at_least("runtime.inversion_sample_every", runtime.inversion_sample_every, 0, "0 means never");
   check.at_least("runtime.sim_latency_us", runtime.sim_latency_us, 0, "0 means no added latency");
@@ -224,30 +230,39 @@ void validate_output(const output_config& output, const checker& check) {
 void validate_tls(const tls_config& tls, const checker& check) {
   if (!tls.enabled()) return;
   for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"tls.cert", tls.cert},
-                                   {"tls.key", tls.key}, {"tls.ca", tls.ca}})
+                                   {"tls.key", tls.key},
+                                   {"tls.ca", tls.ca}})
     if (value.empty())
-      check.fail(key, "is empty but other tls keys are set: TLS needs a certificate, its key and the CA, all three");
+      check.fail(
+          key, "is empty but other tls keys are set: TLS needs a certificate, its key and the CA, all three");
 }
 
 void validate_faults(const faults_config& faults, const pipeline_config& pipeline, const node_map& nodes,
                      const checker& check) {
-  for (const auto& [path, list] : {std::pair<const char*, const std::vector<int>&>{"faults.forward_delay", faults.forward_delay},
-                                   {"faults.backward_delay", faults.backward_delay},
-                                   {"faults.jitter_ms", faults.jitter_ms}})
+  for (const auto& [path, list] :
+       {std::pair<const char*, const std::vector<int>&>{"faults.forward_delay", faults.forward_delay},
+        {"faults.backward_delay", faults.backward_delay},
+        {"faults.jitter_ms", faults.jitter_ms}})
     for (size_t i = 0; i < list.size(); ++i)
-      if (list[i] < 0) check.fail(path, "entry " + std::to_string(i) + " is " + std::to_string(list[i]) + "; a delay is 0 or more");
-  for (const auto& [path, list] : {std::pair<const char*, const std::vector<double>&>{"faults.drop", faults.drop},
-                                   {"faults.duplicate", faults.duplicate}, {"faults.reorder", faults.reorder}})
+      if (list[i] < 0)
+        check.fail(
+            path, "entry " + std::to_string(i) + " is " + std::to_string(list[i]) + "; a delay is 0 or more");
+  for (const auto& [path, list] :
+       {std::pair<const char*, const std::vector<double>&>{"faults.drop", faults.drop},
+        {"faults.duplicate", faults.duplicate},
+        {"faults.reorder", faults.reorder}})
     for (size_t i = 0; i < list.size(); ++i)
       if (!(list[i] >= 0 && list[i] <= 1))
-        check.fail(path, "entry " + std::to_string(i) + " is " + show(list[i]) + "; a probability is in [0, 1]");
+        check.fail(path,
+                   "entry " + std::to_string(i) + " is " + show(list[i]) + "; a probability is in [0, 1]");
   for (size_t i = 0; i < faults.slow.size(); ++i)
     if (!(faults.slow[i] >= 1))
       check.fail("faults.slow", "entry " + std::to_string(i) + " is " + show(faults.slow[i]) +
                                     "; a slow-down factor is 1 (none) or more");
   for (size_t i = 0; i < faults.crash_at_tick.size(); ++i)
     if (faults.crash_at_tick[i] < -1)
-      check.fail("faults.crash_at_tick", "entry " + std::to_string(i) + " is " + std::to_string(faults.crash_at_tick[i]) +
+      check.fail("faults.crash_at_tick", "entry " + std::to_string(i) + " is " +
+                                             std::to_string(faults.crash_at_tick[i]) +
                                              "; -1 means never, else a tick from 0");
   for (size_t i = 0; i < faults.kill_node.size(); ++i) {
     const std::string& k = faults.kill_node[i];
@@ -259,8 +274,10 @@ void validate_faults(const faults_config& faults, const pipeline_config& pipelin
       ok = !seconds.empty() && seconds.find_first_not_of("0123456789.") == std::string::npos;
     }
     if (!ok)
-      check.fail("faults.kill_node", "entry " + std::to_string(i) + " is '" + k +
-                                         "'; write node@seconds with a node as host:port or a name of nodes:, e.g. 127.0.0.1:7001@2.5");
+      check.fail(
+          "faults.kill_node",
+          "entry " + std::to_string(i) + " is '" + k +
+              "'; write node@seconds with a node as host:port or a name of nodes:, e.g. 127.0.0.1:7001@2.5");
   }
   for (size_t i = 0; i < pipeline.spare_nodes.size(); ++i)
     if ((!is_node_name(pipeline.spare_nodes[i]) && nodes.count(pipeline.spare_nodes[i]) == 0) ||

@@ -121,7 +121,8 @@ void read_value(const YAML::Node& node, const std::string& where, const std::str
   std::vector<device_spec> devices(node.size());
   for (size_t i = 0; i < node.size(); ++i) {
     std::string name;
-    if (!decode(node[i], name)) fail_type(path + "[" + std::to_string(i) + "]", where, "a device name", node[i]);
+    if (!decode(node[i], name))
+      fail_type(path + "[" + std::to_string(i) + "]", where, "a device name", node[i]);
     try {
       devices[i] = parse_device(name);
     } catch (const config_error& e) {

@@ -4,7 +4,6 @@
 
 #include <caf/error.hpp>
 #include <caf/make_message.hpp>
-
 #include <cstdint>
 #include <string>
 

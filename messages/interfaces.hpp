@@ -19,24 +19,23 @@ using loss_sink = caf::typed_actor<caf::reacts_to<loss_data>>;
 
 /// What the coordinator is to the actors of its pipeline: phase ends, failures, injected faults and
 /// the loss actor's progress arrive here.
-using coordinator_actor =
-    caf::typed_actor<caf::reacts_to<phase_done>, caf::reacts_to<failure_report>, caf::reacts_to<fault_event>,
-                     caf::reacts_to<loss_report>>;
+using coordinator_actor = caf::typed_actor<caf::reacts_to<phase_done>, caf::reacts_to<failure_report>,
+                                           caf::reacts_to<fault_event>, caf::reacts_to<loss_report>>;
 
 /// The loss actor: labels from the loader; logits from the last stage, answered with a loss_data
 /// message to the wired last stage; evaluation logits with their labels; its totals per phase.
-using loss_actor = caf::typed_actor<
-    caf::replies_to<atoms::wire_atom, loss_sink, coordinator_actor>::with<atoms::wire_atom>,
-    caf::reacts_to<labels_data>, caf::reacts_to<logits_data>,
-    caf::replies_to<atoms::eval_atom, logits_data, labels_data>::with<loss_data>,
-    caf::replies_to<atoms::report_atom>::with<loss_report>>;
+using loss_actor =
+    caf::typed_actor<caf::replies_to<atoms::wire_atom, loss_sink, coordinator_actor>::with<atoms::wire_atom>,
+                     caf::reacts_to<labels_data>, caf::reacts_to<logits_data>,
+                     caf::replies_to<atoms::eval_atom, logits_data, labels_data>::with<loss_data>,
+                     caf::replies_to<atoms::report_atom>::with<loss_report>>;
 
 /// The data loader: a plan starts feeding a phase to the first stage (and labels to the loss
 /// actor); credits come back from the first stage.
-using loader_actor =
-    caf::typed_actor<caf::replies_to<atoms::wire_atom, forward_sink, loss_actor, int32_t>::with<atoms::wire_atom>,
-                     caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
-                     caf::reacts_to<atoms::credit_atom, int64_t>>;
+using loader_actor = caf::typed_actor<
+    caf::replies_to<atoms::wire_atom, forward_sink, loss_actor, int32_t>::with<atoms::wire_atom>,
+    caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
+    caf::reacts_to<atoms::credit_atom, int64_t>>;
 
 /// Whom a stage talks to: invalid handles where there is none (no previous stage for stage 1, no
 /// next stage for the last one, which talks to the loss actor), and where each neighbour computes:
@@ -53,16 +52,17 @@ struct stage_links {
 };
 
 /// A pipeline stage.
-using stage_actor = caf::typed_actor<
-    caf::reacts_to<forward_data>, caf::reacts_to<backward_data>, caf::reacts_to<loss_data>,
-    caf::reacts_to<atoms::process_atom>,
-    caf::replies_to<atoms::wire_atom, stage_links>::with<atoms::wire_atom>,
-    caf::replies_to<atoms::faults_atom, stage_faults>::with<atoms::faults_atom>,
-    caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
-    caf::replies_to<eval_data>::with<eval_data>, caf::replies_to<atoms::report_atom>::with<stage_report>,
-    caf::replies_to<atoms::status_atom>::with<stage_status>,
-    caf::replies_to<atoms::state_atom>::with<stage_snapshot>,
-    caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>>;
+using stage_actor =
+    caf::typed_actor<caf::reacts_to<forward_data>, caf::reacts_to<backward_data>, caf::reacts_to<loss_data>,
+                     caf::reacts_to<atoms::process_atom>,
+                     caf::replies_to<atoms::wire_atom, stage_links>::with<atoms::wire_atom>,
+                     caf::replies_to<atoms::faults_atom, stage_faults>::with<atoms::faults_atom>,
+                     caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
+                     caf::replies_to<eval_data>::with<eval_data>,
+                     caf::replies_to<atoms::report_atom>::with<stage_report>,
+                     caf::replies_to<atoms::status_atom>::with<stage_status>,
+                     caf::replies_to<atoms::state_atom>::with<stage_snapshot>,
+                     caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>>;
 
 /// A node: a process that hosts stages for a coordinator. spawn: (the resolved config as YAML,
 /// stage index, optimizer steps per epoch) → the new stage actor. kill: the node process kills
@@ -77,8 +77,8 @@ namespace petra::messages {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_links& x) {
-  return f(caf::meta::type_name("stage_links"), x.prev, x.next, x.prev_device, x.next_device, x.loss, x.loader,
-           x.coordinator, x.count);
+  return f(caf::meta::type_name("stage_links"), x.prev, x.next, x.prev_device, x.next_device, x.loss,
+           x.loader, x.coordinator, x.count);
 }
 
 }  // namespace petra::messages

@@ -72,9 +72,9 @@ struct phase_plan {
   int64_t ticks = 0;              // lockstep: ticks every stage runs
   int64_t first_micro_batch = 0;  // position in the epoch of the first micro-batch to feed
   int64_t spacing = 1;            // lockstep: a micro-batch enters every `spacing` ticks (backprop: 2J − 1)
-  int32_t attempt = 0;            // 0 = the first run of this phase; > 0 = a replay after a rollback (no faults)
-  int32_t generation = 0;         // the coordinator's pipeline build: reports of older builds are stale
-  int64_t phase = 0;              // numbers the phases of a run; every message carries it
+  int32_t attempt = 0;     // 0 = the first run of this phase; > 0 = a replay after a rollback (no faults)
+  int32_t generation = 0;  // the coordinator's pipeline build: reports of older builds are stale
+  int64_t phase = 0;       // numbers the phases of a run; every message carries it
 };
 
 /// The faults one stage injects (DESIGN.md §6), from the run's `faults` config.

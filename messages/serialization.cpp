@@ -1,10 +1,9 @@
 // Tensor serialization: rank, extents, then the payload as one raw block.
 #include "messages/serialization.hpp"
 
+#include <caf/sec.hpp>
 #include <cstring>
 #include <limits>
-
-#include <caf/sec.hpp>
 
 namespace petra {
 namespace {
@@ -17,7 +16,7 @@ constexpr uint64_t max_tensor_floats = uint64_t{1} << 32;  // 16 GiB
 caf::error inspect(caf::serializer& f, tensor& x) {
   if (x.defined() && x.where().type != device_type::cpu)
     return caf::make_error(caf::sec::runtime_error, "tensor on " + x.where().str() +
-                                                                " cannot be serialized: copy it to the host first");
+                                                        " cannot be serialized: copy it to the host first");
   uint8_t defined = x.defined() ? 1 : 0;
   std::vector<int64_t> shape = x.defined() ? x.shape() : std::vector<int64_t>{};
   if (auto err = f(caf::meta::type_name("tensor"), defined, shape)) return err;
@@ -36,8 +35,9 @@ caf::error inspect(caf::deserializer& f, tensor& x) {
   uint64_t count = 1;
   for (int64_t d : shape) {
     if (d < 0 || (d > 0 && count > max_tensor_floats / static_cast<uint64_t>(d)))
-      return caf::make_error(caf::sec::invalid_argument, "tensor shape " + to_string(shape) +
-                                                             " is negative or larger than 16 GiB: message rejected");
+      return caf::make_error(
+          caf::sec::invalid_argument,
+          "tensor shape " + to_string(shape) + " is negative or larger than 16 GiB: message rejected");
     count *= static_cast<uint64_t>(d);
   }
   tensor t = tensor::empty(shape);

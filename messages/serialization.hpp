@@ -37,14 +37,14 @@ typename Inspector::result_type inspect(Inspector& f, device& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_stats& x) {
-  return f(caf::meta::type_name("stage_stats"), x.forwards, x.backwards, x.delay_ticks, x.staleness_steps, x.fifo_peak,
-           x.fifo_peak_bytes, x.stash_peak, x.stash_peak_bytes, x.inversion_samples, x.inversion_error_sum,
-           x.inversion_error_max);
+  return f(caf::meta::type_name("stage_stats"), x.forwards, x.backwards, x.delay_ticks, x.staleness_steps,
+           x.fifo_peak, x.fifo_peak_bytes, x.stash_peak, x.stash_peak_bytes, x.inversion_samples,
+           x.inversion_error_sum, x.inversion_error_max);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_report& x) {
-  return f(caf::meta::type_name("stage_report"), x.stage, x.weight_version, x.stats, x.mailbox_peak, x.busy_seconds,
-           x.wall_seconds, x.device_bytes);
+  return f(caf::meta::type_name("stage_report"), x.stage, x.weight_version, x.stats, x.mailbox_peak,
+           x.busy_seconds, x.wall_seconds, x.device_bytes);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, named_tensor& x) {
@@ -87,8 +87,8 @@ typename Inspector::result_type inspect(Inspector& f, eval_data& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_plan& x) {
-  return f(caf::meta::type_name("phase_plan"), x.epoch, x.micro_batches, x.ticks, x.first_micro_batch, x.spacing,
-           x.attempt, x.generation, x.phase);
+  return f(caf::meta::type_name("phase_plan"), x.epoch, x.micro_batches, x.ticks, x.first_micro_batch,
+           x.spacing, x.attempt, x.generation, x.phase);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_faults& x) {
@@ -106,7 +106,8 @@ typename Inspector::result_type inspect(Inspector& f, loss_report& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, failure_report& x) {
-  return f(caf::meta::type_name("failure_report"), x.stage, x.tick, x.micro_batch, x.code, x.what, x.generation);
+  return f(caf::meta::type_name("failure_report"), x.stage, x.tick, x.micro_batch, x.code, x.what,
+           x.generation);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_status& x) {

@@ -45,9 +45,8 @@ REGISTER_LISTENER("petra_case_counter", 1, case_counter);
 namespace petra::testing {
 
 void mark_skipped(const std::string& why) {
-  const std::string name = doctest::getContextOptions()->currentTest
-                               ? doctest::getContextOptions()->currentTest->m_name
-                               : "?";
+  const std::string name =
+      doctest::getContextOptions()->currentTest ? doctest::getContextOptions()->currentTest->m_name : "?";
   if (tally().skipped.insert(name).second) std::cout << "skipped: " << name << ": " << why << std::endl;
 }
 

@@ -17,8 +17,8 @@ void mark_skipped(const std::string& why);
 }  // namespace petra::testing
 
 /// Ends the running test case as skipped; only at the top of a test case, before any check.
-#define PETRA_SKIP(why)                        \
-  do {                                         \
-    ::petra::testing::mark_skipped(why);       \
-    return;                                    \
+#define PETRA_SKIP(why)                  \
+  do {                                   \
+    ::petra::testing::mark_skipped(why); \
+    return;                              \
   } while (0)

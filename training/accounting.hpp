@@ -3,22 +3,21 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "training/faults.hpp"
 
 namespace petra {
 
 struct accounting {
-  int64_t completed = 0;             // backward finished at stage 1, in attempts that were kept
-  int64_t replayed = 0;              // micro-batches of phases rolled back and run again
-  int64_t rolled_back = 0;           // completed in failed attempts, then undone by the rollback
+  int64_t completed = 0;    // backward finished at stage 1, in attempts that were kept
+  int64_t replayed = 0;     // micro-batches of phases rolled back and run again
+  int64_t rolled_back = 0;  // completed in failed attempts, then undone by the rollback
   int64_t restarts = 0;
-  int64_t faults_injected = 0;       // in every attempt, failed ones included
+  int64_t faults_injected = 0;  // in every attempt, failed ones included
   int64_t duplicates_discarded = 0;
-  double recovery_seconds = 0;       // from a failure to the pipeline ready again
+  double recovery_seconds = 0;  // from a failure to the pipeline ready again
 
   /// A phase that succeeded, with its per-stage fault counts.
   void add_phase(int64_t completed_micro_batches, const std::vector<fault_counts>& faults);

@@ -17,7 +17,8 @@ std::vector<int64_t> int_list(const std::map<std::string, std::string>& meta, co
     const nlohmann::json j = nlohmann::json::parse(meta.at(key));
     return j.get<std::vector<int64_t>>();
   } catch (const std::exception&) {
-    throw std::runtime_error("checkpoint '" + path + "': metadata " + key + " is missing or not a list of integers");
+    throw std::runtime_error("checkpoint '" + path + "': metadata " + key +
+                             " is missing or not a list of integers");
   }
 }
 
@@ -46,8 +47,8 @@ checkpoint read_checkpoint(const std::string& path, std::size_t stage_count) {
   const auto format = out.metadata.find("format");
   if (format == out.metadata.end() || format->second != format_name)
     throw std::runtime_error("'" + path + "' is not a petra checkpoint (metadata format is '" +
-                             (format == out.metadata.end() ? std::string() : format->second) + "', expected '" +
-                             format_name + "')");
+                             (format == out.metadata.end() ? std::string() : format->second) +
+                             "', expected '" + format_name + "')");
   const std::vector<int64_t> steps = int_list(out.metadata, "stage_steps", path);
   if (steps.size() != stage_count)
     throw std::runtime_error("checkpoint '" + path + "' holds " + std::to_string(steps.size()) +
@@ -70,7 +71,8 @@ checkpoint read_checkpoint(const std::string& path, std::size_t stage_count) {
     s.optimizer_steps = steps[j];
     const std::size_t begin = split ? next : 0;
     const std::size_t end = split ? next + static_cast<std::size_t>(counts[j]) : file.tensors.size();
-    for (std::size_t i = begin; i < end; ++i) s.tensors.push_back({file.tensors[i].first, file.tensors[i].second});
+    for (std::size_t i = begin; i < end; ++i)
+      s.tensors.push_back({file.tensors[i].first, file.tensors[i].second});
     next = end;
     out.stages.push_back(std::move(s));
   }

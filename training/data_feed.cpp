@@ -5,9 +5,9 @@
 
 namespace petra {
 
-data_feed::data_feed(std::shared_ptr<const data::dataset> d, const data::augment_options& augment, bool train, int micro_batch,
-                     int accumulation, uint64_t seed)
-        : data_(std::move(d)), augment_(augment), train_(train), micro_batch_(micro_batch), seed_(seed) {
+data_feed::data_feed(std::shared_ptr<const data::dataset> d, const data::augment_options& augment, bool train,
+                     int micro_batch, int accumulation, uint64_t seed)
+    : data_(std::move(d)), augment_(augment), train_(train), micro_batch_(micro_batch), seed_(seed) {
   data::check_augment_options(augment_, data_->channels);
   if (train) {
     const int64_t per_step = static_cast<int64_t>(micro_batch) * accumulation;
@@ -35,8 +35,8 @@ bool data_feed::next(micro_batch& out) {
   const int64_t count = std::min<int64_t>(micro_batch_, data_->count - first);
   tensor images = tensor::empty({count, data_->channels, data_->height, data_->width});
   out.labels.resize(static_cast<std::size_t>(count));
-  data::make_batch(*data_, order_.data() + first, count, augment_, train_, seed_, epoch_, first, images.data(),
-                   out.labels.data());
+  data::make_batch(*data_, order_.data() + first, count, augment_, train_, seed_, epoch_, first,
+                   images.data(), out.labels.data());
   out.images = activation{images, {}};
   out.id = next_id_++;
   ++position_;

@@ -13,8 +13,8 @@ namespace petra {
 class data_feed {
  public:
   /// train: shuffled and augmented, truncated to a multiple of micro_batch·k; eval: in order, all of it.
-  data_feed(std::shared_ptr<const data::dataset> d, const data::augment_options& augment, bool train, int micro_batch,
-            int accumulation, uint64_t seed);
+  data_feed(std::shared_ptr<const data::dataset> d, const data::augment_options& augment, bool train,
+            int micro_batch, int accumulation, uint64_t seed);
 
   int64_t micro_batches_per_epoch() const { return micro_batches_; }
   /// Starts epoch `epoch` (1-based) at micro-batch `position` (a resume point).

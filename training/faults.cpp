@@ -37,7 +37,8 @@ namespace {
 
 std::string describe(int32_t stage, int64_t tick, const std::string& what) {
   if (stage < 0) return what;
-  return "stage " + std::to_string(stage + 1) + (tick >= 0 ? " at tick " + std::to_string(tick) : "") + ": " + what;
+  return "stage " + std::to_string(stage + 1) + (tick >= 0 ? " at tick " + std::to_string(tick) : "") + ": " +
+         what;
 }
 
 }  // namespace

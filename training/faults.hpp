@@ -14,10 +14,10 @@ struct fault_counts {
   int64_t drops = 0;
   int64_t duplicates = 0;
   int64_t reorders = 0;
-  int64_t delays = 0;          // messages sent late (a link delay, jitter)
-  int64_t slowed = 0;          // computations slowed down (faults.slow)
+  int64_t delays = 0;  // messages sent late (a link delay, jitter)
+  int64_t slowed = 0;  // computations slowed down (faults.slow)
   int64_t crashes = 0;
-  int64_t kills = 0;           // node processes killed (faults.kill_node), counted at the first stage they held
+  int64_t kills = 0;  // node processes killed (faults.kill_node), counted at the first stage they held
   int64_t duplicates_discarded = 0;  // receiver side: copies and late messages dropped
 
   int64_t injected() const { return drops + duplicates + reorders + delays + slowed + crashes + kills; }

@@ -1,8 +1,9 @@
 // Progress line.
 #include "training/progress.hpp"
 
-#include <cstdio>
 #include <unistd.h>
+
+#include <cstdio>
 
 namespace petra {
 
@@ -21,13 +22,14 @@ void progress::update(int64_t done, int64_t images, double mean_loss, double acc
   const auto now = std::chrono::steady_clock::now();
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double rate = elapsed > 0 ? images / elapsed : 0.0;
-  const double eta = done > 0 ? elapsed * static_cast<double>(total_ - done) / static_cast<double>(done) : 0.0;
+  const double eta =
+      done > 0 ? elapsed * static_cast<double>(total_ - done) / static_cast<double>(done) : 0.0;
   if (terminal_) {
     if (done < total_ && std::chrono::duration<double>(now - last_draw_).count() < 0.25) return;
     last_draw_ = now;
-    std::printf("\repoch %d/%d  step %lld/%lld  %.0f img/s  loss %.4f  acc %.2f%%  ETA %s   ", epoch_, epochs_,
-                static_cast<long long>(done), static_cast<long long>(total_), rate, mean_loss, 100 * accuracy,
-                format_duration(eta).c_str());
+    std::printf("\repoch %d/%d  step %lld/%lld  %.0f img/s  loss %.4f  acc %.2f%%  ETA %s   ", epoch_,
+                epochs_, static_cast<long long>(done), static_cast<long long>(total_), rate, mean_loss,
+                100 * accuracy, format_duration(eta).c_str());
     std::fflush(stdout);
     return;
   }

@@ -29,7 +29,8 @@ run_dir run_dir::reopen(const std::string& path) {
   // A process killed while writing leaves its temp file (never a torn target): clear them.
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(path, ec))
-    if (entry.path().filename().string().find(".tmp.") != std::string::npos) std::filesystem::remove(entry.path(), ec);
+    if (entry.path().filename().string().find(".tmp.") != std::string::npos)
+      std::filesystem::remove(entry.path(), ec);
   r.metrics_.open(r.file("metrics.jsonl"), std::ios::app);
   if (!r.metrics_) throw std::runtime_error("cannot open '" + r.file("metrics.jsonl") + "' for appending");
   return r;

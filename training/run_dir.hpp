@@ -2,9 +2,8 @@
 #pragma once
 
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace petra {
 

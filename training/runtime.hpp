@@ -25,9 +25,9 @@ struct phase_request {
 
 /// What a phase did, as measured by whoever ran it.
 struct phase_result : run_totals {
-  int64_t completed = 0;                // micro-batches whose backward finished at stage 1
-  std::vector<stage_report> stages;     // per stage, over the phase
-  std::vector<fault_counts> faults;     // per stage, injected in the phase
+  int64_t completed = 0;             // micro-batches whose backward finished at stage 1
+  std::vector<stage_report> stages;  // per stage, over the phase
+  std::vector<fault_counts> faults;  // per stage, injected in the phase
 };
 
 /// Called as micro-batches complete, with the phase's totals so far.

@@ -21,8 +21,9 @@ void check_runtime_supports(const config::run_config& c) {
   const config::faults_config& f = c.faults;
   const auto mode = c.runtime.mode;
   if (mode == config::runtime_mode::simulate) {
-    const std::string why = "cannot inject faults: the simulator has no links, actors or nodes "
-                            "(use runtime.mode lockstep or async)";
+    const std::string why =
+        "cannot inject faults: the simulator has no links, actors or nodes "
+        "(use runtime.mode lockstep or async)";
     if (any_set(f.forward_delay, 0)) refuse("faults.forward_delay", c, why);
     if (any_set(f.backward_delay, 0)) refuse("faults.backward_delay", c, why);
     if (any_set(f.jitter_ms, 0)) refuse("faults.jitter_ms", c, why);
@@ -36,12 +37,14 @@ void check_runtime_supports(const config::run_config& c) {
                     [](const std::string& n) { return !n.empty() && n != "local"; }))
       refuse("pipeline.nodes", c, "runs every stage in this process (use runtime.mode lockstep or async)");
     if (!c.pipeline.spare_nodes.empty())
-      refuse("pipeline.spare_nodes", c, "runs every stage in this process (use runtime.mode lockstep or async)");
+      refuse("pipeline.spare_nodes", c,
+             "runs every stage in this process (use runtime.mode lockstep or async)");
     if (c.runtime.credits != 0)
       refuse("runtime.credits", c, "follows the tick schedule: credits bound the async runtime only");
   }
   if (mode == config::runtime_mode::lockstep) {
-    const std::string why = "counts time in ticks: jitter and reordering are wall-clock faults of the async runtime";
+    const std::string why =
+        "counts time in ticks: jitter and reordering are wall-clock faults of the async runtime";
     if (any_set(f.jitter_ms, 0)) refuse("faults.jitter_ms", c, why);
     if (any_set(f.reorder, 0.0)) refuse("faults.reorder", c, why);
   }

@@ -49,8 +49,11 @@ optimizer_settings optimizer_for(const config::training_config& t, int64_t steps
   o.weight_decay = t.optimizer.weight_decay;
   o.accumulation = t.accumulation;
   const std::string& kind = t.schedule.kind;
-  o.schedule = kind == "cosine" ? schedule_kind::cosine : kind == "step" ? schedule_kind::step : schedule_kind::constant;
-  o.warmup_steps = static_cast<int64_t>(std::llround(t.schedule.warmup_epochs * static_cast<double>(steps_per_epoch)));
+  o.schedule = kind == "cosine" ? schedule_kind::cosine
+               : kind == "step" ? schedule_kind::step
+                                : schedule_kind::constant;
+  o.warmup_steps =
+      static_cast<int64_t>(std::llround(t.schedule.warmup_epochs * static_cast<double>(steps_per_epoch)));
   o.total_steps = steps_per_epoch * t.epochs;
   for (double e : t.schedule.milestones)
     o.milestones.push_back(static_cast<int64_t>(std::llround(e * static_cast<double>(steps_per_epoch))));
@@ -96,12 +99,13 @@ std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::si
   try {
     return make_backend(device_of(c, j), options);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("pipeline.devices[" + std::to_string(j) + "] (stage " + std::to_string(j + 1) +
-                                "): " + e.what());
+    throw std::invalid_argument("pipeline.devices[" + std::to_string(j) + "] (stage " +
+                                std::to_string(j + 1) + "): " + e.what());
   }
 }
 
-std::vector<placed_stage> build_placed_stages(const config::run_config& c, const optimizer_settings& optimizer,
+std::vector<placed_stage> build_placed_stages(const config::run_config& c,
+                                              const optimizer_settings& optimizer,
                                               const std::function<bool(std::size_t)>& wanted) {
   const std::vector<int> sizes = stage_sizes(c);
   std::vector<placed_stage> placed(sizes.size());
@@ -124,8 +128,9 @@ std::vector<placed_stage> build_placed_stages(const config::run_config& c, const
       placed[j] = placed_stage{};
       continue;
     }
-    placed[j].compute = std::make_shared<stage>(static_cast<int>(j), std::move(groups[j]), *placed[j].device,
-                                                optimizer, method.for_stage(c.runtime.inversion_sample_every));
+    placed[j].compute =
+        std::make_shared<stage>(static_cast<int>(j), std::move(groups[j]), *placed[j].device, optimizer,
+                                method.for_stage(c.runtime.inversion_sample_every));
   }
   return placed;
 }

@@ -44,10 +44,11 @@ struct placed_stage {
   std::shared_ptr<stage> compute;
 };
 
-/// Every stage on its own backend (simulated devices shared among them); with `wanted`, only the stages it accepts are built (the
-/// others stay empty: they live in another process). Throws std::invalid_argument naming
-/// pipeline.devices[j] when a device cannot be had.
-std::vector<placed_stage> build_placed_stages(const config::run_config& c, const optimizer_settings& optimizer,
+/// Every stage on its own backend (simulated devices shared among them); with `wanted`, only the stages it
+/// accepts are built (the others stay empty: they live in another process). Throws std::invalid_argument
+/// naming pipeline.devices[j] when a device cannot be had.
+std::vector<placed_stage> build_placed_stages(const config::run_config& c,
+                                              const optimizer_settings& optimizer,
                                               const std::function<bool(std::size_t)>& wanted = {});
 
 /// The backend the loss is computed on (the loss actor's; the simulator uses the same).

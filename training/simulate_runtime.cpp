@@ -63,7 +63,8 @@ class simulate_runtime : public pipeline_runtime {
   }
 
   void restore(const checkpoint& from) override {
-    for (std::size_t j = 0; j < stages_.size(); ++j) restore_stage(*stages_[j].compute, *stages_[j].device, from.stages[j]);
+    for (std::size_t j = 0; j < stages_.size(); ++j)
+      restore_stage(*stages_[j].compute, *stages_[j].device, from.stages[j]);
   }
 
   double current_lr() override { return stages_.front().compute->optimizer().current_lr(); }

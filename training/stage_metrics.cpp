@@ -63,22 +63,23 @@ nlohmann::json stage_json(const stage_report& r, const fault_counts& faults, con
   const int64_t delay = expected_delay_ticks(c, j, J);
   const double staleness = expected_staleness_steps(c, j, J);
   const stage_stats& s = r.stats;
-  nlohmann::json out = {{"stage", r.stage + 1},
-                        {"expected_delay_ticks", delay < 0 ? nlohmann::json() : nlohmann::json(delay)},
-                        {"expected_staleness_steps", staleness < 0 ? nlohmann::json() : nlohmann::json(staleness)},
-                        {"delay_ticks", histogram(s.delay_ticks)},
-                        {"staleness_steps", histogram(s.staleness_steps)},
-                        {"forwards", s.forwards},
-                        {"backwards", s.backwards},
-                        {"weight_version", r.weight_version},
-                        {"fifo_peak", s.fifo_peak},
-                        {"fifo_peak_bytes", s.fifo_peak_bytes},
-                        {"stash_peak_versions", s.stash_peak},
-                        {"stash_peak_bytes", s.stash_peak_bytes},
-                        {"mailbox_peak", r.mailbox_peak},
-                        {"busy_seconds", r.busy_seconds},
-                        {"busy_fraction", r.wall_seconds > 0 ? r.busy_seconds / r.wall_seconds : 0.0},
-                        {"device_bytes", r.device_bytes}};
+  nlohmann::json out = {
+      {"stage", r.stage + 1},
+      {"expected_delay_ticks", delay < 0 ? nlohmann::json() : nlohmann::json(delay)},
+      {"expected_staleness_steps", staleness < 0 ? nlohmann::json() : nlohmann::json(staleness)},
+      {"delay_ticks", histogram(s.delay_ticks)},
+      {"staleness_steps", histogram(s.staleness_steps)},
+      {"forwards", s.forwards},
+      {"backwards", s.backwards},
+      {"weight_version", r.weight_version},
+      {"fifo_peak", s.fifo_peak},
+      {"fifo_peak_bytes", s.fifo_peak_bytes},
+      {"stash_peak_versions", s.stash_peak},
+      {"stash_peak_bytes", s.stash_peak_bytes},
+      {"mailbox_peak", r.mailbox_peak},
+      {"busy_seconds", r.busy_seconds},
+      {"busy_fraction", r.wall_seconds > 0 ? r.busy_seconds / r.wall_seconds : 0.0},
+      {"device_bytes", r.device_bytes}};
   if (faults.injected() > 0 || faults.duplicates_discarded > 0) {
     out["injected_drops"] = faults.drops;
     out["injected_duplicates"] = faults.duplicates;

@@ -10,8 +10,8 @@
 #include "compute/serialize/atomic_file.hpp"
 #include "training/accounting.hpp"
 #include "training/progress.hpp"
-#include "training/runtime_support.hpp"
 #include "training/run_dir.hpp"
+#include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 #include "training/stage_metrics.hpp"
 
@@ -42,15 +42,18 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
   prepared_run p;
   const bool resuming = !options.resume.empty();
   const fs::path resume_dir(options.resume);
-  if (resuming && (!fs::exists(resume_dir / "config.yaml") || !fs::exists(resume_dir / "checkpoint.safetensors")))
-    throw std::invalid_argument("'" + options.resume + "' is not a run directory with config.yaml and checkpoint.safetensors");
-  p.cfg = config::load_config(resuming ? (resume_dir / "config.yaml").string() : options.config, options.sets);
+  if (resuming &&
+      (!fs::exists(resume_dir / "config.yaml") || !fs::exists(resume_dir / "checkpoint.safetensors")))
+    throw std::invalid_argument("'" + options.resume +
+                                "' is not a run directory with config.yaml and checkpoint.safetensors");
+  p.cfg =
+      config::load_config(resuming ? (resume_dir / "config.yaml").string() : options.config, options.sets);
   check_runtime_supports(p.cfg);
   p.method = method_for(p.cfg.training);
   p.run_path = resuming ? options.resume
-                        : (fs::path(p.cfg.output.dir) / (p.cfg.output.name.empty()
-                                                             ? default_run_name(p.cfg.model.arch, p.method.str())
-                                                             : p.cfg.output.name))
+                        : (fs::path(p.cfg.output.dir) /
+                           (p.cfg.output.name.empty() ? default_run_name(p.cfg.model.arch, p.method.str())
+                                                      : p.cfg.output.name))
                               .string();
   if (!resuming && fs::exists(p.run_path) && !fs::is_empty(p.run_path))
     throw std::invalid_argument("run directory '" + p.run_path +
@@ -59,13 +62,15 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
   p.per_epoch = p.data.train_feed->micro_batches_per_epoch();
   const int64_t steps_per_epoch = p.per_epoch / p.cfg.training.accumulation;
   if (steps_per_epoch < 1)
-    throw std::invalid_argument("the training set (" + std::to_string(p.data.train->count) +
-                                " images) is smaller than one optimizer batch (micro_batch · accumulation = " +
-                                std::to_string(p.cfg.training.micro_batch * p.cfg.training.accumulation) + ")");
+    throw std::invalid_argument(
+        "the training set (" + std::to_string(p.data.train->count) +
+        " images) is smaller than one optimizer batch (micro_batch · accumulation = " +
+        std::to_string(p.cfg.training.micro_batch * p.cfg.training.accumulation) + ")");
   p.opt = optimizer_for(p.cfg.training, steps_per_epoch);
   p.runtime = make_runtime(p.cfg, p.data, p.opt);
   if (resuming) {
-    const checkpoint from = read_checkpoint((resume_dir / "checkpoint.safetensors").string(), stage_sizes(p.cfg).size());
+    const checkpoint from =
+        read_checkpoint((resume_dir / "checkpoint.safetensors").string(), stage_sizes(p.cfg).size());
     p.runtime->restore(from);
     p.epoch = std::stoi(from.metadata.at("epoch"));
     p.position = std::stoll(from.metadata.at("position"));
@@ -104,7 +109,8 @@ class run {
     if (options_.resume.empty()) checkpoint_at(p_.epoch, p_.position);  // the first rollback target
     for (int epoch = p_.epoch; epoch <= p_.cfg.training.epochs; ++epoch) {
       train_epoch(epoch, epoch == p_.epoch ? p_.position : 0);
-      if (options_.stop_after_epoch > 0 && epoch >= options_.stop_after_epoch && epoch < p_.cfg.training.epochs) {
+      if (options_.stop_after_epoch > 0 && epoch >= options_.stop_after_epoch &&
+          epoch < p_.cfg.training.epochs) {
         std::printf("stopped after epoch %d as asked; continue with: petra train --resume %s\n", epoch,
                     dir_.path().c_str());
         return 0;
@@ -117,8 +123,10 @@ class run {
  private:
   void checkpoint_at(int epoch, int64_t position) {
     write_checkpoint(dir_.file("checkpoint.safetensors"), p_.runtime->snapshot(),
-                     {{"epoch", std::to_string(epoch)}, {"position", std::to_string(position)},
-                      {"method", p_.method.str()}, {"config", config::to_yaml(p_.cfg)}});
+                     {{"epoch", std::to_string(epoch)},
+                      {"position", std::to_string(position)},
+                      {"method", p_.method.str()},
+                      {"config", config::to_yaml(p_.cfg)}});
   }
 
   /// One phase, replayed from the last checkpoint after each failure, up to faults.max_restarts.
@@ -131,29 +139,39 @@ class run {
       } catch (const run_failure& e) {
         if (attempt.attempt >= p_.cfg.faults.max_restarts) throw;
         const auto t0 = clock_type::now();
-        std::printf("\n%s; rolling back to the checkpoint at epoch %d, micro-batch %lld and replaying %lld micro-batches\n",
-                    e.what(), request.epoch, static_cast<long long>(request.first),
-                    static_cast<long long>(request.count));
+        std::printf(
+            "\n%s; rolling back to the checkpoint at epoch %d, micro-batch %lld and replaying %lld "
+            "micro-batches\n",
+            e.what(), request.epoch, static_cast<long long>(request.first),
+            static_cast<long long>(request.count));
         std::fflush(stdout);
         p_.runtime->recover();
         p_.runtime->restore(read_checkpoint(dir_.file("checkpoint.safetensors"), J_));
         const double seconds = seconds_since(t0);
         account_.add_failure(e, request.count, seconds);
-        dir_.log({{"event", "failure"}, {"epoch", request.epoch}, {"position", request.first},
-                  {"kind", to_string(e.kind())}, {"stage", e.stage() >= 0 ? nlohmann::json(e.stage() + 1) : nlohmann::json()},
-                  {"tick", e.tick()}, {"what", e.what()}, {"attempt", attempt.attempt},
-                  {"completed_before_failure", e.completed}, {"faults_injected", total(e.faults).injected()},
+        dir_.log({{"event", "failure"},
+                  {"epoch", request.epoch},
+                  {"position", request.first},
+                  {"kind", to_string(e.kind())},
+                  {"stage", e.stage() >= 0 ? nlohmann::json(e.stage() + 1) : nlohmann::json()},
+                  {"tick", e.tick()},
+                  {"what", e.what()},
+                  {"attempt", attempt.attempt},
+                  {"completed_before_failure", e.completed},
+                  {"faults_injected", total(e.faults).injected()},
                   {"duplicates_discarded", total(e.faults).duplicates_discarded},
-                  {"recovery_seconds", seconds}, {"replayed_micro_batches", request.count}});
+                  {"recovery_seconds", seconds},
+                  {"replayed_micro_batches", request.count}});
       }
     }
   }
 
   void train_epoch(int epoch, int64_t position) {
     const config::run_config& cfg = p_.cfg;
-    const int64_t phase_size = cfg.output.checkpoint_every_steps > 0
-                                   ? static_cast<int64_t>(cfg.output.checkpoint_every_steps) * cfg.training.accumulation
-                                   : p_.per_epoch;
+    const int64_t phase_size =
+        cfg.output.checkpoint_every_steps > 0
+            ? static_cast<int64_t>(cfg.output.checkpoint_every_steps) * cfg.training.accumulation
+            : p_.per_epoch;
     bar_.start_epoch(epoch, cfg.training.epochs, p_.per_epoch - position);
     epoch_totals totals;
     double seconds = 0;
@@ -181,17 +199,22 @@ class run {
     for (std::size_t j = 0; j < totals.stages.size(); ++j)
       stages.push_back(stage_json(totals.stages[j], totals.faults[j], cfg, J_));
     const double images_per_s = totals.samples / seconds;
-    dir_.log({{"event", "epoch"},           {"epoch", epoch},
+    dir_.log({{"event", "epoch"},
+              {"epoch", epoch},
               {"runtime", config::to_string(cfg.runtime.mode)},
-              {"train_loss", totals.mean_loss()}, {"train_accuracy", totals.accuracy()},
-              {"test_loss", test.loss},     {"test_accuracy", test.accuracy},
-              {"images_per_s", images_per_s}, {"epoch_seconds", seconds},
-              {"ticks", totals.ticks},      {"lr", p_.runtime->current_lr()},
+              {"train_loss", totals.mean_loss()},
+              {"train_accuracy", totals.accuracy()},
+              {"test_loss", test.loss},
+              {"test_accuracy", test.accuracy},
+              {"images_per_s", images_per_s},
+              {"epoch_seconds", seconds},
+              {"ticks", totals.ticks},
+              {"lr", p_.runtime->current_lr()},
               {"stages", stages}});
     checkpoint_at(epoch, p_.per_epoch);
-    std::printf("epoch %d/%d  train loss %.4f acc %.2f%%  test loss %.4f acc %.2f%%  %.0f img/s  %.1f s\n", epoch,
-                cfg.training.epochs, totals.mean_loss(), 100 * totals.accuracy(), test.loss, 100 * test.accuracy,
-                images_per_s, seconds);
+    std::printf("epoch %d/%d  train loss %.4f acc %.2f%%  test loss %.4f acc %.2f%%  %.0f img/s  %.1f s\n",
+                epoch, cfg.training.epochs, totals.mean_loss(), 100 * totals.accuracy(), test.loss,
+                100 * test.accuracy, images_per_s, seconds);
     std::fflush(stdout);
   }
 
@@ -203,15 +226,17 @@ class run {
               {"wall_seconds", wall},
               {"train_seconds", train_seconds_},
               {"images_per_s", images_per_s}});
-    std::printf("done: test accuracy %.2f%%, wall %.1f s, %.0f img/s training -> %s\n", 100 * last_test_accuracy_, wall,
-                images_per_s, dir_.path().c_str());
+    std::printf("done: test accuracy %.2f%%, wall %.1f s, %.0f img/s training -> %s\n",
+                100 * last_test_accuracy_, wall, images_per_s, dir_.path().c_str());
     if (account_.restarts || account_.faults_injected || account_.duplicates_discarded)
-      std::printf("micro-batches: %lld completed, %lld replayed after %lld rollbacks (%lld undone, %.2f s recovering); "
-                  "%lld faults injected, %lld duplicates discarded\n",
-                  static_cast<long long>(account_.completed), static_cast<long long>(account_.replayed),
-                  static_cast<long long>(account_.restarts), static_cast<long long>(account_.rolled_back),
-                  account_.recovery_seconds, static_cast<long long>(account_.faults_injected),
-                  static_cast<long long>(account_.duplicates_discarded));
+      std::printf(
+          "micro-batches: %lld completed, %lld replayed after %lld rollbacks (%lld undone, %.2f s "
+          "recovering); "
+          "%lld faults injected, %lld duplicates discarded\n",
+          static_cast<long long>(account_.completed), static_cast<long long>(account_.replayed),
+          static_cast<long long>(account_.restarts), static_cast<long long>(account_.rolled_back),
+          account_.recovery_seconds, static_cast<long long>(account_.faults_injected),
+          static_cast<long long>(account_.duplicates_discarded));
   }
 
   prepared_run& p_;
@@ -238,18 +263,24 @@ int run_training(const train_options& options, const runtime_factory& make_runti
   try {
     run_dir dir = options.resume.empty() ? run_dir::create(p.run_path) : run_dir::reopen(p.run_path);
     if (options.resume.empty()) {
-      // Saved without output.name, so that `petra train <run>/config.yaml` repeats the run into a new directory.
+      // Saved without output.name, so that `petra train <run>/config.yaml` repeats the run into a new
+      // directory.
       config::run_config repeatable = p.cfg;
       repeatable.output.name.clear();
-      write_file_atomically(dir.file("config.yaml"), [&](std::ostream& out) { out << config::to_yaml(repeatable); });
+      write_file_atomically(dir.file("config.yaml"),
+                            [&](std::ostream& out) { out << config::to_yaml(repeatable); });
     }
-    std::printf("petra train: %s, %s, runtime %s, J = %zu stages, %lld micro-batches of %d per epoch, k = %d, lr %.4g%s -> %s\n",
-                p.cfg.model.arch.c_str(), p.method.str().c_str(), config::to_string(p.cfg.runtime.mode).c_str(),
-                stage_sizes(p.cfg).size(), static_cast<long long>(p.per_epoch), p.cfg.training.micro_batch,
-                p.cfg.training.accumulation, p.opt.lr,
-                options.resume.empty() ? "" : (" (resuming epoch " + std::to_string(p.epoch) + " at micro-batch " +
-                                               std::to_string(p.position) + ")").c_str(),
-                dir.path().c_str());
+    std::printf(
+        "petra train: %s, %s, runtime %s, J = %zu stages, %lld micro-batches of %d per epoch, k = %d, lr "
+        "%.4g%s -> %s\n",
+        p.cfg.model.arch.c_str(), p.method.str().c_str(), config::to_string(p.cfg.runtime.mode).c_str(),
+        stage_sizes(p.cfg).size(), static_cast<long long>(p.per_epoch), p.cfg.training.micro_batch,
+        p.cfg.training.accumulation, p.opt.lr,
+        options.resume.empty() ? ""
+                               : (" (resuming epoch " + std::to_string(p.epoch) + " at micro-batch " +
+                                  std::to_string(p.position) + ")")
+                                     .c_str(),
+        dir.path().c_str());
     std::fflush(stdout);
     return run(p, options, dir).go();
   } catch (const std::exception& e) {

@@ -15,10 +15,10 @@
 namespace petra {
 
 struct train_options {
-  std::string config;               // file or preset name
-  std::vector<std::string> sets;    // "key=value" overrides
-  std::string resume;               // a run directory to continue instead
-  int stop_after_epoch = 0;         // stop (resumably) after this epoch; 0 = run to the end
+  std::string config;             // file or preset name
+  std::vector<std::string> sets;  // "key=value" overrides
+  std::string resume;             // a run directory to continue instead
+  int stop_after_epoch = 0;       // stop (resumably) after this epoch; 0 = run to the end
 };
 
 /// Builds the runtime runtime.mode names (the caller knows every runtime; training/ knows none).

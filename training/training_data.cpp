@@ -15,10 +15,10 @@ training_data load_training_data(const config::run_config& c) {
   d.test = test;
   const auto& in = c.model.input;
   if (in.size() == 3 && (d.train->channels != in[0] || d.train->height != in[1] || d.train->width != in[2]))
-    throw std::invalid_argument("model.input is " + std::to_string(in[0]) + "×" + std::to_string(in[1]) + "×" +
-                                std::to_string(in[2]) + " but " + d.train->name + " images are " +
-                                std::to_string(d.train->channels) + "×" + std::to_string(d.train->height) + "×" +
-                                std::to_string(d.train->width));
+    throw std::invalid_argument("model.input is " + std::to_string(in[0]) + "×" + std::to_string(in[1]) +
+                                "×" + std::to_string(in[2]) + " but " + d.train->name + " images are " +
+                                std::to_string(d.train->channels) + "×" + std::to_string(d.train->height) +
+                                "×" + std::to_string(d.train->width));
   if (d.train->num_classes > c.model.num_classes)
     throw std::invalid_argument("model.num_classes is " + std::to_string(c.model.num_classes) + " but " +
                                 d.train->name + " has " + std::to_string(d.train->num_classes) + " classes");

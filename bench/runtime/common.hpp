@@ -2,12 +2,11 @@
 #pragma once
 
 #include <algorithm>
+#include <caf/fwd.hpp>
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <caf/fwd.hpp>
 
 namespace petra::bench {
 
@@ -34,7 +33,6 @@ inline void row(const char* what, summary s, const char* unit, double scale = 1)
   std::printf("      %-58s %12.2f %12.2f  %s\n", what, s.median * scale, s.best * scale, unit);
 }
 inline void note(const std::string& text) { std::printf("      %s\n", text.c_str()); }
-
 
 /// Part (b)'s probe: round trips of small messages and of 4 MB tensors to `target`, timed by
 /// an event-based actor, with the bytes copied on the way there and back.

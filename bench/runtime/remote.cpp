@@ -21,9 +21,8 @@
 
 #include "actors/caf_config.hpp"
 #include "actors/coordinator.hpp"
-#include "messages/type_ids.hpp"
-
 #include "bench/runtime/common.hpp"
+#include "messages/type_ids.hpp"
 
 namespace petra::bench {
 namespace {
@@ -54,7 +53,8 @@ int serve(int port_fd) {
   const std::string line = std::to_string(port ? *port : 0) + "\n";
   if (write(port_fd, line.data(), line.size()) < 0) closed->store(true);
   close(port_fd);
-  while (port && !closed->load() && getppid() == parent) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (port && !closed->load() && getppid() == parent)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
   return 0;
 }
@@ -82,7 +82,8 @@ class server_process {
     close(fds[1]);
     pollfd p{fds[0], POLLIN, 0};
     char text[16] = {};
-    if (pid_ > 0 && poll(&p, 1, 10000) == 1 && read(fds[0], text, sizeof text - 1) > 0) port_ = std::atoi(text);
+    if (pid_ > 0 && poll(&p, 1, 10000) == 1 && read(fds[0], text, sizeof text - 1) > 0)
+      port_ = std::atoi(text);
     close(fds[0]);
   }
   ~server_process() {
@@ -178,10 +179,12 @@ void part_remote(int repeats) {
         const double s = timed_window(sys, *peer, payload, c.messages, window, why);
         if (s > 0 && r > 0) mb_per_s.push_back(static_cast<double>(payload.bytes() * c.messages) / s / 1e6);
       }
-      const std::string what = std::string(c.label) + " tensors, request/ack window " + std::to_string(window) +
-                               " (" + std::to_string(c.messages) + " per run)";
-      if (!why.empty()) note(what + ": failed: " + why);
-      else row(what.c_str(), summarize(mb_per_s, true), "MB/s");
+      const std::string what = std::string(c.label) + " tensors, request/ack window " +
+                               std::to_string(window) + " (" + std::to_string(c.messages) + " per run)";
+      if (!why.empty())
+        note(what + ": failed: " + why);
+      else
+        row(what.c_str(), summarize(mb_per_s, true), "MB/s");
     }
   }
   note("MB = 10^6 bytes; one direction: time from the first send to the last ack");
@@ -204,8 +207,8 @@ void part_serialized_size() {
   if (err) return note("failed: " + sys.render(err));
   std::printf("      %-58s %12zu %12lld  bytes (overhead)\n", "the tensor alone", alone.size(),
               static_cast<long long>(alone.size()) - (1 << 22));
-  std::printf("      %-58s %12zu %12lld  bytes (overhead)\n", "as a caf::message (what BASP carries)", as_message.size(),
-              static_cast<long long>(as_message.size()) - (1 << 22));
+  std::printf("      %-58s %12zu %12lld  bytes (overhead)\n", "as a caf::message (what BASP carries)",
+              as_message.size(), static_cast<long long>(as_message.size()) - (1 << 22));
 }
 
 }  // namespace petra::bench

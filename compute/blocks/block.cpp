@@ -6,7 +6,8 @@
 namespace petra {
 
 activation block::inverse(const activation&) {
-  throw std::logic_error(name() + " (" + kind() + ") is not reversible: it has no inverse; its stage must keep inputs");
+  throw std::logic_error(name() + " (" + kind() +
+                         ") is not reversible: it has no inverse; its stage must keep inputs");
 }
 
 std::pair<activation, activation> block::backward_from_output(const activation&, const activation&) {
@@ -18,7 +19,9 @@ void expect_streams(const block& b, const activation& x, bool two_streams, const
   if (!x.x1.defined() || x.two_streams() != two_streams)
     throw std::invalid_argument(b.name() + " (" + b.kind() + "): " + what + " must be " +
                                 (two_streams ? "two streams (x1, x2)" : "one tensor") + ", got " +
-                                (!x.x1.defined() ? "nothing" : x.two_streams() ? "two streams" : "one tensor"));
+                                (!x.x1.defined()   ? "nothing"
+                                 : x.two_streams() ? "two streams"
+                                                   : "one tensor"));
 }
 
 }  // namespace petra

@@ -25,7 +25,8 @@ activation coupling_block::inverse(const activation& y) {
   return {y.x2, be_.sub(y.x1, fy2)};
 }
 
-std::pair<activation, activation> coupling_block::backward_from_output(const activation& y, const activation& dy) {
+std::pair<activation, activation> coupling_block::backward_from_output(const activation& y,
+                                                                       const activation& dy) {
   expect_streams(*this, y, true, "output");
   expect_streams(*this, dy, true, "output gradient");
   tape t;

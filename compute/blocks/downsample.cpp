@@ -3,8 +3,8 @@
 
 namespace petra {
 
-downsample_basic_block::downsample_basic_block(backend& be, const std::string& name, int in_width, int out_width,
-                                               int stride, uint64_t seed)
+downsample_basic_block::downsample_basic_block(backend& be, const std::string& name, int in_width,
+                                               int out_width, int stride, uint64_t seed)
     : block(name),
       be_(be),
       a_(be, name + ".a", {{in_width, out_width, 3, stride, true}}, seed),

@@ -1,8 +1,8 @@
 // conv2d forward/backward on the CPU: shape checks, then the oneDNN engine.
-#include "compute/op_checks.hpp"
 #include "compute/cpu/checks.hpp"
 #include "compute/cpu/conv2d_engine.hpp"
 #include "compute/cpu/cpu_backend.hpp"
+#include "compute/op_checks.hpp"
 
 namespace petra {
 

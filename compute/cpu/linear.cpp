@@ -1,9 +1,9 @@
 // Fully connected layer y = x (N,I) · wᵀ + b by OpenBLAS SGEMMs (row-major).
-#include "compute/op_checks.hpp"
 #include <cblas.h>
 
 #include "compute/cpu/checks.hpp"
 #include "compute/cpu/cpu_backend.hpp"
+#include "compute/op_checks.hpp"
 
 namespace petra {
 

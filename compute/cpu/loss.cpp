@@ -1,9 +1,9 @@
 // Softmax cross-entropy of logits (N,K) against integer labels, its gradient and hits.
-#include "compute/op_checks.hpp"
 #include <cmath>
 
 #include "compute/cpu/checks.hpp"
 #include "compute/cpu/cpu_backend.hpp"
+#include "compute/op_checks.hpp"
 
 namespace petra {
 

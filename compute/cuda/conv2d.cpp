@@ -1,9 +1,9 @@
 // conv2d forward/backward on the GPU: shape checks, then cuDNN with the shape's cached plan.
-#include "compute/op_checks.hpp"
 #include "compute/cuda/checks.hpp"
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
 #include "compute/cuda/kernels.hpp"
+#include "compute/op_checks.hpp"
 
 namespace petra {
 

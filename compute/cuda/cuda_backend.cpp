@@ -33,7 +33,9 @@ void cuda_backend::synchronize() {
   context_->synchronize();
 }
 
-int64_t cuda_backend::device_bytes_in_use() const { return static_cast<int64_t>(cuda_pool_bytes_in_use(index_)); }
+int64_t cuda_backend::device_bytes_in_use() const {
+  return static_cast<int64_t>(cuda_pool_bytes_in_use(index_));
+}
 
 std::size_t cuda_pool_bytes_in_use(int device_index) {
   cuda::use_device(device_index);

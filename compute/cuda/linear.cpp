@@ -1,10 +1,10 @@
 // Fully connected layer y = x (N,I) · wᵀ + b by cuBLAS. cuBLAS is column-major: a row-major
 // (R, C) matrix is its (C, R) transpose, so each product below is written for the transposes.
-#include "compute/op_checks.hpp"
 #include "compute/cuda/checks.hpp"
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
 #include "compute/cuda/kernels.hpp"
+#include "compute/op_checks.hpp"
 
 namespace petra {
 

@@ -6,7 +6,8 @@
 
 namespace petra {
 
-batch_norm_layer::batch_norm_layer(backend& be, const std::string& name, int channels) : be_(be), name_(name) {
+batch_norm_layer::batch_norm_layer(backend& be, const std::string& name, int channels)
+    : be_(be), name_(name) {
   gamma_ = make_parameter(be, name + ".weight", filled({channels}, 1.f), false);
   beta_ = make_parameter(be, name + ".bias", filled({channels}, 0.f), false);
   running_mean_ = be.from_host(filled({channels}, 0.f));

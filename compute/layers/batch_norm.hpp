@@ -20,7 +20,10 @@ class batch_norm_layer {
   /// Pops what forward pushed; dγ += Σ dy·x̂, dβ += Σ dy; returns dx.
   tensor backward(tape& t, const tensor& dy);
 
-  void collect(std::vector<parameter*>& out) { out.push_back(&gamma_); out.push_back(&beta_); }
+  void collect(std::vector<parameter*>& out) {
+    out.push_back(&gamma_);
+    out.push_back(&beta_);
+  }
   void collect_buffers(std::vector<buffer_ref>& out);
 
   static constexpr float eps = 1e-5f;

@@ -6,14 +6,15 @@
 
 namespace petra {
 
-conv2d_layer::conv2d_layer(backend& be, const std::string& name, int in_channels, int out_channels, int kernel,
-                           int stride, int padding, uint64_t seed)
+conv2d_layer::conv2d_layer(backend& be, const std::string& name, int in_channels, int out_channels,
+                           int kernel, int stride, int padding, uint64_t seed)
     : be_(be), params_{stride, padding} {
   const int64_t fan_in = static_cast<int64_t>(in_channels) * kernel * kernel;
-  weight_ = make_parameter(be, name + ".weight",
-                           uniform_fan_in({out_channels, in_channels, kernel, kernel}, fan_in, seed, name + ".weight"),
-                           true);
-  bias_ = make_parameter(be, name + ".bias", uniform_fan_in({out_channels}, fan_in, seed, name + ".bias"), false);
+  weight_ = make_parameter(
+      be, name + ".weight",
+      uniform_fan_in({out_channels, in_channels, kernel, kernel}, fan_in, seed, name + ".weight"), true);
+  bias_ =
+      make_parameter(be, name + ".bias", uniform_fan_in({out_channels}, fan_in, seed, name + ".bias"), false);
 }
 
 tensor conv2d_layer::forward(const tensor& x, tape* t) {

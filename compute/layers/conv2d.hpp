@@ -12,15 +12,18 @@ namespace petra {
 
 class conv2d_layer {
  public:
-  conv2d_layer(backend& be, const std::string& name, int in_channels, int out_channels, int kernel, int stride,
-               int padding, uint64_t seed);
+  conv2d_layer(backend& be, const std::string& name, int in_channels, int out_channels, int kernel,
+               int stride, int padding, uint64_t seed);
 
   /// y = x ⋆ w + b. With a tape, pushes x.
   tensor forward(const tensor& x, tape* t);
   /// Pops x; dw += x ⋆ dy, db += Σ dy; returns dx (skipped, undefined, when !need_dx).
   tensor backward(tape& t, const tensor& dy, bool need_dx = true);
 
-  void collect(std::vector<parameter*>& out) { out.push_back(&weight_); out.push_back(&bias_); }
+  void collect(std::vector<parameter*>& out) {
+    out.push_back(&weight_);
+    out.push_back(&bias_);
+  }
   shape_t output_shape(const shape_t& x) const;
 
  private:

@@ -9,10 +9,10 @@ conv_chain::conv_chain(backend& be, const std::string& name, const std::vector<c
   for (std::size_t i = 0; i < units.size(); ++i) {
     const conv_unit_spec& s = units[i];
     const std::string index = std::to_string(i + 1);
-    units_.push_back(std::make_unique<unit>(
-        unit{conv2d_layer(be, name + ".conv" + index, s.in_channels, s.out_channels, s.kernel, s.stride,
-                          s.kernel / 2, seed),
-             batch_norm_layer(be, name + ".bn" + index, s.out_channels), s.relu}));
+    units_.push_back(
+        std::make_unique<unit>(unit{conv2d_layer(be, name + ".conv" + index, s.in_channels, s.out_channels,
+                                                 s.kernel, s.stride, s.kernel / 2, seed),
+                                    batch_norm_layer(be, name + ".bn" + index, s.out_channels), s.relu}));
   }
 }
 

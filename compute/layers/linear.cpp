@@ -6,11 +6,14 @@
 
 namespace petra {
 
-linear_layer::linear_layer(backend& be, const std::string& name, int in_features, int out_features, uint64_t seed)
+linear_layer::linear_layer(backend& be, const std::string& name, int in_features, int out_features,
+                           uint64_t seed)
     : be_(be) {
-  weight_ = make_parameter(be, name + ".weight",
-                           uniform_fan_in({out_features, in_features}, in_features, seed, name + ".weight"), true);
-  bias_ = make_parameter(be, name + ".bias", uniform_fan_in({out_features}, in_features, seed, name + ".bias"), false);
+  weight_ =
+      make_parameter(be, name + ".weight",
+                     uniform_fan_in({out_features, in_features}, in_features, seed, name + ".weight"), true);
+  bias_ = make_parameter(be, name + ".bias",
+                         uniform_fan_in({out_features}, in_features, seed, name + ".bias"), false);
 }
 
 tensor linear_layer::forward(const tensor& x, tape* t) {

@@ -19,7 +19,10 @@ class linear_layer {
   /// Pops x; dw += dyᵀ·x, db += Σ dy; returns dx.
   tensor backward(tape& t, const tensor& dy);
 
-  void collect(std::vector<parameter*>& out) { out.push_back(&weight_); out.push_back(&bias_); }
+  void collect(std::vector<parameter*>& out) {
+    out.push_back(&weight_);
+    out.push_back(&bias_);
+  }
   int out_features() const { return static_cast<int>(weight_.value.dim(0)); }
 
  private:

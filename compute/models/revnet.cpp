@@ -20,7 +20,8 @@ void revnet_spec::validate() const {
     fail("blocks has " + std::to_string(blocks.size()) + " entries but widths has " +
          std::to_string(widths.size()) + ": give one block count per group");
   if (bottleneck && hidden.size() != widths.size())
-    fail("a bottleneck net needs one hidden width per group (hidden has " + std::to_string(hidden.size()) + ")");
+    fail("a bottleneck net needs one hidden width per group (hidden has " + std::to_string(hidden.size()) +
+         ")");
   for (std::size_t g = 0; g < widths.size(); ++g) {
     if (widths[g] <= 0) fail("widths[" + std::to_string(g) + "] must be positive");
     if (blocks[g] <= 0) fail("blocks[" + std::to_string(g) + "] must be positive");
@@ -53,16 +54,19 @@ revnet_spec revnet_preset(const std::string& arch) {
     s.widths = {4, 8};
     s.blocks = {2, 1};
   } else {
-    throw std::invalid_argument("unknown model '" + arch + "': expected one of revnet18, revnet34, revnet50, " +
-                                "fashion_small, tiny");
+    throw std::invalid_argument("unknown model '" + arch +
+                                "': expected one of revnet18, revnet34, revnet50, " + "fashion_small, tiny");
   }
   return s;
 }
 
-std::vector<std::string> revnet_preset_names() { return {"revnet18", "revnet34", "revnet50", "fashion_small", "tiny"}; }
+std::vector<std::string> revnet_preset_names() {
+  return {"revnet18", "revnet34", "revnet50", "fashion_small", "tiny"};
+}
 
 std::vector<std::unique_ptr<block>> build_revnet(const revnet_spec& spec, backend& be, uint64_t seed) {
-  return build_revnet(spec, [&](std::size_t) -> backend& { return be; }, seed);
+  return build_revnet(
+      spec, [&](std::size_t) -> backend& { return be; }, seed);
 }
 
 std::vector<std::unique_ptr<block>> build_revnet(const revnet_spec& spec,
@@ -70,7 +74,8 @@ std::vector<std::unique_ptr<block>> build_revnet(const revnet_spec& spec,
                                                  uint64_t seed) {
   spec.validate();
   std::vector<std::unique_ptr<block>> blocks;
-  blocks.push_back(std::make_unique<stem_block>(backend_of(0), "stem", spec.in_channels, spec.stem_width, spec.imagenet_stem, seed));
+  blocks.push_back(std::make_unique<stem_block>(backend_of(0), "stem", spec.in_channels, spec.stem_width,
+                                                spec.imagenet_stem, seed));
   int width = spec.stem_width;
   for (std::size_t g = 0; g < spec.widths.size(); ++g) {
     for (int b = 0; b < spec.blocks[g]; ++b) {
@@ -80,9 +85,11 @@ std::vector<std::unique_ptr<block>> build_revnet(const revnet_spec& spec,
       backend& be = backend_of(blocks.size());
       if (spec.bottleneck) {
         if (b == 0)
-          blocks.push_back(std::make_unique<downsample_bottleneck_block>(be, name, width, spec.hidden[g], out, stride, seed));
+          blocks.push_back(std::make_unique<downsample_bottleneck_block>(be, name, width, spec.hidden[g], out,
+                                                                         stride, seed));
         else
-          blocks.push_back(std::make_unique<coupling_block>(be, name, conv_chain::bottleneck(out, spec.hidden[g], out, 1), seed));
+          blocks.push_back(std::make_unique<coupling_block>(
+              be, name, conv_chain::bottleneck(out, spec.hidden[g], out, 1), seed));
       } else if (stride != 1 || out != width) {
         blocks.push_back(std::make_unique<downsample_basic_block>(be, name, width, out, stride, seed));
       } else {
@@ -91,7 +98,8 @@ std::vector<std::unique_ptr<block>> build_revnet(const revnet_spec& spec,
       width = out;
     }
   }
-  blocks.push_back(std::make_unique<head_block>(backend_of(blocks.size()), "head", width, spec.num_classes, seed));
+  blocks.push_back(
+      std::make_unique<head_block>(backend_of(blocks.size()), "head", width, spec.num_classes, seed));
   return blocks;
 }
 

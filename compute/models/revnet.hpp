@@ -17,10 +17,10 @@ struct revnet_spec {
   bool bottleneck = false;     // bottleneck F (RevNet-50), else basic
   int in_channels = 3, height = 32, width = 32;
   int num_classes = 10;
-  int stem_width = 64;          // stream width after the stem
-  std::vector<int> widths;      // stream width per group
-  std::vector<int> hidden;      // bottleneck hidden width per group
-  std::vector<int> blocks;      // blocks per group
+  int stem_width = 64;      // stream width after the stem
+  std::vector<int> widths;  // stream width per group
+  std::vector<int> hidden;  // bottleneck hidden width per group
+  std::vector<int> blocks;  // blocks per group
 
   /// Throws std::invalid_argument naming the field when the spec cannot build a network.
   void validate() const;

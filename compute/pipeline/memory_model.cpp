@@ -62,7 +62,8 @@ int64_t runtime_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J
   int64_t floats = 3 * s.params + s.buffers;
   if (keep_inputs)
     floats += s.input.numel() * (staleness + 1);
-  else if (inversion_sample_every > 0)  // the sampled inputs of the inversion error, among 2(J−j)+1 outstanding
+  else if (inversion_sample_every >
+           0)  // the sampled inputs of the inversion error, among 2(J−j)+1 outstanding
     floats += s.input.numel() * ceil_div(staleness + 1, inversion_sample_every);
   if (stash_weights) floats += s.params * (ceil_div(staleness, accumulation) + 1);
   return floats * 4;

@@ -13,13 +13,13 @@ namespace petra {
 
 /// One stage as the memory model sees it.
 struct stage_profile {
-  std::string name;            // its blocks, e.g. "g2.b0"
+  std::string name;  // its blocks, e.g. "g2.b0"
   bool is_stem = false;
   bool is_downsampling = false;  // holds a downsampling block
   bool reversible = false;
-  int64_t params = 0;          // trainable values
-  int64_t buffers = 0;         // BN running statistics
-  activation_shape input;      // one micro-batch
+  int64_t params = 0;      // trainable values
+  int64_t buffers = 0;     // BN running statistics
+  activation_shape input;  // one micro-batch
 };
 
 /// Profiles of the stages (grouped blocks), propagating shapes from `input`.
@@ -29,8 +29,8 @@ std::vector<stage_profile> profile_stages(std::vector<std::vector<std::unique_pt
 struct memory_row {
   bool stash_inputs = false;
   bool stash_weights = false;
-  double paper_gb = 0;         // the paper's convention, 10⁹ bytes
-  double runtime_gb = 0;       // what our stages hold: weights, gradients, momentum, BN, FIFO, stash
+  double paper_gb = 0;    // the paper's convention, 10⁹ bytes
+  double runtime_gb = 0;  // what our stages hold: weights, gradients, momentum, BN, FIFO, stash
 };
 
 /// The four rows of the paper's table (inputs+weights, inputs, weights, neither), in that order;

@@ -15,8 +15,8 @@ std::vector<int> resolve_partition(const std::vector<int>& stage_blocks, std::si
                                   std::to_string(stage_blocks[i]) + ": every stage needs at least one block");
   const long total = std::accumulate(stage_blocks.begin(), stage_blocks.end(), 0L);
   if (total != static_cast<long>(block_count))
-    throw std::invalid_argument("pipeline.stage_blocks sums to " + std::to_string(total) + " but the model has " +
-                                std::to_string(block_count) +
+    throw std::invalid_argument("pipeline.stage_blocks sums to " + std::to_string(total) +
+                                " but the model has " + std::to_string(block_count) +
                                 " blocks (stem, each residual block, head): the sizes must add up to it");
   return stage_blocks;
 }

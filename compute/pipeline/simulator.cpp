@@ -23,7 +23,9 @@ struct backward_message {
 };
 
 /// `x`, made by `from`, as `to` receives it (DESIGN.md §5: the one hand-over of a message).
-tensor hand_over(const tensor& x, backend& from, backend& to) { return to.import(from.export_for(x, to.where())); }
+tensor hand_over(const tensor& x, backend& from, backend& to) {
+  return to.import(from.export_for(x, to.where()));
+}
 
 activation hand_over(const activation& a, backend& from, backend& to) {
   return {hand_over(a.x1, from, to), hand_over(a.x2, from, to)};
@@ -61,7 +63,8 @@ run_totals simulator::run(const std::function<bool(micro_batch&)>& next,
       micro_batch mb;
       if (next(mb)) {
         labels[mb.id] = std::move(mb.labels);
-        fwd_in[0] = forward_message{mb.id, activation{stages_[0]->compute_backend().import(mb.images.x1), {}}};
+        fwd_in[0] =
+            forward_message{mb.id, activation{stages_[0]->compute_backend().import(mb.images.x1), {}}};
         ++in_flight;
       } else {
         exhausted = true;
@@ -76,13 +79,14 @@ run_totals simulator::run(const std::function<bool(micro_batch&)>& next,
         activation out = s.forward(fwd_in[j]->x, id, tick_);
         fwd_in[j].reset();
         if (j + 1 < J) {
-          fwd_next[j + 1] = forward_message{id, hand_over(out, s.compute_backend(), stages_[j + 1]->compute_backend())};
+          fwd_next[j + 1] =
+              forward_message{id, hand_over(out, s.compute_backend(), stages_[j + 1]->compute_backend())};
         } else {  // last stage: loss and backward in the same tick
           tensor dlogits;
           int64_t correct = 0;
           auto it = labels.find(id);
-          const float loss = loss_.softmax_cross_entropy(hand_over(out.x1, s.compute_backend(), loss_), it->second,
-                                                         &dlogits, &correct);
+          const float loss = loss_.softmax_cross_entropy(hand_over(out.x1, s.compute_backend(), loss_),
+                                                         it->second, &dlogits, &correct);
           dlogits = hand_over(dlogits, loss_, s.compute_backend());
           totals.samples += static_cast<int64_t>(it->second.size());
           totals.correct += correct;

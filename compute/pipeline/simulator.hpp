@@ -22,7 +22,7 @@ struct run_totals {
   int64_t micro_batches = 0;
   int64_t samples = 0;
   int64_t correct = 0;
-  double loss_sum = 0.0;   // Σ over micro-batches of their mean loss
+  double loss_sum = 0.0;  // Σ over micro-batches of their mean loss
   int64_t ticks = 0;
   double mean_loss() const { return micro_batches ? loss_sum / micro_batches : 0.0; }
   double accuracy() const { return samples ? static_cast<double>(correct) / samples : 0.0; }

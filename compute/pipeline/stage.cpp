@@ -24,8 +24,8 @@ std::vector<parameter*> collect_parameters(const std::vector<std::unique_ptr<blo
 
 }  // namespace
 
-stage::stage(int index, std::vector<std::unique_ptr<block>> blocks, backend& be, const optimizer_settings& optimizer,
-             stage_options options)
+stage::stage(int index, std::vector<std::unique_ptr<block>> blocks, backend& be,
+             const optimizer_settings& optimizer, stage_options options)
     : index_(index),
       blocks_(std::move(blocks)),
       be_(be),
@@ -40,7 +40,8 @@ activation stage::forward(const activation& x, int64_t id, int64_t tick) {
   if (options_.taped) {
     if (!outstanding_.empty())
       throw std::logic_error("stage " + std::to_string(index_) + ": backprop forward of micro-batch " +
-                             std::to_string(id) + " while micro-batch " + std::to_string(outstanding_.front().id) +
+                             std::to_string(id) + " while micro-batch " +
+                             std::to_string(outstanding_.front().id) +
                              " is outstanding: backprop keeps one micro-batch in flight");
     activation h = forward_taped(x);
     outstanding_.push_back({id, weight_version(), tick, {}});
@@ -60,13 +61,14 @@ activation stage::forward(const activation& x, int64_t id, int64_t tick) {
 stage::backward_result stage::backward(const activation& output, const activation& output_grad, int64_t id,
                                        int64_t tick) {
   if (outstanding_.empty())
-    throw std::logic_error("stage " + std::to_string(index_) + ": backward of micro-batch " + std::to_string(id) +
-                           " but no forward is outstanding");
+    throw std::logic_error("stage " + std::to_string(index_) + ": backward of micro-batch " +
+                           std::to_string(id) + " but no forward is outstanding");
   pending entry = std::move(outstanding_.front());
   outstanding_.pop_front();
   if (entry.id != id)
-    throw std::logic_error("stage " + std::to_string(index_) + ": backward of micro-batch " + std::to_string(id) +
-                           " but the oldest outstanding forward is " + std::to_string(entry.id));
+    throw std::logic_error("stage " + std::to_string(index_) + ": backward of micro-batch " +
+                           std::to_string(id) + " but the oldest outstanding forward is " +
+                           std::to_string(entry.id));
   // Measured before this backward's own optimizer step: the steps taken since the forward.
   ++stats_.delay_ticks[tick - entry.tick];
   ++stats_.staleness_steps[weight_version() - entry.version];
@@ -87,7 +89,8 @@ stage::backward_result stage::backward(const activation& output, const activatio
     r.input_grad = d;
   } else {
     activation y = output, d = output_grad;
-    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) std::tie(y, d) = (*it)->backward_from_output(y, d);
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
+      std::tie(y, d) = (*it)->backward_from_output(y, d);
     r.input = y;
     r.input_grad = d;
     if (entry.input.defined()) {
@@ -107,7 +110,8 @@ stage::backward_result stage::backward(const activation& output, const activatio
 }
 
 activation stage::forward_taped(const activation& x) {
-  if (!taped_.empty()) throw std::logic_error("stage " + std::to_string(index_) + ": taped forward while a tape is live");
+  if (!taped_.empty())
+    throw std::logic_error("stage " + std::to_string(index_) + ": taped forward while a tape is live");
   activation h = x;
   for (auto& b : blocks_) h = b->forward(h, pass::train, &taped_);
   ++stats_.forwards;
@@ -117,7 +121,8 @@ activation stage::forward_taped(const activation& x) {
 activation stage::backward_taped(const activation& output_grad) {
   activation d = output_grad;
   for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) d = (*it)->backward(taped_, d);
-  if (!taped_.empty()) throw std::logic_error("stage " + std::to_string(index_) + ": tape not consumed by backward");
+  if (!taped_.empty())
+    throw std::logic_error("stage " + std::to_string(index_) + ": tape not consumed by backward");
   ++stats_.backwards;
   step_if_due();
   return d;

@@ -14,10 +14,10 @@
 namespace petra {
 
 struct stage_options {
-  bool keep_inputs = false;         // forced on when a block is not reversible
-  bool stash_weights = false;       // backward with the weights its forward used
-  bool taped = false;               // backprop: the forward keeps its tape, the backward (next) uses it
-  int inversion_sample_every = 0;   // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches (reversible stages)
+  bool keep_inputs = false;        // forced on when a block is not reversible
+  bool stash_weights = false;      // backward with the weights its forward used
+  bool taped = false;              // backprop: the forward keeps its tape, the backward (next) uses it
+  int inversion_sample_every = 0;  // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches (reversible stages)
 };
 
 /// What a stage measured of itself since its statistics were last reset: every runtime reads
@@ -27,19 +27,19 @@ struct stage_stats {
   int64_t backwards = 0;
   std::map<int64_t, int64_t> delay_ticks;      // tick of backward − tick of forward → micro-batches
   std::map<int64_t, int64_t> staleness_steps;  // optimizer steps between forward and backward → micro-batches
-  std::size_t fifo_peak = 0;           // inputs held at once (kept inputs and inversion samples)
+  std::size_t fifo_peak = 0;                   // inputs held at once (kept inputs and inversion samples)
   std::size_t fifo_peak_bytes = 0;
-  std::size_t stash_peak = 0;          // weight versions held at once (besides the live one)
+  std::size_t stash_peak = 0;  // weight versions held at once (besides the live one)
   std::size_t stash_peak_bytes = 0;
   int64_t inversion_samples = 0;
-  double inversion_error_sum = 0.0;    // Σ ‖x̃ − x‖/‖x‖
+  double inversion_error_sum = 0.0;  // Σ ‖x̃ − x‖/‖x‖
   double inversion_error_max = 0.0;
 };
 
 class stage {
  public:
-  stage(int index, std::vector<std::unique_ptr<block>> blocks, backend& be, const optimizer_settings& optimizer,
-        stage_options options);
+  stage(int index, std::vector<std::unique_ptr<block>> blocks, backend& be,
+        const optimizer_settings& optimizer, stage_options options);
 
   int index() const { return index_; }
   /// The backend this stage computes on (its device and stream).
@@ -55,7 +55,7 @@ class stage {
   activation forward(const activation& x, int64_t id, int64_t tick);
 
   struct backward_result {
-    activation input;         // rebuilt input (exact: the kept one); undefined for a taped stage
+    activation input;  // rebuilt input (exact: the kept one); undefined for a taped stage
     activation input_grad;
     int64_t forward_version;  // weight version its forward used
   };
@@ -88,7 +88,7 @@ class stage {
     int64_t id;
     int64_t version;
     int64_t tick;
-    activation input;     // kept input (keep_inputs) or the sample for the inversion error
+    activation input;  // kept input (keep_inputs) or the sample for the inversion error
   };
   activation forward_taped(const activation& x);
   activation backward_taped(const activation& output_grad);
@@ -107,9 +107,9 @@ class stage {
   std::vector<parameter*> params_;
   sgd_optimizer optimizer_;
   std::deque<pending> outstanding_;
-  std::map<int64_t, std::vector<tensor>> stash_;     // version → weight values
-  std::map<int64_t, int64_t> stash_users_;           // version → outstanding forwards using it
-  tape taped_;                                        // the backprop tape (one micro-batch)
+  std::map<int64_t, std::vector<tensor>> stash_;  // version → weight values
+  std::map<int64_t, int64_t> stash_users_;        // version → outstanding forwards using it
+  tape taped_;                                    // the backprop tape (one micro-batch)
   stage_stats stats_;
 };
 

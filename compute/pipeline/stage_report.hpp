@@ -9,13 +9,13 @@
 namespace petra {
 
 struct stage_report {
-  int32_t stage = -1;            // 0-based
-  int64_t weight_version = 0;    // optimizer steps taken (the live weights' version)
+  int32_t stage = -1;          // 0-based
+  int64_t weight_version = 0;  // optimizer steps taken (the live weights' version)
   stage_stats stats;
-  int64_t mailbox_peak = 0;      // forward + backward messages waiting at once (actor runtimes)
-  double busy_seconds = 0;       // computing (actor runtimes)
-  double wall_seconds = 0;       // the period
-  int64_t device_bytes = 0;      // held by live tensors on the stage's device at the report (0 on the CPU)
+  int64_t mailbox_peak = 0;  // forward + backward messages waiting at once (actor runtimes)
+  double busy_seconds = 0;   // computing (actor runtimes)
+  double wall_seconds = 0;   // the period
+  int64_t device_bytes = 0;  // held by live tensors on the stage's device at the report (0 on the CPU)
 
   /// The report of `s` now, with the runtime's own measurements left at zero.
   static stage_report of(const petra::stage& s) {

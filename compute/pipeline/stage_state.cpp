@@ -28,8 +28,9 @@ void restore_stage(stage& s, backend& be, const stage_snapshot& from) {
                                " is missing: was the checkpoint written for another model?");
     const tensor& src = *it->second;
     if (src.shape() != dst.shape())
-      throw std::runtime_error("tensor '" + name + "' has shape " + src.shape_str() + " but the model expects " +
-                               dst.shape_str() + ": was the checkpoint written for another model?");
+      throw std::runtime_error("tensor '" + name + "' has shape " + src.shape_str() +
+                               " but the model expects " + dst.shape_str() +
+                               ": was the checkpoint written for another model?");
     be.copy(be.from_host(src), dst);
   };
   for (parameter* p : s.parameters()) {

@@ -47,7 +47,8 @@ TEST_CASE("backprop on every runtime: one micro-batch in flight, staleness 0 eve
   PETRA_REQUIRE_FASHION_MNIST();
   const trained sim = train_once(tiny_config("simulate", "backprop", 256));
   for (const char* mode : {"simulate", "async", "lockstep"}) {
-    const trained run = mode == std::string("simulate") ? sim : train_once(tiny_config(mode, "backprop", 256));
+    const trained run =
+        mode == std::string("simulate") ? sim : train_once(tiny_config(mode, "backprop", 256));
     INFO(mode);
     for (const auto& s : run.stages) {
       CHECK(s["staleness_steps"].size() == 1);

@@ -24,9 +24,14 @@ struct run_dirs {
   run_dirs() { fs::remove_all(root); }
   ~run_dirs() { fs::remove_all(root); }
   std::vector<std::string> sets(const std::string& name, std::vector<std::string> more) const {
-    std::vector<std::string> s = {"runtime.mode=lockstep", "data.train_limit=256", "data.test_limit=64",
-                                  "pipeline.stage_blocks=[1,2,1,1]", "output.checkpoint_every_steps=4",
-                                  "output.dir=" + root.string(), "output.name=" + name, "output.progress=false"};
+    std::vector<std::string> s = {"runtime.mode=lockstep",
+                                  "data.train_limit=256",
+                                  "data.test_limit=64",
+                                  "pipeline.stage_blocks=[1,2,1,1]",
+                                  "output.checkpoint_every_steps=4",
+                                  "output.dir=" + root.string(),
+                                  "output.name=" + name,
+                                  "output.progress=false"};
     s.insert(s.end(), more.begin(), more.end());
     return s;
   }
@@ -58,8 +63,8 @@ TEST_CASE("lockstep link delays: d extra ticks on stage j's backward link raise 
   PETRA_REQUIRE_FASHION_MNIST();
   config::run_config c = tiny_config("lockstep", "petra");
   const trained clean = train_once(c);
-  c.faults.backward_delay = {0, 3, 0};   // the link stage 3 → stage 2
-  c.faults.forward_delay = {0, 0, 2};    // the link stage 3 → stage 4
+  c.faults.backward_delay = {0, 3, 0};  // the link stage 3 → stage 2
+  c.faults.forward_delay = {0, 0, 2};   // the link stage 3 → stage 4
   const trained delayed = train_once(c);
   const auto& a = clean.stages;
   const auto& b = delayed.stages;
@@ -139,7 +144,7 @@ TEST_CASE("a dropped message stalls the phase; the stall is noticed and the phas
   run_dirs dirs;
   REQUIRE(train_command({"tiny", dirs.sets("clean", {}), "", 0}) == 0);
   REQUIRE(train_command({"tiny", dirs.sets("dropped", {"faults.drop=[0,0.05,0,0]", "faults.stall_seconds=1"}),
-                              "", 0}) == 0);
+                         "", 0}) == 0);
   CHECK(differing(dirs.weights("clean"), dirs.weights("dropped")) == 0);
   const auto summary = dirs.summary("dropped");
   const int64_t restarts = summary["micro_batches"]["restarts"].get<int64_t>();
@@ -167,10 +172,10 @@ TEST_CASE("SIGKILL of a node mid-run: detected, its stage moves to the spare nod
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs;
   node_process doomed, spare;
-  const auto killed = dirs.sets(
-      "killed", {"pipeline.nodes=[local," + doomed.address() + ",local,local]",
-                 "pipeline.spare_nodes=[" + spare.address() + "]", "faults.kill_node=[" + doomed.address() + "@0.3]",
-                 "data.train_limit=8192", "training.epochs=1"});
+  const auto killed = dirs.sets("killed", {"pipeline.nodes=[local," + doomed.address() + ",local,local]",
+                                           "pipeline.spare_nodes=[" + spare.address() + "]",
+                                           "faults.kill_node=[" + doomed.address() + "@0.3]",
+                                           "data.train_limit=8192", "training.epochs=1"});
   REQUIRE(train_command({"tiny", killed, "", 0}) == 0);
   CHECK(doomed.wait_signal() == SIGKILL);  // a real SIGKILL, not an orderly exit
   const auto summary = dirs.summary("killed");

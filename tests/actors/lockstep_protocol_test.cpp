@@ -27,7 +27,7 @@ class identity_block : public block {
 };
 
 struct recorded {
-  std::vector<int64_t> forward_ticks;   // stamps of forwards sent downstream
+  std::vector<int64_t> forward_ticks;  // stamps of forwards sent downstream
   int64_t credits = 0;
   int done = 0;
 };
@@ -65,7 +65,8 @@ TEST_CASE("lockstep: tick t waits for both inputs; one message per neighbour, st
   auto device = std::shared_ptr<backend>(make_cpu_backend(1));
   std::vector<std::unique_ptr<block>> blocks;
   blocks.push_back(std::make_unique<identity_block>());
-  auto compute = std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{});
+  auto compute =
+      std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{});
   auto first = spawn_stage_actor(sys, stage_context{device, compute, 0, config::runtime_mode::lockstep});
   stage_links links;
   links.next = caf::actor_cast<forward_sink>(sink);

@@ -79,7 +79,8 @@ TEST_CASE("a sim:0 stage hosted by a petra node equals the all-CPU run, bit for 
   node_process node;
   REQUIRE(r.train("cpu", {"runtime.mode=lockstep"}) == 0);
   REQUIRE(r.train("node", {"runtime.mode=lockstep", "pipeline.devices=[cpu,sim:0,sim:0,cpu,cpu,cpu,cpu,cpu]",
-                           "pipeline.nodes=[local," + node.address() + ",local,local,local,local,local,local]"}) == 0);
+                           "pipeline.nodes=[local," + node.address() +
+                               ",local,local,local,local,local,local]"}) == 0);
   CHECK(differing(r.weights("node"), r.weights("cpu")) == 0);
 }
 
@@ -93,8 +94,10 @@ TEST_CASE("with op latency on the simulated device, the event wait is what order
   // The same run with the consumer's wait removed reads tensors before they are written.
   const int code = r.train("no-wait", {"runtime.mode=lockstep", devices, "runtime.sim_latency_us=300",
                                        "runtime.sim_skip_import_wait=true"});
-  if (code == 0) CHECK(differing(r.weights("no-wait"), r.weights("cpu")) > 0);
-  else CHECK(code == 1);
+  if (code == 0)
+    CHECK(differing(r.weights("no-wait"), r.weights("cpu")) > 0);
+  else
+    CHECK(code == 1);
 }
 
 TEST_CASE("async on simulated devices completes with bounded mailboxes") {
@@ -112,7 +115,8 @@ TEST_CASE("async on simulated devices completes with bounded mailboxes") {
   }
 }
 
-TEST_CASE("a cuda stage on a machine without a GPU: exit code 2, the stage and the device named, nothing written") {
+TEST_CASE(
+    "a cuda stage on a machine without a GPU: exit code 2, the stage and the device named, nothing written") {
   std::string why;
   if (cuda_usable(&why)) PETRA_SKIP("this machine has a usable GPU");
   runs r;

@@ -13,9 +13,10 @@ TEST_CASE("lockstep: stop after epoch 1 and resume = two epochs straight, bit fo
   PETRA_REQUIRE_FASHION_MNIST();
   const fs::path dir = fs::temp_directory_path() / ("petra-resume-" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  const std::vector<std::string> sets = {"runtime.mode=lockstep", "training.epochs=2", "data.train_limit=256",
-                                         "data.test_limit=64", "output.dir=" + dir.string(),
-                                         "output.checkpoint_every_steps=5", "pipeline.stage_blocks=[1,2,1,1]"};
+  const std::vector<std::string> sets = {"runtime.mode=lockstep",          "training.epochs=2",
+                                         "data.train_limit=256",           "data.test_limit=64",
+                                         "output.dir=" + dir.string(),     "output.checkpoint_every_steps=5",
+                                         "pipeline.stage_blocks=[1,2,1,1]"};
   petra::train_options straight{"tiny", sets, "", 0};
   straight.sets.push_back("output.name=straight");
   REQUIRE(app::train_command(straight) == 0);

@@ -2,15 +2,14 @@
 #pragma once
 
 #include <doctest/doctest.h>
-
-#include "tests/skip.hpp"
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
-#include <unistd.h>
 
 #include "actors/coordinator.hpp"
 #include "compute/serialize/safetensors.hpp"
+#include "tests/skip.hpp"
 #include "training/accounting.hpp"
 #include "training/setup.hpp"
 #include "training/simulate_runtime.hpp"
@@ -22,8 +21,9 @@ inline bool have_fashion_mnist() {
   return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
 }
 
-#define PETRA_REQUIRE_FASHION_MNIST()                                                                     \
-  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)")
+#define PETRA_REQUIRE_FASHION_MNIST()        \
+  if (!petra::testing::have_fashion_mnist()) \
+  PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)")
 
 /// Sets the method from "petra", "backprop", "delayed", "delayed+inputs", "delayed+weights" or
 /// "delayed+inputs+weights".
@@ -34,7 +34,8 @@ inline void set_method(config::run_config& c, const std::string& method) {
 }
 
 /// The tiny model on 1×28×28 Fashion-MNIST, J = 4 (stem | g1.b0 g1.b1 | g2.b0 | head).
-inline config::run_config tiny_config(const std::string& mode, const std::string& method, int64_t images = 512) {
+inline config::run_config tiny_config(const std::string& mode, const std::string& method,
+                                      int64_t images = 512) {
   config::run_config c = config::load_config("tiny");
   c.runtime.mode = config::parse_runtime_mode(mode);
   set_method(c, method);
@@ -58,7 +59,8 @@ struct trained {
 /// The runtime runtime.mode names.
 inline std::unique_ptr<pipeline_runtime> make_runtime(const config::run_config& c, training_data& data,
                                                       const optimizer_settings& opt) {
-  if (c.runtime.mode == config::runtime_mode::simulate) return make_simulate_runtime(c, *data.train_feed, opt);
+  if (c.runtime.mode == config::runtime_mode::simulate)
+    return make_simulate_runtime(c, *data.train_feed, opt);
   return make_actor_runtime(c, data, opt);
 }
 

@@ -40,7 +40,8 @@ TEST_CASE("a stage that throws reports its stage and tick to the coordinator, th
   auto device = std::shared_ptr<backend>(make_cpu_backend(1));
   std::vector<std::unique_ptr<block>> blocks;
   blocks.push_back(std::make_unique<failing_block>());
-  auto compute = std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{});
+  auto compute =
+      std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{});
   auto s = spawn_stage_actor(sys, stage_context{device, compute, 0, config::runtime_mode::lockstep});
   coordinator->monitor(s);
   const caf::actor me = caf::actor_cast<caf::actor>(coordinator);

@@ -38,7 +38,8 @@ TEST_CASE("model-info reports the paper's parameter counts") {
 }
 
 TEST_CASE("memory-model reproduces the paper's table for RevNet-50 on ImageNet") {
-  auto r = run("memory-model --arch revnet50 --classes 1000 --input 3,224,224 --stem imagenet --micro-batch 64 --k 1");
+  auto r = run(
+      "memory-model --arch revnet50 --classes 1000 --input 3,224,224 --stem imagenet --micro-batch 64 --k 1");
   CHECK(r.code == 0);
   CHECK(r.output.find("PipeDream-like                 44.5") != std::string::npos);
   CHECK(r.output.find("DSP-like                       43.6") != std::string::npos);

@@ -2,8 +2,6 @@
 // (each a PNG that decodes, each embedded in report.html), several runs overlay, a run without step
 // lines says what is missing, bad input exits 2 and writes nothing, and Chromium renders the page.
 #include <doctest/doctest.h>
-
-#include "tests/skip.hpp"
 #include <unistd.h>
 
 #include <cstdlib>
@@ -18,6 +16,7 @@
 
 #include "app/commands.hpp"
 #include "tests/app/png_reader.hpp"
+#include "tests/skip.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -201,7 +200,8 @@ std::string chromium_skip_reason() {
 
 TEST_CASE(
     "report: a ci_smoke run gives each plot its data allow, every PNG embedded, and says what is missing") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
+  if (!have_fashion_mnist())
+    PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   petra::train_options train;
   train.config = "ci_smoke";

@@ -2,7 +2,6 @@
 // plot and measures what it swept (injected delay, accumulation's staleness); a bad grid key is
 // refused before anything is written.
 #include <doctest/doctest.h>
-#include "tests/skip.hpp"
 #include <unistd.h>
 
 #include <filesystem>
@@ -14,6 +13,7 @@
 
 #include "app/commands.hpp"
 #include "app/sweep_report.hpp"
+#include "tests/skip.hpp"
 
 namespace fs = std::filesystem;
 using petra::app::grid_axis;
@@ -131,7 +131,8 @@ TEST_CASE("sweep: a bad grid key or value is refused with exit code 2 before any
 TEST_CASE(
     "sweep: a lockstep sweep over injected delay and accumulation writes its table and plot and measures "
     "both") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
+  if (!have_fashion_mnist())
+    PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   // ci_smoke's tiny model has J = 5 stages; the grid delays the backward into stage 3 by 2 ticks.
   scratch_dir out;
   sweep_options o;
@@ -187,7 +188,8 @@ TEST_CASE(
 }
 
 TEST_CASE("sweep: a failing run is marked failed in the table, the sweep goes on and exits 1") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
+  if (!have_fashion_mnist())
+    PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   sweep_options o;
   o.config = "ci_smoke";

@@ -1,20 +1,20 @@
 // `petra train` end to end: a smoke run learns and writes its run directory; bad input
 // (config, data) gives a clear message, exit code 2 and no files at all.
 #include <doctest/doctest.h>
-#include "tests/skip.hpp"
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "app/commands.hpp"
+#include "tests/skip.hpp"
 
 namespace fs = std::filesystem;
-using petra::app::train_command;
 using petra::train_options;
+using petra::app::train_command;
 
 namespace {
 
@@ -27,10 +27,14 @@ struct scratch_dir {
     fs::create_directories(path);
   }
   ~scratch_dir() { fs::remove_all(path); }
-  std::size_t entries() const { return static_cast<std::size_t>(std::distance(fs::directory_iterator(path), {})); }
+  std::size_t entries() const {
+    return static_cast<std::size_t>(std::distance(fs::directory_iterator(path), {}));
+  }
 };
 
-bool have_fashion_mnist() { return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"); }
+bool have_fashion_mnist() {
+  return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+}
 
 std::vector<nlohmann::json> read_metrics(const fs::path& file) {
   std::vector<nlohmann::json> out;
@@ -42,12 +46,13 @@ std::vector<nlohmann::json> read_metrics(const fs::path& file) {
 }  // namespace
 
 TEST_CASE("smoke: two short epochs of PETRA on Fashion-MNIST lower the loss and write a run directory") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
+  if (!have_fashion_mnist())
+    PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   train_options o;
   o.config = "ci_smoke";
-  o.sets = {"output.dir=" + out.path.string(), "output.name=smoke", "training.epochs=2",
-            "data.train_limit=2048", "model.arch=fashion_small", "training.micro_batch=32"};
+  o.sets = {"output.dir=" + out.path.string(), "output.name=smoke",        "training.epochs=2",
+            "data.train_limit=2048",           "model.arch=fashion_small", "training.micro_batch=32"};
   REQUIRE(train_command(o) == 0);
   const fs::path run = out.path / "smoke";
   CHECK(fs::exists(run / "config.yaml"));
@@ -55,14 +60,14 @@ TEST_CASE("smoke: two short epochs of PETRA on Fashion-MNIST lower the loss and 
   const auto metrics = read_metrics(run / "metrics.jsonl");
   REQUIRE(metrics.size() == 3);  // two epochs and the summary
   CHECK(metrics[1]["train_loss"].get<double>() < metrics[0]["train_loss"].get<double>());
-  CHECK(metrics[1]["train_loss"].get<double>() < 2.0);        // chance is ln 10 = 2.30
-  CHECK(metrics[1]["test_accuracy"].get<double>() > 0.3);     // chance is 0.1
+  CHECK(metrics[1]["train_loss"].get<double>() < 2.0);     // chance is ln 10 = 2.30
+  CHECK(metrics[1]["test_accuracy"].get<double>() > 0.3);  // chance is 0.1
   const auto& stages = metrics[1]["stages"];
   REQUIRE(stages.size() == 8);
-  CHECK(stages[0]["delay_ticks"].contains("14"));             // stage 1 of 8: 2(J-1)
+  CHECK(stages[0]["delay_ticks"].contains("14"));  // stage 1 of 8: 2(J-1)
   CHECK(stages[7]["delay_ticks"].contains("0"));
   CHECK(metrics[2]["event"] == "summary");
-  for (const auto& entry : fs::directory_iterator(run))        // atomic writes leave no temp files
+  for (const auto& entry : fs::directory_iterator(run))  // atomic writes leave no temp files
     CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);
 }
 
@@ -101,7 +106,8 @@ TEST_CASE("bad data: a message naming the file, exit code 2, nothing written") {
 }
 
 TEST_CASE("an existing non-empty run directory is never overwritten: bad input, exit code 2") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
+  if (!have_fashion_mnist())
+    PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   fs::create_directories(out.path / "taken");
   std::ofstream(out.path / "taken" / "keep.txt") << "precious";
@@ -116,7 +122,8 @@ TEST_CASE("an existing non-empty run directory is never overwritten: bad input, 
 }
 
 TEST_CASE("a run's config.yaml repeats the run into a new directory, also when output.name was set") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
+  if (!have_fashion_mnist())
+    PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   train_options first;
   first.config = "ci_smoke";
@@ -143,7 +150,8 @@ TEST_CASE("a key the runtime cannot honour is refused: exit code 2, the key name
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"runtime.mode=simulate", "faults.drop=[0,0.1,0,0,0]"}, "faults.drop"},
       {{"runtime.mode=simulate", "faults.crash_at_tick=[-1,3,-1,-1,-1]"}, "faults.crash_at_tick"},
-      {{"runtime.mode=simulate", "pipeline.nodes=[local,127.0.0.1:7001,local,local,local]"}, "pipeline.nodes"},
+      {{"runtime.mode=simulate", "pipeline.nodes=[local,127.0.0.1:7001,local,local,local]"},
+       "pipeline.nodes"},
       {{"runtime.mode=simulate", "runtime.credits=3"}, "runtime.credits"},
       {{"runtime.mode=lockstep", "faults.reorder=[0,0.1,0,0,0]"}, "faults.reorder"},
       {{"runtime.mode=lockstep", "faults.jitter_ms=[0,2,0,0,0]"}, "faults.jitter_ms"},

@@ -104,7 +104,8 @@ TEST_CASE("fused backward_from_output equals inverse followed by the taped backw
   CHECK(relative_error(rebuilt.x2, x.x2) < 1e-5);
   CHECK(relative_error(dx_fused.x1, dx_taped.x1) < 1e-6);
   CHECK(relative_error(dx_fused.x2, dx_taped.x2) < 1e-6);
-  for (std::size_t i = 0; i < fused_grads.size(); ++i) CHECK(relative_error(fused_grads[i], taped_grads[i]) < 1e-6);
+  for (std::size_t i = 0; i < fused_grads.size(); ++i)
+    CHECK(relative_error(fused_grads[i], taped_grads[i]) < 1e-6);
 }
 
 TEST_CASE("non-reversible blocks refuse to invert, naming themselves") {
@@ -112,7 +113,8 @@ TEST_CASE("non-reversible blocks refuse to invert, naming themselves") {
   std::mt19937 rng(7);
   downsample_basic_block d(*be, "g2.b0", 2, 4, 2, 1);
   const activation y = random_activation({{2, 4, 2, 2}, {2, 4, 2, 2}}, rng);
-  CHECK_THROWS_WITH_AS(d.inverse(y), doctest::Contains("g2.b0 (downsample) is not reversible"), std::logic_error);
+  CHECK_THROWS_WITH_AS(d.inverse(y), doctest::Contains("g2.b0 (downsample) is not reversible"),
+                       std::logic_error);
 }
 
 TEST_CASE("blocks reject a wrong stream structure with a clear message") {

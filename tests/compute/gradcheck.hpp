@@ -87,7 +87,8 @@ inline void check_block_gradients(block& b, const activation& x, std::mt19937& r
     best_gap(
         [&](double step) {
           const activation plus{axpy(x.x1, step, v.x1), x.two_streams() ? axpy(x.x2, step, v.x2) : tensor{}};
-          const activation minus{axpy(x.x1, -step, v.x1), x.two_streams() ? axpy(x.x2, -step, v.x2) : tensor{}};
+          const activation minus{axpy(x.x1, -step, v.x1),
+                                 x.two_streams() ? axpy(x.x2, -step, v.x2) : tensor{}};
           return (loss(plus) - loss(minus)) / (2 * step);
         },
         dot(dx, v));

@@ -1,7 +1,7 @@
 // Learning-rate schedule and Goyal scaling.
-#include <doctest/doctest.h>
-
 #include "compute/optimizer.hpp"
+
+#include <doctest/doctest.h>
 
 using namespace petra;
 

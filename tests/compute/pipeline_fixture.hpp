@@ -10,7 +10,8 @@
 
 namespace petra::testing {
 
-/// stem, g1.b0, g1.b1 (couplings), g2.b0 (downsampling), g2.b1 (coupling), head: J = 6 with one block per stage.
+/// stem, g1.b0, g1.b1 (couplings), g2.b0 (downsampling), g2.b1 (coupling), head: J = 6 with one block per
+/// stage.
 inline revnet_spec small_spec() {
   revnet_spec s = revnet_preset("tiny");
   s.blocks = {2, 2};

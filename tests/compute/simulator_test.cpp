@@ -27,16 +27,17 @@ double max_relative_gap(const std::vector<tensor>& a, const std::vector<tensor>&
 
 bool bit_identical(const std::vector<tensor>& a, const std::vector<tensor>& b) {
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].numel() != b[i].numel() || std::memcmp(a[i].data(), b[i].data(), a[i].bytes()) != 0) return false;
+    if (a[i].numel() != b[i].numel() || std::memcmp(a[i].data(), b[i].data(), a[i].bytes()) != 0)
+      return false;
   return a.size() == b.size();
 }
 
 }  // namespace
 
 TEST_CASE("every method: stage j's backward comes 2(J-j) ticks after its forward") {
-  for (const method_options& m : {method_of(method_kind::petra), method_of(method_kind::delayed, true, true),
-                                  method_of(method_kind::delayed, true, false),
-                                  method_of(method_kind::delayed, false, true)}) {
+  for (const method_options& m :
+       {method_of(method_kind::petra), method_of(method_kind::delayed, true, true),
+        method_of(method_kind::delayed, true, false), method_of(method_kind::delayed, false, true)}) {
     pipeline_fixture f(m, 0.05, 2);
     simulator sim = f.make_simulator();
     f.run(sim, 12);
@@ -67,7 +68,7 @@ TEST_CASE("FIFO: a non-reversible stage holds at most 2(J-j)+1 inputs, a reversi
     } else {
       CHECK(st.fifo_peak == 2 * (J - 1 - j) + 1);
     }
-    CHECK(st.stash_peak == 0);  // PETRA never stores old weights
+    CHECK(st.stash_peak == 0);               // PETRA never stores old weights
     CHECK(f.stages[j]->outstanding() == 0);  // drained
   }
 }
@@ -95,7 +96,8 @@ TEST_CASE("with the learning rate at 0, PETRA's gradients equal backprop's to ro
   pipeline_fixture bp(method_of(method_kind::backprop), 0.0, 1000);
   simulator sim_bp = bp.make_simulator();
   bp.run(sim_bp, count);
-  for (const method_options& m : {method_of(method_kind::petra), method_of(method_kind::delayed, true, true)}) {
+  for (const method_options& m :
+       {method_of(method_kind::petra), method_of(method_kind::delayed, true, true)}) {
     pipeline_fixture f(m, 0.0, 1000);
     simulator sim = f.make_simulator();
     f.run(sim, count);
@@ -168,8 +170,8 @@ TEST_CASE("mismatched backward order is refused") {
   std::mt19937 rng(1);
   const activation x = random_activation({{4, 1, 8, 8}, {}}, rng);
   f.stages[0]->forward(x, 7, 0);
-  CHECK_THROWS_WITH_AS(f.stages[0]->backward(x, x, 8, 1), doctest::Contains("oldest outstanding forward is 7"),
-                       std::logic_error);
+  CHECK_THROWS_WITH_AS(f.stages[0]->backward(x, x, 8, 1),
+                       doctest::Contains("oldest outstanding forward is 7"), std::logic_error);
 }
 
 TEST_CASE("measured FIFO and stash bytes equal the memory model's runtime bytes") {
@@ -186,8 +188,9 @@ TEST_CASE("measured FIFO and stash bytes equal the memory model's runtime bytes"
   const std::size_t J = f.stages.size();
   for (std::size_t j = 0; j < J; ++j) {
     stage& s = *f.stages[j];
-    const int64_t measured = static_cast<int64_t>(s.parameter_bytes() + s.optimizer_state_bytes() + s.buffer_bytes() +
-                                                  s.stats().fifo_peak_bytes + s.stats().stash_peak_bytes);
+    const int64_t measured =
+        static_cast<int64_t>(s.parameter_bytes() + s.optimizer_state_bytes() + s.buffer_bytes() +
+                             s.stats().fifo_peak_bytes + s.stats().stash_peak_bytes);
     INFO("stage " << j + 1);
     CHECK(measured == runtime_stage_bytes(profiles[j], j, J, true, true, k, 0));
   }

@@ -108,16 +108,22 @@ TEST_CASE("bad values name the path, the line and the accepted values") {
 }
 
 TEST_CASE("imagenet and imagenet32: three channels, the crop size is the input size, and the loader keys") {
-  const std::string rgb = "model:\n  input: [3, 224, 224]\ndata:\n  mean: [0.5, 0.5, 0.5]\n  std: [0.2, 0.2, 0.2]\n";
+  const std::string rgb =
+      "model:\n  input: [3, 224, 224]\ndata:\n  mean: [0.5, 0.5, 0.5]\n  std: [0.2, 0.2, 0.2]\n";
   CHECK_NOTHROW(parse_config(rgb + "  dataset: imagenet\n", "x"));
-  CHECK_NOTHROW(parse_config(
-      "model:\n  input: [3, 32, 32]\ndata:\n  dataset: imagenet32\n  mean: [0.5, 0.5, 0.5]\n  std: [0.2, 0.2, 0.2]\n",
-      "x"));
+  CHECK_NOTHROW(
+      parse_config("model:\n  input: [3, 32, 32]\ndata:\n  dataset: imagenet32\n  mean: [0.5, 0.5, 0.5]\n  "
+                   "std: [0.2, 0.2, 0.2]\n",
+                   "x"));
   const std::string gray = error_of("data:\n  dataset: imagenet32\n");
-  CHECK(contains(gray, "model.input (default): has 1 channels but imagenet32 (data.dataset at runs/x.yaml:2) images have 3"));
+  CHECK(contains(
+      gray,
+      "model.input (default): has 1 channels but imagenet32 (data.dataset at runs/x.yaml:2) images have 3"));
   const std::string size = error_of(rgb + "  dataset: imagenet\n  crop_size: 192\n");
-  CHECK(contains(size, "model.input at runs/x.yaml:2: is 3×224×224 but imagenet images are cropped to data.crop_size at "
-                       "runs/x.yaml:7 = 192"));
+  CHECK(contains(
+      size,
+      "model.input at runs/x.yaml:2: is 3×224×224 but imagenet images are cropped to data.crop_size at "
+      "runs/x.yaml:7 = 192"));
   CHECK(contains(size, "[3, 192, 192]"));
   const std::string resize = error_of(rgb + "  dataset: imagenet\n  resize_size: 200\n");
   CHECK(contains(resize, "data.resize_size at runs/x.yaml:7: got 200 but data.crop_size (default) is 224"));

@@ -24,8 +24,8 @@ TEST_CASE("every preset in presets_dir loads and validates") {
     ++loaded;
   }
   CHECK(loaded >= 5);
-  for (const char* name :
-       {"default", "backprop", "revnet18_cifar10", "revnet18_imagenet32", "revnet50_imagenet", "ci_smoke", "tiny"}) {
+  for (const char* name : {"default", "backprop", "revnet18_cifar10", "revnet18_imagenet32",
+                           "revnet50_imagenet", "ci_smoke", "tiny"}) {
     CAPTURE(name);
     CHECK(std::filesystem::exists(std::filesystem::path(presets_dir()) / (std::string(name) + ".yaml")));
   }

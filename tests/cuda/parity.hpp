@@ -4,8 +4,6 @@
 
 #include <doctest/doctest.h>
 
-#include "tests/skip.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -16,6 +14,7 @@
 
 #include "compute/backend.hpp"
 #include "compute/cuda/cuda_backend.hpp"
+#include "tests/skip.hpp"
 
 namespace petra::testing {
 

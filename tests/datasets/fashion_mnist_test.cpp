@@ -1,12 +1,12 @@
 // The real Fashion-MNIST files (Debian package dataset-fashion-mnist), and channel statistics.
 #include <doctest/doctest.h>
-#include "tests/skip.hpp"
 
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 
 #include "datasets/datasets.hpp"
+#include "tests/skip.hpp"
 
 using namespace petra::data;
 
@@ -17,7 +17,8 @@ const char* const fashion_dir = "/usr/share/datasets/fashion-mnist";
 }  // namespace
 
 TEST_CASE("Fashion-MNIST loads: 60000/10000 images of 28×28, balanced labels, known statistics") {
-  if (!std::filesystem::is_directory(fashion_dir)) PETRA_SKIP(std::string(fashion_dir) + " is missing; apt install dataset-fashion-mnist to run this case");
+  if (!std::filesystem::is_directory(fashion_dir))
+    PETRA_SKIP(std::string(fashion_dir) + " is missing; apt install dataset-fashion-mnist to run this case");
   const auto start = std::chrono::steady_clock::now();
   const dataset train = load_dataset("fashion-mnist", fashion_dir, true);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

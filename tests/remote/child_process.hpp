@@ -3,24 +3,23 @@
 #pragma once
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
-
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <poll.h>
 #include <sstream>
 #include <string>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace petra::testing {
@@ -57,7 +56,7 @@ class child_process {
     REQUIRE(pipe(out) == 0);
     pid_ = fork();
     if (pid_ == 0) {
-      setpgid(0, 0);                    // its own process group: a script's children are stopped with it
+      setpgid(0, 0);                     // its own process group: a script's children are stopped with it
       prctl(PR_SET_PDEATHSIG, SIGTERM);  // and it is stopped when the test dies
       dup2(out[1], STDOUT_FILENO);
       if (stderr_path.empty()) {
@@ -144,7 +143,8 @@ class child_process {
 
  private:
   bool fill(std::chrono::steady_clock::time_point deadline) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
     pollfd p{out_, POLLIN, 0};
     if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;

@@ -42,13 +42,16 @@ TEST_CASE("petra node wants all three TLS files, each readable") {
   SUBCASE("a file that is not a certificate is named") {
     const std::string junk = dir / "junk.pem";
     std::ofstream(junk) << "not a certificate\n";
-    const auto r = petra_node({"--listen", "127.0.0.1:0", "--tls-cert", junk, "--tls-key", junk, "--tls-ca", junk});
+    const auto r =
+        petra_node({"--listen", "127.0.0.1:0", "--tls-cert", junk, "--tls-key", junk, "--tls-ca", junk});
     CHECK(r.exit_code == 2);
     CHECK_MESSAGE(r.output.find(junk + " is not a PEM certificate") != std::string::npos, r.output);
   }
   SUBCASE("a key of another certificate is named") {
-    REQUIRE_MESSAGE(have_program("openssl"), "the openssl command is missing (deploy/install-deps.sh installs openssl)");
-    const auto made = run_command({"/bin/bash", PETRA_SOURCE_DIR "/deploy/make-test-ca.sh", dir / "pki", "a", "b"}, 60000ms);
+    REQUIRE_MESSAGE(have_program("openssl"),
+                    "the openssl command is missing (deploy/install-deps.sh installs openssl)");
+    const auto made = run_command(
+        {"/bin/bash", PETRA_SOURCE_DIR "/deploy/make-test-ca.sh", dir / "pki", "a", "b"}, 60000ms);
     REQUIRE_MESSAGE(made.exit_code == 0, made.output);
     const auto r = petra_node({"--listen", "127.0.0.1:0", "--tls-cert", dir / "pki/a.pem", "--tls-key",
                                dir / "pki/b.key", "--tls-ca", dir / "pki/ca.pem"});

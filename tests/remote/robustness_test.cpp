@@ -2,11 +2,12 @@
 // payload, a malformed handshake, a truncated message. The node drops that connection and keeps
 // serving: a proper peer still gets a stage built afterwards, and the process is still alive.
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <caf/all.hpp>
 #include <cstring>
-#include <netinet/in.h>
 #include <random>
-#include <sys/socket.h>
 
 #include "actors/caf_config.hpp"
 #include "actors/node_connection.hpp"
@@ -91,7 +92,8 @@ void node_still_serves(node_child& node) {
   c.runtime.mode = config::runtime_mode::lockstep;
   caf::scoped_actor self{sys};
   bool built = false;
-  self->request(*handle, std::chrono::seconds(30), atoms::spawn_atom_v, config::to_yaml(c), int32_t{0}, int64_t{10})
+  self->request(*handle, std::chrono::seconds(30), atoms::spawn_atom_v, config::to_yaml(c), int32_t{0},
+                int64_t{10})
       .receive([&](messages::stage_actor& s) { built = static_cast<bool>(s); },
                [&](caf::error& e) { FAIL("spawn failed: " << sys.render(e)); });
   CHECK(built);
@@ -110,7 +112,8 @@ TEST_CASE("a node drops connections that do not speak BASP and keeps serving") {
   std::vector<attack> attacks;
   attacks.push_back({"64 KiB of random bytes", random_bytes(65536, 1), false});
   attacks.push_back({"an unknown operation", basp_header(0x7f, 0, 0), false});
-  attacks.push_back({"a handshake announcing a 4 GiB payload", basp_header(client_handshake, 0xfffffff0u, 0), false});
+  attacks.push_back(
+      {"a handshake announcing a 4 GiB payload", basp_header(client_handshake, 0xfffffff0u, 0), false});
   attacks.push_back({"a handshake without payload", basp_header(client_handshake, 0, 0), false});
   attacks.push_back({"a server handshake sent to the server", basp_header(0x00, 0, basp_version), false});
   {

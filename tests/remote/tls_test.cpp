@@ -1,19 +1,20 @@
 // `petra node` over TLS: a peer with a certificate of the configured CA connects and gets a stage
 // built; a peer without a certificate, or with one of another CA, or speaking plain BASP, is
 // refused with an error (never a hang); the node keeps serving. Also the cost of TLS on loopback.
-#include "tests/actors/runtime_fixture.hpp"
 #include <arpa/inet.h>
-#include <cstring>
-#include <caf/all.hpp>
-#include <caf/io/all.hpp>
-#include <caf/openssl/all.hpp>
 #include <netinet/in.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
+#include <cstring>
+
 #include "actors/caf_config.hpp"
 #include "actors/node_connection.hpp"
 #include "config/config.hpp"
+#include "tests/actors/runtime_fixture.hpp"
 #include "tests/remote/child_process.hpp"
 
 using namespace petra;
@@ -21,8 +22,9 @@ using namespace petra::testing;
 
 namespace {
 
-#define PETRA_REQUIRE_OPENSSL_CLI()                                                  \
-  REQUIRE_MESSAGE(have_program("openssl"), "the openssl command is missing (deploy/install-deps.sh installs openssl)")
+#define PETRA_REQUIRE_OPENSSL_CLI()        \
+  REQUIRE_MESSAGE(have_program("openssl"), \
+                  "the openssl command is missing (deploy/install-deps.sh installs openssl)")
 
 /// A CA with certificates for "coordinator" and "node", and a second CA with "intruder".
 struct test_pki {
@@ -36,8 +38,10 @@ struct test_pki {
       REQUIRE_MESSAGE(r.exit_code == 0, r.output);
     }
   }
-  config::tls_config tls(const std::string& ca_dir, const std::string& name, const std::string& trust_dir) const {
-    return {dir / (ca_dir + "/" + name + ".pem"), dir / (ca_dir + "/" + name + ".key"), dir / (trust_dir + "/ca.pem")};
+  config::tls_config tls(const std::string& ca_dir, const std::string& name,
+                         const std::string& trust_dir) const {
+    return {dir / (ca_dir + "/" + name + ".pem"), dir / (ca_dir + "/" + name + ".key"),
+            dir / (trust_dir + "/ca.pem")};
   }
   std::vector<std::string> node_flags() const {
     const auto t = tls("ca", "node", "ca");
@@ -53,7 +57,8 @@ void spawn_stage_through(caf::actor_system& sys, const messages::node_actor& nod
   c.pipeline.stage_blocks = {1, 2, 1, 1};
   caf::scoped_actor self{sys};
   messages::stage_actor stage;
-  self->request(node, std::chrono::seconds(30), atoms::spawn_atom_v, config::to_yaml(c), int32_t{1}, int64_t{10})
+  self->request(node, std::chrono::seconds(30), atoms::spawn_atom_v, config::to_yaml(c), int32_t{1},
+                int64_t{10})
       .receive([&](messages::stage_actor& s) { stage = s; },
                [&](caf::error& e) { FAIL("spawn failed: " << sys.render(e)); });
   REQUIRE(stage);
@@ -124,8 +129,8 @@ TEST_CASE("a TLS node serves a peer of its CA and refuses every other peer") {
   SUBCASE("a raw TLS client: the node talks only to one with a certificate of its CA") {
     const auto good = pki.tls("ca", "coordinator", "ca");
     const auto bad = pki.tls("other", "intruder", "ca");
-    CHECK(node_talks_tls_to(node.port(), good.ca, good.cert, good.key));  // the control
-    CHECK_FALSE(node_talks_tls_to(node.port(), good.ca, "", ""));         // no certificate
+    CHECK(node_talks_tls_to(node.port(), good.ca, good.cert, good.key));      // the control
+    CHECK_FALSE(node_talks_tls_to(node.port(), good.ca, "", ""));             // no certificate
     CHECK_FALSE(node_talks_tls_to(node.port(), good.ca, bad.cert, bad.key));  // another CA's
   }
   SUBCASE("a certificate of another CA is refused, whichever CA the client trusts") {
@@ -181,16 +186,17 @@ TEST_CASE("a 50 MB tensor crosses a TLS connection intact (and what TLS costs on
       if (i == 1) t0 = std::chrono::steady_clock::now();
       tensor copy = sent.clone();
       self->request(*remote, std::chrono::seconds(60), std::move(copy))
-          .receive([&](tensor& back) {
-                     REQUIRE(back.numel() == floats);
-                     CHECK(std::memcmp(back.data(), sent.data(), sent.bytes()) == 0);
-                   },
-                   [&](caf::error& e) { FAIL(client.render(e)); });
+          .receive(
+              [&](tensor& back) {
+                REQUIRE(back.numel() == floats);
+                CHECK(std::memcmp(back.data(), sent.data(), sent.bytes()) == 0);
+              },
+              [&](caf::error& e) { FAIL(client.render(e)); });
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     MESSAGE((use_tls ? "TLS  " : "plain") << ": 50 MB echo " << seconds / (rounds - 1) * 1000
-                                         << " ms per round trip, " << 2 * 50.0 * (rounds - 1) / seconds
-                                         << " MB/s (both directions, client and server on one 2-core box)");
+                                          << " ms per round trip, " << 2 * 50.0 * (rounds - 1) / seconds
+                                          << " MB/s (both directions, client and server on one 2-core box)");
     caf::anon_send_exit(echo, caf::exit_reason::user_shutdown);
   }
 }

@@ -1,11 +1,11 @@
 // kill -9 of a process in the middle of writing a checkpoint never leaves a torn one: the file
 // at the checkpoint's path always loads, holding the old tensors or the new ones.
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "compute/serialize/safetensors.hpp"
 

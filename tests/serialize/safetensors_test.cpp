@@ -2,7 +2,6 @@
 #include "compute/serialize/safetensors.hpp"
 
 #include <doctest/doctest.h>
-#include "tests/skip.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -10,6 +9,7 @@
 #include <limits>
 
 #include "tests/serialize/scratch_directory.hpp"
+#include "tests/skip.hpp"
 
 using namespace petra;
 using petra::testing::file_size_limit;
@@ -94,7 +94,8 @@ TEST_CASE("the bytes on disk follow the safetensors layout exactly") {
 }
 
 TEST_CASE("an independent Python reader decodes what we write") {
-  if (std::system("test -x /usr/bin/python3") != 0) PETRA_SKIP("the Python cross-check needs /usr/bin/python3");
+  if (std::system("test -x /usr/bin/python3") != 0)
+    PETRA_SKIP("the Python cross-check needs /usr/bin/python3");
   scratch_directory dir;
   const std::string path = dir.file("cross.safetensors");
   save_safetensors(
