@@ -42,9 +42,12 @@ void control_channel::watch(std::vector<caf::actor_addr> actors, std::vector<int
 
 void control_channel::watch_extra(const caf::actor_addr& who, int32_t stage) { watched_[who] = stage; }
 
-void control_channel::begin_attempt(std::size_t stages, std::function<void(const loss_report&)> progress) {
+void control_channel::begin_attempt(std::size_t stages, progress_fn progress) {
   faults_.assign(stages, fault_counts{});
   progress_ = std::move(progress);
+  windows_.assign(stages, stage_window{});
+  windows_seen_ = 0;
+  last_loss_ = loss_report{};
   phase_ends_ = 0;
 }
 
@@ -99,7 +102,24 @@ void control_channel::on_fault(const fault_event& e) {
 }
 
 void control_channel::on_progress(const loss_report& r) {
-  if (progress_ && current(caf::actor_cast<caf::actor_addr>(self_->current_sender()))) progress_(r);
+  if (!current(caf::actor_cast<caf::actor_addr>(self_->current_sender()))) return;
+  last_loss_ = r;
+  notify();
+}
+
+void control_channel::on_window(const window_report& w) {
+  if (w.generation != generation_ || w.stage < 0 || static_cast<std::size_t>(w.stage) >= windows_.size())
+    return;
+  stage_window& mine = windows_[w.stage];
+  if (mine.stage < 0) ++windows_seen_;
+  mine = stage_window{w.stage, w.optimizer_steps, w.staleness_mean, w.inversion_error_mean};
+  if (w.stage == 0) notify();  // stage 1's steps are what the per-step lines count
+}
+
+void control_channel::notify() {
+  if (!progress_) return;
+  // Step lines need every stage's window: until each sent one, none is shown.
+  progress_(last_loss_, windows_seen_ == windows_.size() ? windows_ : std::vector<stage_window>{});
 }
 
 void control_channel::on_phase_done(const phase_done& d) {

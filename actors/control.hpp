@@ -14,6 +14,7 @@
 #include "messages/errors.hpp"
 #include "messages/interfaces.hpp"
 #include "training/faults.hpp"
+#include "training/stage_window.hpp"
 
 namespace petra {
 
@@ -32,8 +33,11 @@ class control_channel {
   /// Also watches one more actor while a request to it is out (a node).
   void watch_extra(const caf::actor_addr& who, int32_t stage);
 
-  /// Starts counting an attempt: faults and phase ends from zero.
-  void begin_attempt(std::size_t stages, std::function<void(const messages::loss_report&)> progress);
+  /// Called with the loss actor's totals of the phase so far and each stage's latest window of
+  /// optimizer steps (empty when per-step metrics are off).
+  using progress_fn = std::function<void(const messages::loss_report&, const std::vector<stage_window>&)>;
+  /// Starts counting an attempt: faults, windows and phase ends from zero.
+  void begin_attempt(std::size_t stages, progress_fn progress);
   /// Counts a fault injected by the coordinator itself (a node kill) at `stage`.
   void count_kill(int32_t stage);
   const std::vector<fault_counts>& faults() const { return faults_; }
@@ -85,7 +89,8 @@ class control_channel {
   void pump(std::chrono::seconds timeout, const std::function<void()>& on_timeout, Fs... handlers) {
     self_->receive(
         handlers..., [&](messages::fault_event& e) { on_fault(e); },
-        [&](messages::loss_report& r) { on_progress(r); }, [&](messages::phase_done& d) { on_phase_done(d); },
+        [&](messages::loss_report& r) { on_progress(r); }, [&](messages::window_report& w) { on_window(w); },
+        [&](messages::phase_done& d) { on_phase_done(d); },
         [&](messages::failure_report& f) { on_failure(f); }, [&](caf::down_msg& down) { on_down(down); },
         [&](caf::error& err) { on_error(err); }, [&](caf::message&) {},  // a reply nobody waits for any more
         caf::after(timeout) >> [&] { on_timeout(); });
@@ -95,6 +100,8 @@ class control_channel {
   int32_t stage_of(const caf::actor_addr& who) const;
   void on_fault(const messages::fault_event& e);
   void on_progress(const messages::loss_report& r);
+  void on_window(const messages::window_report& w);
+  void notify();
   void on_phase_done(const messages::phase_done& d);
   void on_failure(const messages::failure_report& f);
   void on_down(const caf::down_msg& down);
@@ -116,7 +123,10 @@ class control_channel {
   std::map<caf::actor_addr, int32_t> watched_;  // actor → stage (-1 = not a stage)
   int32_t generation_ = 0;
   std::vector<fault_counts> faults_;
-  std::function<void(const messages::loss_report&)> progress_;
+  progress_fn progress_;
+  std::vector<stage_window> windows_;  // per stage, the latest (empty until every stage sent one)
+  std::size_t windows_seen_ = 0;
+  messages::loss_report last_loss_;  // the phase's totals so far
   std::size_t phase_ends_ = 0;
 };
 

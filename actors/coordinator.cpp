@@ -19,17 +19,28 @@ using namespace atoms;
 constexpr auto control_timeout = std::chrono::seconds(60);
 constexpr auto status_timeout = std::chrono::seconds(10);
 
+/// The timeline of output.trace: micro-batches output.trace_steps of the run (the first epoch's
+/// ids start at `per_epoch`); null when off.
+std::shared_ptr<training::trace_recorder> make_recorder(const config::run_config& c, int64_t per_epoch) {
+  if (!c.output.trace) return nullptr;
+  return std::make_shared<training::trace_recorder>(per_epoch + c.output.trace_steps[0],
+                                                    per_epoch + c.output.trace_steps[1]);
+}
+
 class actor_runtime : public pipeline_runtime {
  public:
   actor_runtime(const config::run_config& c, const optimizer_settings& optimizer,
                 std::shared_ptr<data_feed> feed)
       : config_(c),
         optimizer_(optimizer),
+        per_epoch_(feed->micro_batches_per_epoch()),
+        trace_(make_recorder(c, per_epoch_)),
         caf_(c.runtime.threads, c.tls),
         system_(caf_),
         control_(system_, std::chrono::seconds(c.faults.stall_seconds)),
-        pipeline_(c, optimizer, std::move(feed), control_),
+        pipeline_(c, optimizer, std::move(feed), control_, trace_),
         stages_(stage_sizes(c).size()) {
+    if (trace_) trace_track_ = trace_->track("coordinator", "coordinator");
     pipeline_.build();
   }
 
@@ -44,9 +55,11 @@ class actor_runtime : public pipeline_runtime {
         request.epoch,          request.count, (request.count - 1) * spacing + 2 * (J - 1) + extra + 1,
         request.first,          spacing,       request.attempt,
         pipeline_.generation(), ++phase_};
-    control_.begin_attempt(stages_, [progress](const loss_report& r) {
-      if (progress) progress(totals_of(r));
-    });
+    control_.begin_attempt(stages_,
+                           [progress](const loss_report& r, const std::vector<stage_window>& windows) {
+                             if (progress) progress(progress_sample{totals_of(r), windows});
+                           });
+    const auto begin = training::trace_clock::now();
     if (request.attempt == 0) pipeline_.send_node_kills();
     try {
       control_.gather<plan_atom>(pipeline_.stages(), control_timeout, plan_atom_v, plan);
@@ -60,6 +73,10 @@ class actor_runtime : public pipeline_runtime {
       out.completed = out.stages.front().stats.backwards;
       out.ticks = lockstep ? plan.ticks : 0;
       first_stage_steps_ = out.stages.front().weight_version;
+      const int64_t first_id = static_cast<int64_t>(request.epoch) * per_epoch_ + request.first;
+      if (trace_ && trace_->records(first_id))
+        trace_->span(trace_track_, "phase", begin, training::trace_clock::now(), first_id,
+                     {{"epoch", request.epoch}, {"micro_batches", request.count}});
       return out;
     } catch (run_failure& failure) {
       if (failure.kind() == failure_kind::injected_crash) pipeline_.crash_fired();
@@ -92,6 +109,28 @@ class actor_runtime : public pipeline_runtime {
   void recover() override { pipeline_.recover(); }
 
   double current_lr() override { return learning_rate(optimizer_, first_stage_steps_); }
+
+  /// The timeline: this process's, and each node's shifted onto this clock (the offset from the
+  /// fastest of a few pings, ± half its round trip).
+  void write_trace(const std::string& path) override {
+    if (!trace_) throw std::logic_error("output.trace is off: no timeline was recorded");
+    for (const std::string& where : pipeline_.remote_nodes()) {
+      const node_actor node = pipeline_.node(where);
+      std::vector<training::ping_sample> pings;
+      for (int i = 0; i < 5; ++i) {
+        training::ping_sample p;
+        p.send_us = training::trace_time_us(training::trace_clock::now());
+        p.remote_us = control_.ask<double>(node, control_timeout, ping_atom_v);
+        p.receive_us = training::trace_time_us(training::trace_clock::now());
+        pings.push_back(p);
+      }
+      const training::clock_offset offset = training::estimate_clock_offset(pings);
+      trace_->merge(control_.ask<std::string>(node, control_timeout, trace_atom_v), offset.offset_us);
+      std::printf("trace: node %s's clock offset %.1f ± %.1f µs\n", where.c_str(), offset.offset_us,
+                  offset.uncertainty_us);
+    }
+    trace_->write(path);
+  }
 
  private:
   static run_totals totals_of(const loss_report& r) {
@@ -164,6 +203,9 @@ class actor_runtime : public pipeline_runtime {
 
   config::run_config config_;
   optimizer_settings optimizer_;
+  int64_t per_epoch_;
+  std::shared_ptr<training::trace_recorder> trace_;  // before the actors that record into it
+  training::trace_track trace_track_;
   caf_config caf_;
   caf::actor_system system_;
   control_channel control_;

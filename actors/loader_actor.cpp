@@ -11,6 +11,8 @@ using namespace atoms;
 
 struct loader_actor_state {
   std::shared_ptr<data_feed> feed;
+  std::shared_ptr<training::trace_recorder> trace;
+  training::trace_track track;
   bool lockstep = true;
   forward_sink first_stage;
   loss_actor loss;
@@ -33,11 +35,19 @@ void feed_while_credit(self_ptr self) {
     out.s.phase = st.plan.phase;
     micro_batch mb;
     const bool entry_tick = !st.lockstep || st.sent % std::max<int64_t>(1, st.plan.spacing) == 0;
+    const auto begin = training::trace_clock::now();
     if (entry_tick && st.fed < st.plan.micro_batches && st.feed->next(mb)) {
       out.s.micro_batch = mb.id;
       out.x = std::move(mb.images);
       self->send(st.loss, labels_data{mb.id, std::move(mb.labels)});
       ++st.fed;
+      if (st.trace && st.trace->records(mb.id)) {
+        const auto end = training::trace_clock::now();
+        st.trace->span(st.track, "load", begin, end, mb.id, {{"micro_batch", mb.id}});
+        st.trace->flow_out(st.track, training::trace_flow_id(training::flow_kind::forward, 511, mb.id, mb.id),
+                           begin + (end - begin) / 2, mb.id);
+        st.trace->counter(st.track, "credits", end, mb.id, static_cast<double>(st.credits - 1));
+      }
     }
     self->send(st.first_stage, std::move(out));
     --st.credits;
@@ -45,8 +55,11 @@ void feed_while_credit(self_ptr self) {
   }
 }
 
-loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_feed> feed, bool lockstep) {
+loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_feed> feed, bool lockstep,
+                                            std::shared_ptr<training::trace_recorder> trace) {
   self->state.feed = std::move(feed);
+  if (trace) self->state.track = trace->track("coordinator", "loader");
+  self->state.trace = std::move(trace);
   self->state.lockstep = lockstep;
   return {
       [=](wire_atom, forward_sink& first_stage, loss_actor& loss, int32_t window) {
@@ -76,8 +89,10 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
 }  // namespace
 
 messages::loader_actor spawn_loader_actor(caf::actor_system& sys, std::shared_ptr<data_feed> feed,
-                                          config::runtime_mode mode) {
-  return sys.spawn(loader_behavior, std::move(feed), mode == config::runtime_mode::lockstep);
+                                          config::runtime_mode mode,
+                                          std::shared_ptr<training::trace_recorder> trace) {
+  return sys.spawn(loader_behavior, std::move(feed), mode == config::runtime_mode::lockstep,
+                   std::move(trace));
 }
 
 }  // namespace petra

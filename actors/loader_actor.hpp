@@ -10,11 +10,14 @@
 #include "config/config.hpp"
 #include "messages/interfaces.hpp"
 #include "training/data_feed.hpp"
+#include "training/trace_recorder.hpp"
 
 namespace petra {
 
-/// `mode` is lockstep (one message per tick, markers included) or async (micro-batches only).
+/// `mode` is lockstep (one message per tick, markers included) or async (micro-batches only);
+/// `trace` (may be null) gets the loader's track of the timeline.
 messages::loader_actor spawn_loader_actor(caf::actor_system& sys, std::shared_ptr<data_feed> feed,
-                                          config::runtime_mode mode);
+                                          config::runtime_mode mode,
+                                          std::shared_ptr<training::trace_recorder> trace = nullptr);
 
 }  // namespace petra

@@ -20,6 +20,9 @@ struct loss_actor_state {
   std::map<int64_t, std::vector<int32_t>> labels;  // micro-batch → labels not yet used
   std::map<int64_t, logits_data> waiting;          // micro-batch → logits whose labels are not here yet
   loss_report totals;
+  std::shared_ptr<training::trace_recorder> trace;
+  training::trace_track track;
+  int32_t stages = 1;
   static inline const char* name = "petra.loss";
 };
 
@@ -44,7 +47,18 @@ loss_data compute_loss(loss_actor_state& st, const stamp& s, const tensor& logit
 void answer(self_ptr self, const logits_data& in, const std::vector<int32_t>& labels) {
   auto& st = self->state;
   try {
+    const auto begin = training::trace_clock::now();
     self->send(st.last_stage, compute_loss(st, in.s, in.logits, labels, true));
+    const int64_t id = in.s.micro_batch;
+    if (st.trace && st.trace->records(id)) {
+      const auto end = training::trace_clock::now();
+      using training::flow_kind;
+      st.trace->span(st.track, "loss", begin, end, id, {{"micro_batch", id}});
+      st.trace->flow_in(st.track, training::trace_flow_id(flow_kind::forward, st.stages - 1, id, id), begin,
+                        id);
+      st.trace->flow_out(st.track, training::trace_flow_id(flow_kind::backward, st.stages, id, id),
+                         begin + (end - begin) / 2, id);
+    }
   } catch (const std::exception& e) {
     const std::string what = "loss of micro-batch " + std::to_string(in.s.micro_batch) + ": " + e.what();
     self->send(st.coordinator, failure_report{-1, in.s.tick, in.s.micro_batch,
@@ -56,9 +70,13 @@ void answer(self_ptr self, const logits_data& in, const std::vector<int32_t>& la
 }
 
 loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> device,
-                                        int64_t progress_every) {
+                                        int64_t progress_every,
+                                        std::shared_ptr<training::trace_recorder> trace, int32_t stages) {
   self->state.device = std::move(device);
   self->state.progress_every = progress_every;
+  if (trace) self->state.track = trace->track("coordinator", "loss");
+  self->state.trace = std::move(trace);
+  self->state.stages = stages;
   return {
       [=](wire_atom, loss_sink& last_stage, coordinator_actor& coordinator) {
         self->state.last_stage = std::move(last_stage);
@@ -105,8 +123,9 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
 }  // namespace
 
 messages::loss_actor spawn_loss_actor(caf::actor_system& sys, std::shared_ptr<backend> device,
-                                      int64_t progress_every) {
-  return sys.spawn(loss_behavior, std::move(device), progress_every);
+                                      int64_t progress_every, std::shared_ptr<training::trace_recorder> trace,
+                                      int32_t stages) {
+  return sys.spawn(loss_behavior, std::move(device), progress_every, std::move(trace), stages);
 }
 
 }  // namespace petra

@@ -24,9 +24,12 @@ struct node_state {
   // Kept alive here; they die with the node. Shared with the exit hook, which runs after the
   // state is gone.
   std::shared_ptr<std::vector<stage_actor>> stages = std::make_shared<std::vector<stage_actor>>();
+  std::string name;                                 // "node 127.0.0.1:7001", on the timeline
+  std::shared_ptr<training::trace_recorder> trace;  // the stages' timeline (output.trace), until exported
 };
 
-node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self) {
+node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self, std::string name) {
+  self->state.name = std::move(name);
   self->attach_functor([stages = self->state.stages] {
     for (auto& s : *stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   });
@@ -43,15 +46,31 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
           const optimizer_settings opt = optimizer_for(c.training, steps_per_epoch);
           auto placed = build_placed_stages(
               c, opt, [&](std::size_t j) { return j == static_cast<std::size_t>(index); });
+          auto& st = self->state;
+          if (c.output.trace && !st.trace) {
+            const int64_t per_epoch =
+                steps_per_epoch * c.training.accumulation;  // the ids of epoch 1 start there
+            st.trace = std::make_shared<training::trace_recorder>(per_epoch + c.output.trace_steps[0],
+                                                                  per_epoch + c.output.trace_steps[1]);
+          }
           auto s = spawn_stage_actor(
               self->system(),
-              stage_context{placed[index].device, placed[index].compute, index, c.runtime.mode});
+              stage_context{placed[index].device, placed[index].compute, index, c.runtime.mode,
+                            c.output.trace ? st.trace : nullptr, st.name, c.output.metrics_every_steps});
           self->state.stages->push_back(s);
           return s;
         } catch (const std::exception& e) {
           return caf::make_error(petra_errc::bad_request, std::string("node cannot build stage ") +
                                                               std::to_string(index + 1) + ": " + e.what());
         }
+      },
+      [=](ping_atom) { return training::trace_time_us(training::trace_clock::now()); },
+      [=](trace_atom) {
+        auto& st = self->state;
+        const std::string text =
+            st.trace ? st.trace->export_json() : training::trace_recorder{}.export_json();
+        st.trace.reset();  // the next run starts a timeline of its own
+        return text;
       },
       [=](kill_atom, double seconds) {
         // Fault injection: the whole process is killed (SIGKILL), without a goodbye to its peers.
@@ -66,7 +85,9 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
 
 }  // namespace
 
-messages::node_actor spawn_node_actor(caf::actor_system& sys) { return sys.spawn(node_behavior); }
+messages::node_actor spawn_node_actor(caf::actor_system& sys, std::string name) {
+  return sys.spawn(node_behavior, std::move(name));
+}
 
 std::pair<std::string, uint16_t> parse_host_port(const std::string& text) {
   const auto colon = text.rfind(':');

@@ -8,7 +8,8 @@
 
 namespace petra {
 
-messages::node_actor spawn_node_actor(caf::actor_system& sys);
+/// `name` is how the node's stages appear on a timeline ("node 127.0.0.1:7001").
+messages::node_actor spawn_node_actor(caf::actor_system& sys, std::string name);
 
 /// Splits "host:port"; throws std::invalid_argument naming the text otherwise.
 std::pair<std::string, uint16_t> parse_host_port(const std::string& text);

@@ -28,12 +28,14 @@ Value entry(const List& list, int32_t i, Value fallback) {
 }  // namespace
 
 actor_pipeline::actor_pipeline(const config::run_config& c, const optimizer_settings& optimizer,
-                               std::shared_ptr<data_feed> feed, control_channel& control)
+                               std::shared_ptr<data_feed> feed, control_channel& control,
+                               std::shared_ptr<training::trace_recorder> trace)
     : config_(c),
       optimizer_(optimizer),
       feed_(std::move(feed)),
       control_(control),
-      loss_device_(make_loss_backend()) {
+      loss_device_(make_loss_backend()),
+      trace_(std::move(trace)) {
   const std::size_t count = stage_sizes(c).size();
   for (std::size_t j = 0; j < count; ++j) placement_.push_back(node_of(c, j));
   for (const std::string& spare : c.pipeline.spare_nodes)
@@ -55,13 +57,16 @@ void actor_pipeline::build() {
   stages_.clear();
   for (int32_t j = 0; j < count; ++j) {
     if (placement_[j] == "local")
-      stages_.push_back(spawn_stage_actor(
-          sys, stage_context{placed[j].device, placed[j].compute, j, config_.runtime.mode}));
+      stages_.push_back(
+          spawn_stage_actor(sys, stage_context{placed[j].device, placed[j].compute, j, config_.runtime.mode,
+                                               trace_, "coordinator", config_.output.metrics_every_steps}));
     else
       stages_.push_back(spawn_remote_stage(placement_[j], j));
   }
-  loss_ = spawn_loss_actor(sys, loss_device_, 16);
-  loader_ = spawn_loader_actor(sys, feed_, config_.runtime.mode);
+  // With per-step metrics the loss actor reports every optimizer step's micro-batches.
+  const int64_t progress_every = config_.output.metrics_every_steps > 0 ? config_.training.accumulation : 16;
+  loss_ = spawn_loss_actor(sys, loss_device_, progress_every, trace_, count);
+  loader_ = spawn_loader_actor(sys, feed_, config_.runtime.mode, trace_);
   const bool backprop = config_.training.method == config::training_method::backprop;
   const int32_t credits = backprop                      ? 1
                           : config_.runtime.credits > 0 ? config_.runtime.credits
@@ -126,6 +131,13 @@ void actor_pipeline::recover() {
     spares_.erase(spare);
   }
   build();
+}
+
+std::vector<std::string> actor_pipeline::remote_nodes() const {
+  std::vector<std::string> out;
+  for (const std::string& where : placement_)
+    if (where != "local" && std::find(out.begin(), out.end(), where) == out.end()) out.push_back(where);
+  return out;
 }
 
 void actor_pipeline::send_node_kills() {

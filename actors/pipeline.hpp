@@ -12,13 +12,16 @@
 #include "compute/optimizer.hpp"
 #include "config/config.hpp"
 #include "training/data_feed.hpp"
+#include "training/trace_recorder.hpp"
 
 namespace petra {
 
 class actor_pipeline {
  public:
+  /// `trace` (may be null): this process's timeline, given to every local actor.
   actor_pipeline(const config::run_config& c, const optimizer_settings& optimizer,
-                 std::shared_ptr<data_feed> feed, control_channel& control);
+                 std::shared_ptr<data_feed> feed, control_channel& control,
+                 std::shared_ptr<training::trace_recorder> trace);
   ~actor_pipeline();
 
   /// Spawns, wires and monitors a new generation of the pipeline's actors.
@@ -34,6 +37,10 @@ class actor_pipeline {
   const std::vector<messages::stage_actor>& stages() const { return stages_; }
   const messages::loss_actor& loss() const { return loss_; }
   const messages::loader_actor& loader() const { return loader_; }
+  /// The nodes that host stages now (host:port), each once.
+  std::vector<std::string> remote_nodes() const;
+  /// A connected node.
+  messages::node_actor node(const std::string& where) { return connect(where, -1); }
   int32_t generation() const { return generation_; }
   /// The crash of faults.crash_at_tick happens once per run: the next builds leave it out.
   void crash_fired() { crash_fired_ = true; }
@@ -49,6 +56,7 @@ class actor_pipeline {
   std::shared_ptr<data_feed> feed_;
   control_channel& control_;
   std::shared_ptr<backend> loss_device_;
+  std::shared_ptr<training::trace_recorder> trace_;
   std::vector<messages::stage_actor> stages_;
   messages::loss_actor loss_;
   messages::loader_actor loader_;

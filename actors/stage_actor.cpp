@@ -44,7 +44,7 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
       [=](eval_data& in) -> caf::result<eval_data> {
         stage_core& c = self->state.core;
         try {
-          return eval_data{in.batch, hand_out(c, c.ctx.compute->evaluate(take_in(c, in.x)), device{})};
+          return eval_data{in.batch, hand_out(c, c.ctx.compute->evaluate(take_in(c, in.x)), device{}, -1)};
         } catch (const std::exception& e) {
           return stage_error(self->state, e);
         }

@@ -12,6 +12,7 @@
 #include "compute/pipeline/stage.hpp"
 #include "config/config.hpp"
 #include "messages/interfaces.hpp"
+#include "training/trace_recorder.hpp"
 
 namespace petra {
 
@@ -21,6 +22,9 @@ struct stage_context {
   std::shared_ptr<stage> compute;
   int32_t index = 0;
   config::runtime_mode mode = config::runtime_mode::lockstep;  // lockstep or async
+  std::shared_ptr<training::trace_recorder> trace;  // this process's timeline (output.trace) or null
+  std::string process = "coordinator";              // the timeline's name of this process
+  int metrics_every = 0;  // a window_report every N optimizer steps (output.metrics_every_steps); 0 = none
 };
 
 /// Spawns the stage actor of `context.mode`; a GPU stage runs detached (one OS thread of its own).

@@ -7,6 +7,7 @@ namespace {
 void note_mailbox(async_state& st) {
   const auto waiting = static_cast<int64_t>(st.forwards.size() + st.backwards.size());
   st.core.mailbox_peak = std::max(st.core.mailbox_peak, waiting);
+  trace_mailbox(st.core, static_cast<std::size_t>(waiting));
 }
 
 /// The backward result of micro-batch `id` goes upstream; at stage 1 the micro-batch is finished
@@ -16,8 +17,8 @@ void send_backward(async_self self, int64_t id, const activation& rebuilt, const
   stage_core& c = st.core;
   if (!c.is_first()) {
     emit(self, c, c.links.prev,
-         backward_data{c.stamp_for(id, -1), hand_out(c, rebuilt, c.links.prev_device),
-                       hand_out(c, grad, c.links.prev_device)},
+         backward_data{c.stamp_for(id, -1), hand_out(c, rebuilt, c.links.prev_device, id),
+                       hand_out(c, grad, c.links.prev_device, id)},
          c.faults.backward_delay);
     return;
   }
@@ -36,6 +37,7 @@ bool run_step(async_self self) {
     bool slowed = false;
     stage::backward_result r = timed_backward(c, in.rebuilt, in.grad, in.s.micro_batch, slowed);
     count_slowed(self, c, slowed);
+    after_backward(self, c, r);
     send_backward(self, in.s.micro_batch, r.input, r.input_grad);
     return true;
   }
@@ -52,10 +54,10 @@ bool run_step(async_self self) {
     c.logits = out;
     c.logits_id = id;
     c.awaiting_loss = true;
-    self->send(c.links.loss, logits_data{c.stamp_for(id, -1), hand_out(c, out, device{}).x1});
+    self->send(c.links.loss, logits_data{c.stamp_for(id, -1), hand_out(c, out, device{}, id).x1});
     return false;
   }
-  emit(self, c, c.links.next, forward_data{c.stamp_for(id, -1), hand_out(c, out, c.links.next_device)},
+  emit(self, c, c.links.next, forward_data{c.stamp_for(id, -1), hand_out(c, out, c.links.next_device, id)},
        c.faults.forward_delay);
   return true;
 }
@@ -69,6 +71,7 @@ void advance(async_self self) {
   try {
     while (run_step(self)) {
     }
+    mark_idle(c);  // until the next message (or the loss) arrives
     // Every micro-batch of the phase passes each stage's backward once: then this stage is done.
     if (!c.awaiting_loss && c.ctx.compute->stats().backwards >= c.plan.micro_batches) finish_phase(self, c);
   } catch (const std::exception& e) {
@@ -138,6 +141,7 @@ void on_loss(async_self self, loss_data in) {
     bool slowed = false;
     stage::backward_result r = timed_backward(c, c.logits, activation{in.dlogits, {}}, c.logits_id, slowed);
     count_slowed(self, c, slowed);
+    after_backward(self, c, r);
     c.logits = activation{};
     send_backward(self, c.logits_id, r.input, r.input_grad);
   } catch (const std::exception& e) {

@@ -11,16 +11,35 @@ struct injected_crash : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Runs a computation, counts it as busy time, and slows it down when faults.slow asks to.
+/// Runs a computation, counts it as busy time, and slows it down when faults.slow asks to;
+/// [begin, end] is when it ran.
 template <class F>
-auto timed(stage_core& c, bool& slowed, F&& f) {
-  const auto t0 = clock_type::now();
+auto timed(stage_core& c, bool& slowed, clock_type::time_point& begin, clock_type::time_point& end, F&& f) {
+  begin = clock_type::now();
   auto out = f();
-  const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+  const double seconds = std::chrono::duration<double>(clock_type::now() - begin).count();
   slowed = c.faults_on() && c.faults.slow > 1;
   if (slowed) std::this_thread::sleep_for(std::chrono::duration<double>(seconds * (c.faults.slow - 1)));
-  c.busy_seconds += std::chrono::duration<double>(clock_type::now() - t0).count();
+  end = clock_type::now();
+  c.busy_seconds += std::chrono::duration<double>(end - begin).count();
   return out;
+}
+
+/// The timeline's flows carry the sending stage: the loader and the loss actor have their own numbers.
+constexpr int loader_flow_stage = 511;
+int loss_flow_stage(const stage_core& c) { return c.links.count; }
+
+training::trace_recorder* tracer(stage_core& c, int64_t id) {
+  training::trace_recorder* t = c.ctx.trace.get();
+  return t && t->records(id) ? t : nullptr;
+}
+
+/// A wait for input ends: its span on the timeline.
+void end_idle(stage_core& c, clock_type::time_point now) {
+  if (!c.idle) return;
+  c.idle = false;
+  if (auto* t = tracer(c, c.last_micro_batch))
+    t->span(c.track, "wait for input", c.idle_since, now, c.last_micro_batch);
 }
 
 }  // namespace
@@ -33,17 +52,67 @@ void begin_phase(stage_core& c, const phase_plan& plan) {
   c.mailbox_peak = 0;
   c.busy_seconds = 0;
   c.phase_start = clock_type::now();
+  c.idle = false;
   c.ctx.compute->reset_stats();
+  c.window.restart();
+  if (c.ctx.trace && !c.track.valid())
+    c.track = c.ctx.trace->track(c.ctx.process, "stage " + std::to_string(c.ctx.index + 1));
 }
 
 activation timed_forward(stage_core& c, const activation& x, int64_t id, bool& slowed) {
-  return timed(c, slowed, [&] { return c.ctx.compute->forward(take_in(c, x), id, c.tick); });
+  clock_type::time_point begin, end;
+  activation out =
+      timed(c, slowed, begin, end, [&] { return c.ctx.compute->forward(take_in(c, x), id, c.tick); });
+  end_idle(c, begin);
+  c.last_micro_batch = id;
+  if (auto* t = tracer(c, id)) {
+    const int j = c.ctx.index;
+    t->span(c.track, "forward", begin, end, id, {{"micro_batch", id}, {"stage_tick", c.tick}});
+    t->flow_in(
+        c.track,
+        training::trace_flow_id(training::flow_kind::forward, j > 0 ? j - 1 : loader_flow_stage, id, id),
+        begin, id);
+    t->flow_out(c.track, training::trace_flow_id(training::flow_kind::forward, j, id, id),
+                begin + (end - begin) / 2, id);
+    t->counter(c.track, "fifo", end, id, static_cast<double>(c.ctx.compute->outstanding()));
+  }
+  return out;
 }
 
 stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, const activation& grad,
                                       int64_t id, bool& slowed) {
-  return timed(c, slowed,
-               [&] { return c.ctx.compute->backward(take_in(c, rebuilt), take_in(c, grad), id, c.tick); });
+  clock_type::time_point begin, end;
+  stage::backward_result r = timed(c, slowed, begin, end, [&] {
+    return c.ctx.compute->backward(take_in(c, rebuilt), take_in(c, grad), id, c.tick);
+  });
+  end_idle(c, begin);
+  c.last_micro_batch = id;
+  if (auto* t = tracer(c, id)) {
+    const int j = c.ctx.index;
+    const int from = c.is_last() ? loss_flow_stage(c) : j + 1;
+    t->span(c.track, "rebuild + backward", begin, r.stepped ? r.step_begin : end, id,
+            {{"micro_batch", id}, {"staleness", c.ctx.compute->weight_version() - r.forward_version}});
+    if (r.stepped)
+      t->span(c.track, "optimizer step", r.step_begin, r.step_end, id,
+              {{"step", c.ctx.compute->weight_version()}});
+    t->flow_in(c.track, training::trace_flow_id(training::flow_kind::backward, from, id, id), begin, id);
+    if (j > 0)
+      t->flow_out(c.track, training::trace_flow_id(training::flow_kind::backward, j, id, id),
+                  begin + (end - begin) / 2, id);
+    t->counter(c.track, "fifo", end, id, static_cast<double>(c.ctx.compute->outstanding()));
+  }
+  return r;
+}
+
+void mark_idle(stage_core& c) {
+  if (c.idle || !c.in_phase) return;
+  c.idle = true;
+  c.idle_since = clock_type::now();
+}
+
+void trace_mailbox(stage_core& c, std::size_t waiting) {
+  if (auto* t = tracer(c, c.last_micro_batch))
+    t->counter(c.track, "mailbox", clock_type::now(), c.last_micro_batch, static_cast<double>(waiting));
 }
 
 stage_report make_report(stage_core& c) {
@@ -78,8 +147,13 @@ activation take_in(stage_core& c, const activation& x) {
   return {c.ctx.device->import(x.x1), c.ctx.device->import(x.x2)};
 }
 
-activation hand_out(stage_core& c, const activation& x, const device& consumer) {
-  return {c.ctx.device->export_for(x.x1, consumer), c.ctx.device->export_for(x.x2, consumer)};
+activation hand_out(stage_core& c, const activation& x, const device& consumer, int64_t id) {
+  const auto begin = clock_type::now();
+  activation out{c.ctx.device->export_for(x.x1, consumer), c.ctx.device->export_for(x.x2, consumer)};
+  if (c.ctx.device->where().type == device_type::cpu) return out;  // a handle: nothing to show
+  if (auto* t = tracer(c, id))
+    t->span(c.track, "hand-over", begin, clock_type::now(), id, {{"micro_batch", id}});
+  return out;
 }
 
 }  // namespace petra::detail

@@ -10,6 +10,7 @@
 
 #include "actors/stage_actor.hpp"
 #include "messages/errors.hpp"
+#include "training/stage_window.hpp"
 
 namespace petra::detail {
 
@@ -32,6 +33,11 @@ struct stage_core {
 
   int64_t mailbox_peak = 0;
   double busy_seconds = 0;
+  training::trace_track track;  // this stage's timeline track (empty when not tracing)
+  bool idle = false;            // waiting for input since idle_since
+  clock_type::time_point idle_since;
+  int64_t last_micro_batch = 0;  // what the timeline attributes a wait to
+  stage_window_meter window;     // per-step metrics
   clock_type::time_point phase_start;
   std::vector<forward_data> early_forward;  // for a phase not planned here yet
   std::vector<backward_data> early_backward;
@@ -48,12 +54,17 @@ struct stage_core {
 /// Starts a phase: the plan, and the measurements from zero.
 void begin_phase(stage_core& c, const phase_plan& plan);
 
-/// The forward of micro-batch `id` at `tick`, timed and slowed down as faults.slow asks; true in
-/// `slowed` when the slow-down was applied.
+/// The forward of micro-batch `id` at the stage's current tick, timed (busy time, the timeline's
+/// span and message flows) and slowed down as faults.slow asks; true in `slowed` when it was.
 activation timed_forward(stage_core& c, const activation& x, int64_t id, bool& slowed);
 /// The backward of micro-batch `id` at the stage's current tick, timed and slowed down likewise.
 stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, const activation& grad,
                                       int64_t id, bool& slowed);
+
+/// The stage has nothing to run: the timeline's "wait for input" starts (once).
+void mark_idle(stage_core& c);
+/// Mailbox depth on the timeline.
+void trace_mailbox(stage_core& c, std::size_t waiting);
 
 /// The stage's report of the phase so far.
 stage_report make_report(stage_core& c);
@@ -71,8 +82,9 @@ int64_t arrival_tick(const stage_core& c, int64_t t, int64_t link_delay);
 /// activation of a message as this stage's backend can use it (an event wait, or a copy)...
 activation take_in(stage_core& c, const activation& x);
 /// ...and one of this stage's own, made ready for a consumer computing on `consumer` (the host,
-/// `cpu`, for the loss actor, the coordinator, and any stage in another process).
-activation hand_out(stage_core& c, const activation& x, const device& consumer);
+/// `cpu`, for the loss actor, the coordinator, and any stage in another process); `id` is the
+/// micro-batch it belongs to (for the timeline).
+activation hand_out(stage_core& c, const activation& x, const device& consumer, int64_t id);
 
 /// Where a message stands against the stage's phase: for a phase not planned here yet (a
 /// neighbour started first), a late copy of an earlier or finished phase, or for now.
@@ -104,6 +116,16 @@ void fail_with(Self* self, stage_core& c, const std::exception& e, int64_t micro
 template <class Self>
 void count_slowed(Self* self, stage_core& c, bool slowed) {
   if (slowed) report_fault(self, c, fault_kind::slow);
+}
+
+/// After a backward: per-step metrics every N optimizer steps of this stage.
+template <class Self>
+void after_backward(Self* self, stage_core& c, const stage::backward_result& r) {
+  const int every = c.ctx.metrics_every;
+  if (every <= 0 || !r.stepped || c.ctx.compute->weight_version() % every != 0) return;
+  const stage_window w = c.window.take(*c.ctx.compute);
+  self->send(c.links.coordinator, window_report{c.ctx.index, c.plan.generation, w.optimizer_steps,
+                                                w.staleness_mean, w.inversion_error_mean});
 }
 
 /// The end of this stage's phase, to the coordinator, once its device has done the work queued

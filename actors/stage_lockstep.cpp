@@ -7,6 +7,7 @@ namespace {
 void note_mailbox(lockstep_state& st) {
   const auto waiting = static_cast<int64_t>(st.forwards.size() + st.backwards.size());
   st.core.mailbox_peak = std::max(st.core.mailbox_peak, waiting);
+  trace_mailbox(st.core, static_cast<std::size_t>(waiting));
 }
 
 /// The inputs tick t needs: stage 1 always reads the loader; the others from tick 1 (plus the
@@ -25,7 +26,7 @@ void send_forward(lockstep_self self, int64_t id, int64_t t, const activation& o
   stage_core& c = self->state.core;
   const int64_t at = arrival_tick(c, t, c.faults.forward_delay);
   if (at >= c.plan.ticks) return;  // nothing is sent past the phase
-  emit(self, c, c.links.next, forward_data{c.stamp_for(id, at), hand_out(c, out, c.links.next_device)},
+  emit(self, c, c.links.next, forward_data{c.stamp_for(id, at), hand_out(c, out, c.links.next_device, id)},
        c.faults.forward_delay);
 }
 
@@ -36,8 +37,8 @@ void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& 
   const int64_t at = arrival_tick(c, t, c.faults.backward_delay);
   if (at >= c.plan.ticks) return;
   emit(self, c, c.links.prev,
-       backward_data{c.stamp_for(id, at), hand_out(c, rebuilt, c.links.prev_device),
-                     hand_out(c, grad, c.links.prev_device)},
+       backward_data{c.stamp_for(id, at), hand_out(c, rebuilt, c.links.prev_device, id),
+                     hand_out(c, grad, c.links.prev_device, id)},
        c.faults.backward_delay);
 }
 
@@ -51,6 +52,7 @@ void end_tick(lockstep_self self, const backward_data& in) {
       bool slowed = false;
       stage::backward_result r = timed_backward(c, in.rebuilt, in.grad, in.s.micro_batch, slowed);
       count_slowed(self, c, slowed);
+      after_backward(self, c, r);
       send_backward(self, in.s.micro_batch, t, r.input, r.input_grad);
     } else {
       send_backward(self, -1, t, {}, {});
@@ -84,7 +86,7 @@ bool run_tick(lockstep_self self) {
       c.logits = out;
       c.logits_id = id;
       c.awaiting_loss = true;
-      self->send(c.links.loss, logits_data{c.stamp_for(id, t), hand_out(c, out, device{}).x1});
+      self->send(c.links.loss, logits_data{c.stamp_for(id, t), hand_out(c, out, device{}, id).x1});
       return false;
     }
     send_forward(self, id, t, out);
@@ -106,6 +108,7 @@ void advance(lockstep_self self) {
     while (c.tick < c.plan.ticks && run_tick(self)) {
     }
     if (!c.awaiting_loss && c.tick >= c.plan.ticks) finish_phase(self, c);
+    mark_idle(c);  // until the next input (or the loss) arrives
   } catch (const std::exception& e) {
     fail_with(self, c, e, -1);
   }
@@ -170,6 +173,7 @@ void on_loss(lockstep_self self, loss_data in) {
     bool slowed = false;
     stage::backward_result r = timed_backward(c, c.logits, activation{in.dlogits, {}}, c.logits_id, slowed);
     count_slowed(self, c, slowed);
+    after_backward(self, c, r);
     c.logits = activation{};
     send_backward(self, c.logits_id, c.tick, r.input, r.input_grad);
     end_tick(self, backward_data{});

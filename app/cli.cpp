@@ -23,6 +23,10 @@ int run_cli(int argc, char** argv) {
                         "Stop after this epoch (checkpointed; continue with --resume)");
   train_cmd->add_option("--set", train.sets, "Override a config value, e.g. --set training.epochs=10")
       ->allow_extra_args(false);
+  bool trace = false;
+  train_cmd->add_flag(
+      "--trace", trace,
+      "Write trace.json, the run's timeline (same as --set output.trace=true; see output.trace_steps)");
 
   node_options node;
   auto* node_cmd = cli.add_subcommand("node", "Host stage actors for a coordinator (pipeline.nodes)");
@@ -86,6 +90,7 @@ int run_cli(int argc, char** argv) {
       std::cerr << "petra train: give a config (file or preset) or --resume <run-dir>\n";
       return 2;
     }
+    if (trace) train.sets.push_back("output.trace=true");
     return train_command(train);
   }
   if (*eval_cmd) return eval_command(eval_target, eval_sets);

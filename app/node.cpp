@@ -1,6 +1,8 @@
 // `petra node`: a process that hosts stage actors for a coordinator. It binds loopback unless
 // told otherwise; beyond loopback it requires TLS (--tls-cert/--tls-key/--tls-ca: both sides present
 // a certificate signed by that CA). It serves until SIGINT/SIGTERM.
+#include <unistd.h>
+
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <csignal>
@@ -47,7 +49,7 @@ int node_command(const node_options& options) {
 
   caf_config cfg(options.threads, tls);
   caf::actor_system system(cfg);
-  auto node = spawn_node_actor(system);
+  auto node = spawn_node_actor(system, "node " + host + " (pid " + std::to_string(::getpid()) + ")");
   auto bound = publish_node(system, node, host, port, tls.enabled());
   if (!bound) {
     std::cerr << "petra node: cannot listen on " << options.listen << ": " << system.render(bound.error())

@@ -158,6 +158,10 @@ struct output_config {
   std::string name = "";           // run directory name; "" = <preset or config>-<method>-<time>
   int checkpoint_every_steps = 0;  // also checkpoint every N optimizer steps of stage 1; 0 = epoch ends only
   bool progress = true;            // a progress line when stdout is a terminal
+  int metrics_every_steps = 0;  // also a {"event":"step"} line every N optimizer steps of stage 1; 0 = none
+  bool trace = false;           // write trace.json (Chrome trace format) of the actor runtimes
+  std::vector<int64_t> trace_steps = {200,
+                                      399};  // the micro-batches of the run the trace covers, first and last
 };
 
 struct run_config {

@@ -99,7 +99,10 @@ section schema(run_config& config) {
            {{"dir", &output.dir},
             {"name", &output.name},
             {"checkpoint_every_steps", &output.checkpoint_every_steps},
-            {"progress", &output.progress}},
+            {"progress", &output.progress},
+            {"metrics_every_steps", &output.metrics_every_steps},
+            {"trace", &output.trace},
+            {"trace_steps", &output.trace_steps}},
            {}},
           {"nodes", {}, {}, &config.nodes},
       }};

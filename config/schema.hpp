@@ -15,9 +15,10 @@
 namespace petra::config::detail {
 
 /// A pointer to one typed field of a run_config.
-using field_ref = std::variant<int*, int64_t*, uint64_t*, double*, bool*, std::string*, std::vector<int>*,
-                               std::vector<float>*, std::vector<double>*, std::vector<std::string>*,
-                               runtime_mode*, training_method*, std::vector<device_spec>*>;
+using field_ref =
+    std::variant<int*, int64_t*, uint64_t*, double*, bool*, std::string*, std::vector<int>*,
+                 std::vector<int64_t>*, std::vector<float>*, std::vector<double>*, std::vector<std::string>*,
+                 runtime_mode*, training_method*, std::vector<device_spec>*>;
 
 struct field {
   std::string key;

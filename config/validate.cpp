@@ -223,6 +223,11 @@ void validate_output(const output_config& output, const checker& check) {
     check.fail("output.name", "'" + output.name + "' contains '/'; it names one directory inside output.dir");
   check.at_least("output.checkpoint_every_steps", output.checkpoint_every_steps, 0,
                  "0 means at epoch ends only");
+  check.at_least("output.metrics_every_steps", output.metrics_every_steps, 0, "0 means no step lines");
+  if (output.trace_steps.size() != 2 || output.trace_steps[0] < 0 ||
+      output.trace_steps[1] < output.trace_steps[0])
+    check.fail("output.trace_steps",
+               "expected [first, last]: two micro-batch numbers of the run, 0 <= first <= last");
 }
 
 }  // namespace

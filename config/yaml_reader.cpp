@@ -61,6 +61,7 @@ const char* expected(const bool*) { return "true or false"; }
 const char* expected(const std::string*) { return "a string"; }
 
 const char* expected_list(const int*) { return "a list of integers, e.g. [1, 2, 3]"; }
+const char* expected_list(const int64_t*) { return "a list of integers, e.g. [200, 399]"; }
 const char* expected_list(const float*) { return "a list of numbers, e.g. [0.5, 0.25]"; }
 const char* expected_list(const double*) { return "a list of numbers, e.g. [150, 225]"; }
 const char* expected_list(const std::string*) { return "a list of strings, e.g. [cpu, cuda:0]"; }

@@ -19,8 +19,9 @@ using loss_sink = caf::typed_actor<caf::reacts_to<loss_data>>;
 
 /// What the coordinator is to the actors of its pipeline: phase ends, failures, injected faults and
 /// the loss actor's progress arrive here.
-using coordinator_actor = caf::typed_actor<caf::reacts_to<phase_done>, caf::reacts_to<failure_report>,
-                                           caf::reacts_to<fault_event>, caf::reacts_to<loss_report>>;
+using coordinator_actor =
+    caf::typed_actor<caf::reacts_to<phase_done>, caf::reacts_to<failure_report>, caf::reacts_to<fault_event>,
+                     caf::reacts_to<loss_report>, caf::reacts_to<window_report>>;
 
 /// The loss actor: labels from the loader; logits from the last stage, answered with a loss_data
 /// message to the wired last stage; evaluation logits with their labels; its totals per phase.
@@ -66,10 +67,13 @@ using stage_actor =
 
 /// A node: a process that hosts stages for a coordinator. spawn: (the resolved config as YAML,
 /// stage index, optimizer steps per epoch) → the new stage actor. kill: the node process kills
-/// itself with SIGKILL after the given seconds (fault injection).
+/// itself with SIGKILL after the given seconds (fault injection). ping: the node's trace clock now
+/// (µs), to align its timeline; trace: its stages' timeline as trace JSON (output.trace).
 using node_actor =
     caf::typed_actor<caf::replies_to<atoms::spawn_atom, std::string, int32_t, int64_t>::with<stage_actor>,
-                     caf::reacts_to<atoms::kill_atom, double>>;
+                     caf::reacts_to<atoms::kill_atom, double>,
+                     caf::replies_to<atoms::ping_atom>::with<double>,
+                     caf::replies_to<atoms::trace_atom>::with<std::string>>;
 
 }  // namespace petra::messages
 

@@ -130,6 +130,16 @@ struct stage_status {
   bool waiting_backward = false;  // lockstep: its backward input for `tick` is missing
 };
 
+/// A stage's latest window of optimizer steps (per-step metrics, output.metrics_every_steps):
+/// sent every N steps of its own.
+struct window_report {
+  int32_t stage = -1;
+  int32_t generation = 0;
+  int64_t optimizer_steps = 0;
+  double staleness_mean = 0;
+  double inversion_error_mean = -1;  // −1 = none
+};
+
 /// End of a stage's phase: its last tick ran (lockstep) or every micro-batch passed its backward (async).
 struct phase_done {
   int32_t stage = -1;

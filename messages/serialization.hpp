@@ -115,6 +115,11 @@ typename Inspector::result_type inspect(Inspector& f, stage_status& x) {
            x.waiting_backward);
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, window_report& x) {
+  return f(caf::meta::type_name("window_report"), x.stage, x.generation, x.optimizer_steps, x.staleness_mean,
+           x.inversion_error_mean);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_done& x) {
   return f(caf::meta::type_name("phase_done"), x.stage, x.generation);
 }

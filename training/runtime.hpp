@@ -11,6 +11,7 @@
 #include "training/checkpoint.hpp"
 #include "training/evaluate.hpp"
 #include "training/faults.hpp"
+#include "training/stage_window.hpp"
 
 namespace petra {
 
@@ -30,8 +31,15 @@ struct phase_result : run_totals {
   std::vector<fault_counts> faults;  // per stage, injected in the phase
 };
 
-/// Called as micro-batches complete, with the phase's totals so far.
-using progress_fn = std::function<void(const run_totals&)>;
+/// Where a phase stands: its totals so far and, when per-step metrics are on
+/// (output.metrics_every_steps), each stage's latest window of optimizer steps.
+struct progress_sample {
+  run_totals totals;
+  std::vector<stage_window> stages;  // per stage; empty when per-step metrics are off
+};
+
+/// Called as micro-batches complete.
+using progress_fn = std::function<void(const progress_sample&)>;
 
 class pipeline_runtime {
  public:
@@ -49,6 +57,8 @@ class pipeline_runtime {
   virtual void recover() = 0;
   /// The learning rate of the first stage now.
   virtual double current_lr() = 0;
+  /// Writes the run's timeline (output.trace) to `path`; a runtime that records none refuses the key.
+  virtual void write_trace(const std::string& path) = 0;
 };
 
 }  // namespace petra

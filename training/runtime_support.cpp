@@ -39,6 +39,9 @@ void check_runtime_supports(const config::run_config& c) {
     if (!c.pipeline.spare_nodes.empty())
       refuse("pipeline.spare_nodes", c,
              "runs every stage in this process (use runtime.mode lockstep or async)");
+    if (c.output.trace)
+      refuse("output.trace", c,
+             "has no actors to trace (the timeline is the actor runtimes': lockstep or async)");
     if (c.runtime.credits != 0)
       refuse("runtime.credits", c, "follows the tick schedule: credits bound the async runtime only");
   }

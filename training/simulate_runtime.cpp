@@ -21,11 +21,14 @@ class simulate_runtime : public pipeline_runtime {
       : train_(train),
         stages_(build_placed_stages(c, optimizer)),
         loss_(make_loss_backend()),
-        sim_(pointers(stages_), *loss_, entry_spacing(method_for(c.training).kind, stages_.size())) {}
+        sim_(pointers(stages_), *loss_, entry_spacing(method_for(c.training).kind, stages_.size())),
+        every_(c.output.metrics_every_steps),
+        meters_(stages_.size()) {}
 
   phase_result train(const phase_request& phase, const progress_fn& progress) override {
     train_.start_epoch(phase.epoch, phase.first);
     for (placed_stage& p : stages_) p.compute->reset_stats();
+    for (stage_window_meter& m : meters_) m.restart();
     const auto start = std::chrono::steady_clock::now();
     int64_t fed = 0;
     phase_result out;
@@ -36,7 +39,8 @@ class simulate_runtime : public pipeline_runtime {
           return true;
         },
         [&](const run_totals& t) {
-          if (progress) progress(t);
+          take_windows();
+          if (progress) progress(progress_sample{t, windows_});
         });
     out.completed = out.micro_batches;
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -69,13 +73,31 @@ class simulate_runtime : public pipeline_runtime {
 
   double current_lr() override { return stages_.front().compute->optimizer().current_lr(); }
 
+  void write_trace(const std::string&) override {
+    throw std::logic_error(
+        "the simulator records no timeline (output.trace is refused for runtime.mode simulate)");
+  }
+
   void recover() override {}  // one thread, nothing to lose: the checkpoint restores everything
 
  private:
+  /// Per-step metrics: every stage's window, each time stage 1 completes another N optimizer steps.
+  void take_windows() {
+    const int64_t steps = stages_.front().compute->weight_version();
+    if (every_ <= 0 || steps == windows_taken_at_ || steps % every_ != 0) return;
+    windows_taken_at_ = steps;
+    windows_.clear();
+    for (std::size_t j = 0; j < stages_.size(); ++j) windows_.push_back(meters_[j].take(*stages_[j].compute));
+  }
+
   data_feed& train_;
   std::vector<placed_stage> stages_;
   std::unique_ptr<backend> loss_;
   simulator sim_;
+  int64_t every_;
+  std::vector<stage_window_meter> meters_;
+  std::vector<stage_window> windows_;
+  int64_t windows_taken_at_ = -1;
 };
 
 }  // namespace

@@ -4,81 +4,24 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 
 #include "compute/serialize/atomic_file.hpp"
 #include "training/accounting.hpp"
+#include "training/prepared_run.hpp"
 #include "training/progress.hpp"
 #include "training/run_dir.hpp"
-#include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 #include "training/stage_metrics.hpp"
+#include "training/step_lines.hpp"
 
 namespace petra {
 namespace {
 
-namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-/// Everything the run needs, checked: the config, the data, the runtime, where to start.
-struct prepared_run {
-  config::run_config cfg;
-  training_data data;
-  optimizer_settings opt;
-  method_options method;
-  std::unique_ptr<pipeline_runtime> runtime;
-  std::string run_path;   // the run directory (to create, or to reopen when resuming)
-  int epoch = 1;          // the epoch to start or continue
-  int64_t position = 0;   // its next micro-batch
-  int64_t per_epoch = 0;  // micro-batches per epoch
-};
-
-prepared_run prepare(const train_options& options, const runtime_factory& make_runtime) {
-  prepared_run p;
-  const bool resuming = !options.resume.empty();
-  const fs::path resume_dir(options.resume);
-  if (resuming &&
-      (!fs::exists(resume_dir / "config.yaml") || !fs::exists(resume_dir / "checkpoint.safetensors")))
-    throw std::invalid_argument("'" + options.resume +
-                                "' is not a run directory with config.yaml and checkpoint.safetensors");
-  p.cfg =
-      config::load_config(resuming ? (resume_dir / "config.yaml").string() : options.config, options.sets);
-  check_runtime_supports(p.cfg);
-  p.method = method_for(p.cfg.training);
-  p.run_path = resuming ? options.resume
-                        : (fs::path(p.cfg.output.dir) /
-                           (p.cfg.output.name.empty() ? default_run_name(p.cfg.model.arch, p.method.str())
-                                                      : p.cfg.output.name))
-                              .string();
-  if (!resuming && fs::exists(p.run_path) && !fs::is_empty(p.run_path))
-    throw std::invalid_argument("run directory '" + p.run_path +
-                                "' already exists and is not empty: choose another output.name or remove it");
-  p.data = load_training_data(p.cfg);
-  p.per_epoch = p.data.train_feed->micro_batches_per_epoch();
-  const int64_t steps_per_epoch = p.per_epoch / p.cfg.training.accumulation;
-  if (steps_per_epoch < 1)
-    throw std::invalid_argument(
-        "the training set (" + std::to_string(p.data.train->count) +
-        " images) is smaller than one optimizer batch (micro_batch · accumulation = " +
-        std::to_string(p.cfg.training.micro_batch * p.cfg.training.accumulation) + ")");
-  p.opt = optimizer_for(p.cfg.training, steps_per_epoch);
-  p.runtime = make_runtime(p.cfg, p.data, p.opt);
-  if (resuming) {
-    const checkpoint from =
-        read_checkpoint((resume_dir / "checkpoint.safetensors").string(), stage_sizes(p.cfg).size());
-    p.runtime->restore(from);
-    p.epoch = std::stoi(from.metadata.at("epoch"));
-    p.position = std::stoll(from.metadata.at("position"));
-    if (p.position >= p.per_epoch) p.epoch += 1, p.position = 0;
-    if (p.epoch > p.cfg.training.epochs)
-      throw std::invalid_argument("the run in '" + options.resume + "' is already complete");
-  }
-  return p;
 }
 
 /// One epoch's totals over its phases.
@@ -102,7 +45,12 @@ struct epoch_totals : run_totals {
 class run {
  public:
   run(prepared_run& p, const train_options& options, run_dir& dir)
-      : p_(p), options_(options), dir_(dir), bar_(p.cfg.output.progress), J_(stage_sizes(p.cfg).size()) {}
+      : p_(p),
+        options_(options),
+        dir_(dir),
+        bar_(p.cfg.output.progress),
+        J_(stage_sizes(p.cfg).size()),
+        steps_(p.cfg.output.metrics_every_steps, p.opt, dir) {}
 
   int go() {
     const auto run_start = clock_type::now();
@@ -117,6 +65,7 @@ class run {
       }
     }
     summarize(seconds_since(run_start));
+    if (p_.cfg.output.trace) p_.runtime->write_trace(dir_.file("trace.json"));
     return 0;
   }
 
@@ -179,11 +128,15 @@ class run {
       const int64_t count = std::min(phase_size, p_.per_epoch - position);
       const run_totals before = totals;
       const auto t0 = clock_type::now();
-      const phase_result phase = run_phase({epoch, position, count, 0}, [&](const run_totals& t) {
+      const phase_result phase = run_phase({epoch, position, count, 0}, [&](const progress_sample& sample) {
         run_totals now = before;
-        now += t;
+        now += sample.totals;
         bar_.update(now.micro_batches, now.samples, now.mean_loss(), now.accuracy());
+        run_totals in_run = run_done_;
+        in_run += sample.totals;
+        steps_.observe(epoch, in_run, sample.stages);
       });
+      run_done_ += phase;
       seconds += seconds_since(t0);
       totals.add(phase);
       position += count;
@@ -244,7 +197,9 @@ class run {
   run_dir& dir_;
   progress bar_;
   std::size_t J_;
+  step_lines steps_;
   accounting account_;
+  run_totals run_done_;  // the phases finished so far in this process
   double train_seconds_ = 0;
   int64_t train_images_ = 0;
   double last_test_accuracy_ = 0;

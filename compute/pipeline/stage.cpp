@@ -76,6 +76,7 @@ stage::backward_result stage::backward(const activation& output, const activatio
   r.forward_version = entry.version;
   if (options_.taped) {
     r.input_grad = backward_taped(output_grad);
+    step_if_due(r);
     return r;
   }
   if (options_.stash_weights) swap_in(entry.version);
@@ -105,7 +106,7 @@ stage::backward_result stage::backward(const activation& output, const activatio
     release_stash(entry.version);
   }
   ++stats_.backwards;
-  step_if_due();
+  step_if_due(r);
   return r;
 }
 
@@ -124,7 +125,6 @@ activation stage::backward_taped(const activation& output_grad) {
   if (!taped_.empty())
     throw std::logic_error("stage " + std::to_string(index_) + ": tape not consumed by backward");
   ++stats_.backwards;
-  step_if_due();
   return d;
 }
 
@@ -134,8 +134,13 @@ activation stage::evaluate(const activation& x) {
   return h;
 }
 
-void stage::step_if_due() {
-  if (stats_.backwards % optimizer_.settings().accumulation == 0) optimizer_.step();
+void stage::step_if_due(backward_result& r) {
+  if (++accumulated_ < optimizer_.settings().accumulation) return;
+  accumulated_ = 0;
+  r.stepped = true;
+  r.step_begin = std::chrono::steady_clock::now();
+  optimizer_.step();
+  r.step_end = std::chrono::steady_clock::now();
 }
 
 void stage::stash_current_weights() {

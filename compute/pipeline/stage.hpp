@@ -2,6 +2,7 @@
 // and its weight stash (only for the stash baselines). It knows nothing of actors.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -58,6 +59,8 @@ class stage {
     activation input;  // rebuilt input (exact: the kept one); undefined for a taped stage
     activation input_grad;
     int64_t forward_version;  // weight version its forward used
+    bool stepped = false;     // this backward completed k of them: the optimizer stepped, at:
+    std::chrono::steady_clock::time_point step_begin, step_end;
   };
   /// The backward of micro-batch `id` at `tick`, which must be the oldest outstanding one: rebuild
   /// (or pop) the input, differentiate at it, accumulate Δ; after every k-th backward, an optimizer
@@ -92,7 +95,8 @@ class stage {
   };
   activation forward_taped(const activation& x);
   activation backward_taped(const activation& output_grad);
-  void step_if_due();
+  /// After a backward: the optimizer step when k backwards have accumulated (timed into `r`).
+  void step_if_due(backward_result& r);
   void stash_current_weights();
   void release_stash(int64_t version);
   void swap_in(int64_t version);
@@ -110,6 +114,7 @@ class stage {
   std::map<int64_t, std::vector<tensor>> stash_;  // version → weight values
   std::map<int64_t, int64_t> stash_users_;        // version → outstanding forwards using it
   tape taped_;                                    // the backprop tape (one micro-batch)
+  int64_t accumulated_ = 0;                       // backwards since the last optimizer step
   stage_stats stats_;
 };
 

@@ -1,0 +1,30 @@
+// Everything a run needs before it writes anything: the config, the data, the runtime, where to
+// start; every input checked (bad input is reported before a file exists).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "compute/pipeline/method.hpp"
+#include "training/train_loop.hpp"
+
+namespace petra {
+
+/// Everything the run needs, checked.
+struct prepared_run {
+  config::run_config cfg;
+  training_data data;
+  optimizer_settings opt;
+  method_options method;
+  std::unique_ptr<pipeline_runtime> runtime;
+  std::string run_path;   // the run directory (to create, or to reopen when resuming)
+  int epoch = 1;          // the epoch to start or continue
+  int64_t position = 0;   // its next micro-batch
+  int64_t per_epoch = 0;  // micro-batches per epoch
+};
+
+/// Loads and checks the config (or the run directory to resume), the data and the runtime; throws
+/// (config::config_error, data errors, std::invalid_argument) on bad input.
+prepared_run prepare(const train_options& options, const runtime_factory& make_runtime);
+
+}  // namespace petra

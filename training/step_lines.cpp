@@ -1,0 +1,45 @@
+// Per-step metric lines.
+#include "training/step_lines.hpp"
+
+namespace petra {
+
+step_lines::step_lines(int every, const optimizer_settings& optimizer, run_dir& dir)
+    : every_(every),
+      optimizer_(optimizer),
+      dir_(dir),
+      next_(every),
+      start_(std::chrono::steady_clock::now()),
+      last_time_(start_) {}
+
+void step_lines::observe(int epoch, const run_totals& run_so_far, const std::vector<stage_window>& stages) {
+  if (every_ <= 0 || stages.empty() || stages.front().optimizer_steps < next_) return;
+  if (run_so_far.micro_batches <= last_.micro_batches) return;  // no loss of the window yet: wait for it
+  const int64_t steps = stages.front().optimizer_steps;
+  next_ = (steps / every_ + 1) * every_;
+  const auto now = std::chrono::steady_clock::now();
+  const double window_seconds = std::chrono::duration<double>(now - last_time_).count();
+  const int64_t micro_batches = run_so_far.micro_batches - last_.micro_batches;
+  const int64_t samples = run_so_far.samples - last_.samples;
+  nlohmann::json per_stage = nlohmann::json::array();
+  for (const stage_window& w : stages)
+    per_stage.push_back(
+        {{"stage", w.stage + 1},
+         {"staleness_mean", w.staleness_mean},
+         {"inversion_error_mean",
+          w.inversion_error_mean < 0 ? nlohmann::json() : nlohmann::json(w.inversion_error_mean)}});
+  dir_.log(
+      {{"event", "step"},
+       {"epoch", epoch},
+       {"step", steps},
+       {"micro_batches", run_so_far.micro_batches},
+       {"seconds", std::chrono::duration<double>(now - start_).count()},
+       {"loss", micro_batches > 0 ? (run_so_far.loss_sum - last_.loss_sum) / micro_batches : 0.0},
+       {"accuracy", samples > 0 ? static_cast<double>(run_so_far.correct - last_.correct) / samples : 0.0},
+       {"lr", learning_rate(optimizer_, steps)},
+       {"images_per_s", window_seconds > 0 ? samples / window_seconds : 0.0},
+       {"stages", per_stage}});
+  last_ = run_so_far;
+  last_time_ = now;
+}
+
+}  // namespace petra

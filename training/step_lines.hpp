@@ -1,0 +1,34 @@
+// The per-step lines of metrics.jsonl (output.metrics_every_steps): loss, accuracy, learning rate
+// and images/s over the last N optimizer steps of stage 1, and each stage's latest window.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "compute/optimizer.hpp"
+#include "compute/pipeline/simulator.hpp"
+#include "training/run_dir.hpp"
+#include "training/stage_window.hpp"
+
+namespace petra {
+
+class step_lines {
+ public:
+  /// One line every `every` optimizer steps of stage 1 (0 = never), into `dir`.
+  step_lines(int every, const optimizer_settings& optimizer, run_dir& dir);
+
+  /// Where the run stands: its totals since it started and each stage's latest window. Writes a
+  /// line when stage 1's window reached the next multiple of `every` steps.
+  void observe(int epoch, const run_totals& run_so_far, const std::vector<stage_window>& stages);
+
+ private:
+  int every_;
+  optimizer_settings optimizer_;
+  run_dir& dir_;
+  int64_t next_ = 0;
+  run_totals last_;
+  std::chrono::steady_clock::time_point start_, last_time_;
+};
+
+}  // namespace petra
