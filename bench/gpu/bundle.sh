@@ -38,8 +38,9 @@ for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-
 done
 
 targets=(petra petra_tests_cuda petra_tests_actors petra_tests_sim bench_gpu_step bench_handoff)
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPETRA_CUDA=ON -DPETRA_PORTABLE=ON >"$build.configure.log" 2>&1 ||
-  fail "configure failed: see $build.configure.log"
+mkdir -p "$build"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPETRA_CUDA=ON -DPETRA_PORTABLE=ON >"$build/configure.log" 2>&1 ||
+  fail "configure failed: see $build/configure.log"
 nice -n 10 cmake --build "$build" -j"$jobs" --target "${targets[@]}"
 
 stage=$build/bundle
