@@ -29,6 +29,17 @@
 # REVNET_S, PEER_S; REVNET_IMAGES (images per epoch of the RevNet-18 runs, default 25600).
 set -uo pipefail
 
+[ $# -gt 0 ] || set -- parity
+for cmd in "$@"; do
+  case $cmd in
+    parity | sanitize | train | revnet | speed | profile) ;;
+    *)
+      echo "run.sh: unknown sub-command '$cmd' (parity, sanitize, train, revnet, speed, profile)" >&2
+      exit 2
+      ;;
+  esac
+done
+
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [ -n "${BUNDLE:-}" ]; then
   bundle=$BUNDLE
@@ -160,9 +171,13 @@ sanitize_one() {
   timeout -k 10 "$limit" compute-sanitizer "${flags[@]}" "$bin" "$@" >"$log" 2>&1
   rc=$?
   local errors warnings processes status
-  errors=$(grep -oE '(ERROR SUMMARY: [0-9]+ error|\([0-9]+ errors)' "$log" | grep -oE '[0-9]+' | awk '{ s += $1 } END { print s + 0 }')
-  warnings=$(grep -oE '[0-9]+ warnings\)' "$log" | grep -oE '[0-9]+' | awk '{ s += $1 } END { print s + 0 }')
-  processes=$(grep -cE '(ERROR|RACECHECK|SYNCCHECK) SUMMARY' "$log")
+  # racecheck ends each process with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)",
+  # the other tools with "ERROR SUMMARY: E errors".
+  local pattern='ERROR SUMMARY'
+  grep -q 'RACECHECK SUMMARY' "$log" && pattern='RACECHECK SUMMARY'
+  errors=$(grep "$pattern" "$log" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+' | awk '{ s += $1 } END { print s + 0 }')
+  warnings=$(grep "$pattern" "$log" | grep -oE '[0-9]+ warnings?' | grep -oE '[0-9]+' | awk '{ s += $1 } END { print s + 0 }')
+  processes=$(grep -c "$pattern" "$log")
   case $rc in
     0) status="tests passed" ;;
     124 | 137) status="TIMEOUT after $limit s (partial)" ;;
@@ -324,7 +339,11 @@ cmd_speed() {
       2>>"$details/peer-stderr.log" | tee -a "$details/peer.jsonl"
     rc=${PIPESTATUS[0]}
     echo "   exit $rc after $(seconds_since "$t0") s"
-    [ "$rc" = 0 ] || echo "{\"bench\": \"step\", \"impl\": \"torch $variant\", \"skipped\": \"exit $rc\"}" >>"$details/peer.jsonl"
+    if [ "$rc" != 0 ]; then
+      local tf=false
+      [[ $variant == *--tf32* ]] && tf=true
+      echo "{\"bench\": \"step\", \"impl\": \"torch $variant\", \"tf32\": $tf, \"skipped\": \"exit $rc\"}" >>"$details/peer.jsonl"
+    fi
   done
   echo "-- bench_handoff"
   timeout -k 10 120 "$bundle/bin/bench_handoff" --repeats 200 | tee "$details/handoff.md"
@@ -403,15 +422,7 @@ PY
 }
 
 status=0
-[ $# -gt 0 ] || set -- parity
 for cmd in "$@"; do
-  case $cmd in
-    parity | sanitize | train | revnet | speed | profile) ;;
-    *)
-      echo "run.sh: unknown sub-command '$cmd' (parity, sanitize, train, revnet, speed, profile)" >&2
-      exit 2
-      ;;
-  esac
   details=$work/$cmd
   summary=$details/summary.md
   mkdir -p "$details"

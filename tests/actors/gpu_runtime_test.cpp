@@ -44,14 +44,12 @@ std::string skip_reason() {
 /// The default preset, 20 micro-batches of one epoch, deterministic fp32 GPU math.
 config::run_config gpu_config(const std::string& mode, const std::string& devices,
                               const std::string& nodes = "") {
-  std::vector<std::string> sets = {"runtime.mode=" + mode,
-                                   "runtime.deterministic=true",
-                                   "runtime.precision=fp32",
-                                   "data.path=" + fashion_mnist_dir(),
+  std::vector<std::string> sets = {"runtime.mode=" + mode, "runtime.deterministic=true",
+                                   "runtime.precision=fp32", "data.path=" + fashion_mnist_dir(),
                                    "data.train_limit=" + std::to_string(micro_batches * 64),
-                                   "data.test_limit=64",
-                                   "training.epochs=1",
-                                   "output.progress=false"};
+                                   "data.test_limit=64", "training.epochs=1", "output.progress=false",
+                                   // No progress for a minute is no hang under compute-sanitizer.
+                                   "faults.stall_seconds=240"};
   if (!devices.empty()) sets.push_back("pipeline.devices=" + devices);
   if (!nodes.empty()) sets.push_back("pipeline.nodes=" + nodes);
   return config::load_config("default", sets);
