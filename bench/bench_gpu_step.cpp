@@ -4,6 +4,8 @@
 //  (c) PETRA with J = 10 stages (one block each) against backprop on one GPU, in images/s,
 //      both through the reference simulator (one backend, one stream).
 // Prints one JSON line per measurement; run.sh puts the PyTorch peer's line beside (a).
+//   bench_gpu_step [--batch 128] [--iters 50] [--warmup 10] [--micro-batches 60] [--tf32 0|1]
+//                  [--methods 0|1]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,10 +29,11 @@ using clock_type = std::chrono::steady_clock;
 
 struct settings {
   int batch = 128;
-  int warmup = 5;
-  int iters = 20;
+  int warmup = 10;
+  int iters = 50;
   int micro_batches = 60;  // (c): per method
   bool tf32 = false;
+  bool methods = true;  // run (c); off for a profile of the step alone
 };
 
 double ms_since(clock_type::time_point t0) {
@@ -129,6 +132,11 @@ void bench_method(backend& be, const settings& s, method_kind kind, int stages_w
 
 int main(int argc, char** argv) {
   settings s;
+  if (argc % 2 == 0) {
+    std::fprintf(stderr, "bench_gpu_step: option %s has no value (options come as --name value)\n",
+                 argv[argc - 1]);
+    return 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i];
     const int value = std::atoi(argv[i + 1]);
@@ -142,10 +150,13 @@ int main(int argc, char** argv) {
       s.micro_batches = value;
     else if (key == "--tf32")
       s.tf32 = value != 0;
+    else if (key == "--methods")
+      s.methods = value != 0;
     else {
-      std::fprintf(
-          stderr, "bench_gpu_step: unknown option %s (use --batch --iters --warmup --micro-batches --tf32)\n",
-          argv[i]);
+      std::fprintf(stderr,
+                   "bench_gpu_step: unknown option %s (use --batch --iters --warmup --micro-batches --tf32 "
+                   "--methods)\n",
+                   argv[i]);
       return 2;
     }
   }
@@ -165,6 +176,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "backend: %s\n", be->name().c_str());
   bench_step(*be, s);
   std::printf("{\"bench\": \"reversible_overlap\", \"status\": \"not implemented\"}\n");
+  if (!s.methods) return 0;
   bench_method(*be, s, method_kind::backprop, 1);
   bench_method(*be, s, method_kind::petra, 10);
   return 0;

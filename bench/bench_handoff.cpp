@@ -2,7 +2,8 @@
 // producer's backend and import on the consumer's, for an activation of the default preset's size
 // (64×32×28×28 floats) and a small tensor (64×10 logits). Two medians per path: the caller's time
 // in the two calls (what a stage actor's thread spends), and the time until the consumer's stream
-// has the tensor (its synchronize() returned). The CPU→CPU handle is the baseline.
+// has the tensor (its synchronize() returned). The CPU→CPU handle is the baseline; the cuda:0
+// paths are measured where a GPU is usable.
 //   bench_handoff [--repeats N]
 #include <algorithm>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -76,11 +78,30 @@ int main(int argc, char** argv) {
     backend* producer;
     backend* consumer;
   };
-  const std::vector<path> paths = {{"cpu → cpu (a handle)", cpu_a.get(), cpu_b.get()},
-                                   {"sim:0 → sim:0, other stream", sim0_a.get(), sim0_b.get()},
-                                   {"sim:0 → sim:1 (copy)", sim0_a.get(), sim1.get()},
-                                   {"sim:0 → cpu (to the host)", sim0_a.get(), cpu_a.get()},
-                                   {"cpu → sim:0 (from the host)", cpu_a.get(), sim0_a.get()}};
+  std::vector<path> paths = {{"cpu → cpu (a handle)", cpu_a.get(), cpu_b.get()},
+                             {"sim:0 → sim:0, other stream", sim0_a.get(), sim0_b.get()},
+                             {"sim:0 → sim:1 (copy)", sim0_a.get(), sim1.get()},
+                             {"sim:0 → cpu (to the host)", sim0_a.get(), cpu_a.get()},
+                             {"cpu → sim:0 (from the host)", cpu_a.get(), sim0_a.get()}};
+  // The same paths on a GPU where one is usable: two stage backends on cuda:0 (each its own
+  // stream), and cuda:1 when there is a second GPU.
+  std::string why;
+  std::unique_ptr<backend> cuda0_a, cuda0_b, cuda1;
+  if (cuda_usable(&why)) {
+    cuda0_a = make_backend(device::parse("cuda:0"), options);
+    cuda0_b = make_backend(device::parse("cuda:0"), options);
+    paths.push_back({"cuda:0 → cuda:0, other stream", cuda0_a.get(), cuda0_b.get()});
+    paths.push_back({"cuda:0 → cpu (pinned staging)", cuda0_a.get(), cpu_a.get()});
+    paths.push_back({"cpu → cuda:0 (pinned staging)", cpu_a.get(), cuda0_a.get()});
+    try {
+      cuda1 = make_backend(device::parse("cuda:1"), options);
+      paths.push_back({"cuda:0 → cuda:1 (peer or host copy)", cuda0_a.get(), cuda1.get()});
+    } catch (const std::exception& e) {
+      std::printf("cuda:1 skipped: %s\n", e.what());
+    }
+  } else {
+    std::printf("cuda paths skipped: %s\n", why.c_str());
+  }
   const std::vector<std::pair<const char*, shape_t>> sizes = {{"64×32×28×28 (6.4 MB)", {64, 32, 28, 28}},
                                                               {"64×10 (2.5 KB)", {64, 10}}};
 

@@ -1,73 +1,443 @@
 #!/usr/bin/env bash
-# On the GPU machine, from anywhere in the repository: the CUDA parity tests, then
-#  (a) one RevNet-18 training step (3×32×32, micro-batch 128, backprop): petra vs the PyTorch peer,
-#  (b) the reversible backward with/without two-stream overlap (not implemented yet),
-#  (c) PETRA with J = 10 stages vs backprop on one GPU, in images/s.
-# Binaries come from gpu-bundle/petra-gpu-bundle.tar.xz (made by bench/gpu/bundle.sh on the build
-# machine) or, without it, from $BUILD_DIR (default build-cuda). Results go to $OUT (the device
-# tool's output folder) or /tmp/petra-gpu-bench. Options: TF32=1, ITERS, BATCH, MICRO_BATCHES, PYTHON.
+# On a bare GPU machine (driver, CUDA toolkit, PyTorch, compute-sanitizer, ncu; none of our Debian
+# packages): the GPU steps of issues 9 and 10, from the bundle that bench/gpu/bundle.sh built on the
+# build machine. Each sub-command fits one 10-minute device call and ends with a summary table.
+#
+#   run.sh parity     every tests/cuda case, then the GPU actor-runtime tests (tests/actors/
+#                     gpu_runtime_test.cpp), each case in its own process, each case's result listed
+#   run.sh sanitize   the GPU actor-runtime tests and tests/cuda under compute-sanitizer memcheck
+#                     (with stream-ordered race tracking), racecheck and synccheck; errors per tool
+#   run.sh train      petra train default on [cuda:0 ×8], async, 3 epochs: test accuracy, images/s
+#   run.sh revnet     RevNet-18, micro-batch 128, 3×32×32 (CIFAR-10, else a synthetic set in its
+#                     format): PETRA async on [cuda:0 ×10] vs backprop (J = 1) on cuda:0, images/s
+#   run.sh speed      bench_gpu_step vs the PyTorch peer (eager and torch.compile, fp32 and TF32),
+#                     medians of 50 steps; bench_handoff's hand-over costs on the GPU
+#   run.sh profile    ncu over two petra training steps: the kernels where a step's time goes
+#
+# Several sub-commands may share a call (run.sh parity train). Per sub-command, $OUT (the device
+# tool's output folder; /tmp/petra-gpu-out elsewhere) gets <cmd>.log (everything printed, the
+# summary at its end) and <cmd>-details.tar.gz (per-case logs, metrics, JSON lines): two files, so
+# up to four sub-commands per call stay within the tool's eight files.
+# Without a GPU every GPU part reports skipped, and train/revnet run their exact command lines on
+# the CPU on a few images (a check of the commands, not a measurement); the exit code is 0 unless
+# something failed.
+# The bundle: <repo>/gpu-bundle/petra-gpu-bundle.tar.xz (made by bench/gpu/bundle.sh and carried by
+# the device tool) is unpacked to /tmp/petra-gpu-bundle, its data linked to gpu-bundle/fashion-mnist.
+# Environment: BUNDLE (an unpacked bundle, e.g. build-gpu/bundle here; default: the bundle this
+# script sits in, else the carried archive), PYTHON
+# (python3), CIFAR10_DIR, time limits (seconds): CASE_S, SAN_ACTORS_S, SAN_CUDA_S, TRAIN_S,
+# REVNET_S, PEER_S; REVNET_IMAGES (images per epoch of the RevNet-18 runs, default 25600).
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-results=${OUT:-/tmp/petra-gpu-bench}
-mkdir -p "$results"
-bundle=${BUNDLE:-$root/gpu-bundle/petra-gpu-bundle.tar.xz}
-python=${PYTHON:-python3}
-tf32=${TF32:-0}
 
-if [ -f "$bundle" ]; then
-  unpacked=$(mktemp -d)
-  tar -C "$unpacked" -xJf "$bundle"
-  tests=$unpacked/bin/petra_tests_cuda
-  bench=$unpacked/bin/bench_gpu_step
-  export LD_LIBRARY_PATH=$unpacked/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-else
-  tests=${BUILD_DIR:-$root/build-cuda}/petra_tests_cuda
-  bench=${BUILD_DIR:-$root/build-cuda}/bench/bench_gpu_step
-fi
-# cuDNN and cuBLAS on the loader path: the toolkit's or the pip nvidia-* packages'.
-for l in libcudnn.so.9 libcublas.so.13 libcublasLt.so.13 libcudart.so.13; do
-  if ! ldconfig -p 2>/dev/null | grep -q "$l"; then
-    d=$(find /usr/local /usr/lib /opt /root /home -name "$l" -not -path '*/proc/*' 2>/dev/null | head -1)
-    [ -n "$d" ] && export LD_LIBRARY_PATH=$(dirname "$d"):${LD_LIBRARY_PATH:-}
-  fi
+[ $# -gt 0 ] || set -- parity
+for cmd in "$@"; do
+  case $cmd in
+    parity | sanitize | train | revnet | speed | profile) ;;
+    *)
+      echo "run.sh: unknown sub-command '$cmd' (parity, sanitize, train, revnet, speed, profile)" >&2
+      exit 2
+      ;;
+  esac
 done
 
-nvidia-smi -L 2>&1 | tee "$results/gpus.txt"
-echo "== CUDA parity tests ($tests)"
-"$tests" 2>&1 | tee "$results/parity.txt"
-tests_rc=${PIPESTATUS[0]}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ -n "${BUNDLE:-}" ]; then
+  bundle=$BUNDLE
+elif [ -f "$here/../../env.sh" ]; then
+  bundle=$(cd "$here/../.." && pwd)  # the unpacked bundle's own copy of this script
+else
+  # What the device tool carried: <repo>/gpu-bundle/{petra-gpu-bundle.tar.xz, fashion-mnist/}.
+  carried=$(cd "$here/../.." && pwd)/gpu-bundle
+  archive=$carried/petra-gpu-bundle.tar.xz
+  [ -f "$archive" ] || {
+    echo "run.sh: no $archive: run bash bench/gpu/bundle.sh on the build machine and carry gpu-bundle" >&2
+    exit 2
+  }
+  bundle=/tmp/petra-gpu-bundle
+  stamp="$(stat -c '%s %Y' "$archive")"
+  if [ "$(cat "$bundle/.unpacked-from" 2>/dev/null)" != "$stamp" ]; then
+    if ! { rm -rf "$bundle" && mkdir -p "$bundle" && xz -dc "$archive" | tar -C "$bundle" -xf -; }; then
+      echo "run.sh: could not unpack $archive into $bundle" >&2
+      exit 2
+    fi
+    echo "$stamp" >"$bundle/.unpacked-from"
+  fi
+  ln -sfn "$carried/fashion-mnist" "$bundle/data/fashion-mnist"
+fi
+if [ ! -f "$bundle/env.sh" ] || [ ! -x "$bundle/bin/petra" ]; then
+  echo "run.sh: no bundle at $bundle (bin/petra and env.sh): run bash bench/gpu/bundle.sh on the build machine" >&2
+  exit 2
+fi
+# shellcheck disable=SC1091
+source "$bundle/env.sh"
+out=${OUT:-/tmp/petra-gpu-out}
+mkdir -p "$out"
+work=$(mktemp -d /tmp/petra-gpu.XXXXXX)
+python=${PYTHON:-python3}
+scripts=$bundle/bench/gpu
+[ -f "$scripts/revnet_peer_gpu.py" ] || scripts=$here
 
-echo "== benchmarks"
-"$bench" --batch "${BATCH:-128}" --iters "${ITERS:-20}" --warmup 5 \
-  --micro-batches "${MICRO_BATCHES:-60}" --tf32 "$tf32" 2> "$results/bench_stderr.txt" | tee "$results/ours.jsonl"
-peer_flags=()
-[ "$tf32" = 1 ] && peer_flags+=(--tf32)
-"$python" "$root/bench/gpu/revnet_peer_gpu.py" --arch revnet18 --batch "${BATCH:-128}" --iters "${ITERS:-20}" \
-  --warmup 5 "${peer_flags[@]}" 2> "$results/peer_stderr.txt" | tee "$results/peer.jsonl"
+if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  gpu=1
+  dev=cuda:0
+else
+  gpu=0
+  dev=cpu
+fi
 
-"$python" - "$results/ours.jsonl" "$results/peer.jsonl" <<'PY'
+# The JSON list "[x,x,...]" of n copies of x.
+repeat() {
+  local list="" i
+  for ((i = 0; i < $2; i++)); do list+="${list:+,}$1"; done
+  echo "[$list]"
+}
+
+seconds_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+machine_info() {
+  echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(hostname), bundle $bundle"
+  [ -f "$bundle/BUILD_INFO" ] && sed 's/^/   /' "$bundle/BUILD_INFO"
+  if [ "$gpu" = 1 ]; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | sed 's/^/   GPU: /'
+  else
+    echo "   no GPU (nvidia-smi lists none): the GPU parts report skipped"
+  fi
+  echo "   CPU: $(nproc) cores; LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+}
+
+# run_cases LABEL BINARY [doctest filters]: every matching test case in its own process (as ctest
+# runs them); appends a row per case to $summary: passed, skipped (with the reason), FAILED (with the
+# first failed check), TIMEOUT; the case's full log goes to $details/LABEL-N.log.
+run_cases() {
+  local label=$1 bin=$2
+  shift 2
+  local names=() name i=0 rc t0 log result note count
+  mapfile -t names < <("$bin" --list-test-cases "$@" 2>/dev/null | awk '/^=+$/ { n++; next } n == 1 && NF')
+  if [ "${#names[@]}" = 0 ]; then
+    echo "| $label | (no test cases listed by $bin) | FAILED | | |" >>"$summary"
+    failures=$((failures + 1))
+    return
+  fi
+  for name in "${names[@]}"; do
+    i=$((i + 1))
+    log=$details/$label-$i.log
+    t0=$(date +%s.%N)
+    # doctest splits filters at commas: match them with '?'.
+    timeout -k 10 "${CASE_S:-300}" "$bin" -tc="${name//,/?}" "$@" >"$log" 2>&1
+    rc=$?
+    count=$(grep -oE 'test cases: *[0-9]+' "$log" | grep -oE '[0-9]+$' | head -1)
+    note=""
+    case $rc in
+      0) if [ "${count:-0}" = 1 ]; then result=passed; else result="FAILED"; note="the filter ran ${count:-no} cases"; fi ;;
+      77) result=skipped; note=$(grep -m1 '^skipped: ' "$log"); note=${note#"skipped: $name: "}; note=${note:0:110} ;;
+      124 | 137) result=TIMEOUT; note="killed after ${CASE_S:-300} s" ;;
+      *) result=FAILED; note=$(grep -m1 -E 'ERROR:|FATAL|terminate called|Segmentation' "$log" | cut -c1-160) ;;
+    esac
+    [ "$result" = passed ] && note=$(grep -m1 'relative error against the CPU' "$log" | sed 's/.*MESSAGE: //' | cut -c1-110)
+    case $result in passed | skipped) ;; *) failures=$((failures + 1)) ;; esac
+    echo "$label #$i: $result ($(seconds_since "$t0") s) $name"
+    echo "| $label | $name | $result | $(seconds_since "$t0") | ${note//|//} |" >>"$summary"
+  done
+}
+
+cmd_parity() {
+  echo "## parity: every case of tests/cuda and of the GPU actor-runtime tests" >"$summary"
+  echo "" >>"$summary"
+  echo "| binary | test case | result | s | note |" >>"$summary"
+  echo "|---|---|---|---:|---|" >>"$summary"
+  run_cases cuda "$bundle/bin/petra_tests_cuda"
+  run_cases actors-gpu "$bundle/bin/petra_tests_actors" -sf='*gpu_runtime_test.cpp'
+  # The sim device's hand-over tests include the CUDA refusal paths; they need no GPU.
+  run_cases sim "$bundle/bin/petra_tests_sim" -sf='*sim_handover_test.cpp'
+  local p s f
+  p=$(grep -c '| passed |' "$summary")
+  s=$(grep -c '| skipped |' "$summary")
+  f=$(grep -cE '\| (FAILED|TIMEOUT) \|' "$summary")
+  printf '\n%s passed, %s skipped, %s failed or timed out\n' "$p" "$s" "$f" >>"$summary"
+}
+
+# sanitize_one TOOL LABEL SECONDS BINARY [doctest filters]
+sanitize_one() {
+  local tool=$1 label=$2 limit=$3 bin=$4
+  shift 4
+  local log=$details/$tool-$label.log t0 rc flags=(--tool "$tool" --target-processes all --print-limit 50)
+  if [ "$tool" = memcheck ]; then
+    flags+=(--leak-check full)
+    compute-sanitizer --help 2>/dev/null | grep -q -- --track-stream-ordered-races &&
+      flags+=(--track-stream-ordered-races all)
+  fi
+  t0=$(date +%s.%N)
+  echo "-- compute-sanitizer ${flags[*]} $(basename "$bin") $* (at most $limit s)"
+  timeout -k 10 "$limit" compute-sanitizer "${flags[@]}" "$bin" "$@" >"$log" 2>&1
+  rc=$?
+  local errors warnings processes status
+  # racecheck ends each process with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)",
+  # the other tools with "ERROR SUMMARY: E errors".
+  local pattern='ERROR SUMMARY'
+  grep -q 'RACECHECK SUMMARY' "$log" && pattern='RACECHECK SUMMARY'
+  errors=$(grep "$pattern" "$log" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+' | awk '{ s += $1 } END { print s + 0 }')
+  warnings=$(grep "$pattern" "$log" | grep -oE '[0-9]+ warnings?' | grep -oE '[0-9]+' | awk '{ s += $1 } END { print s + 0 }')
+  processes=$(grep -c "$pattern" "$log")
+  case $rc in
+    0) status="tests passed" ;;
+    124 | 137) status="TIMEOUT after $limit s (partial)" ;;
+    *) status="exit $rc" ;;
+  esac
+  [ "$errors" != 0 ] && failures=$((failures + 1))
+  case $rc in 0 | 124 | 137) ;; *) failures=$((failures + 1)) ;; esac
+  echo "| $tool | $label | $errors | $warnings | $processes | $status | $(seconds_since "$t0") |" >>"$summary"
+  grep -m5 -E '^========= (Invalid|Race|Barrier|Program hit|Leaked|Error)' "$log" | sed 's/^/    /'
+}
+
+cmd_sanitize() {
+  echo "## sanitize: compute-sanitizer over the GPU tests" >"$summary"
+  echo "" >>"$summary"
+  if [ "$gpu" = 0 ] || ! command -v compute-sanitizer >/dev/null; then
+    echo "skipped: $([ "$gpu" = 0 ] && echo "no GPU" || echo "compute-sanitizer is not on PATH")" >>"$summary"
+    return
+  fi
+  compute-sanitizer --version | tail -1
+  echo "| tool | tests | errors | warnings | processes | status | s |" >>"$summary"
+  echo "|---|---|---:|---:|---:|---|---:|" >>"$summary"
+  local tool
+  for tool in memcheck racecheck synccheck; do
+    sanitize_one "$tool" actors-gpu "${SAN_ACTORS_S:-100}" "$bundle/bin/petra_tests_actors" -sf='*gpu_runtime_test.cpp'
+    sanitize_one "$tool" cuda "${SAN_CUDA_S:-70}" "$bundle/bin/petra_tests_cuda"
+  done
+  echo "" >>"$summary"
+  echo "errors = the ERROR SUMMARY (memcheck, synccheck) or RACECHECK SUMMARY error counts, summed over processes (a petra node child counts too); a TIMEOUT row covers the cases that ran" >>"$summary"
+}
+
+# summarize_run NAME RUN_DIR: one table row from a run's metrics.jsonl (last epoch's test accuracy,
+# images/s of the first and the last epoch, the whole run's images/s).
+summarize_run() {
+  "$python" - "$1" "$2/metrics.jsonl" >>"$summary" <<'PY'
 import json, sys
-rows = []
-for path in sys.argv[1:]:
-    try:
-        rows += [json.loads(l) for l in open(path) if l.startswith("{")]
-    except OSError:
-        pass
-ours = next((r for r in rows if r.get("bench") == "step" and r.get("impl") == "petra"), None)
-peer = next((r for r in rows if r.get("bench") == "step" and r.get("impl") == "torch" and "median_ms" in r), None)
-print("\n(a) RevNet-18 training step, 3x32x32, micro-batch 128, backprop (median ms)")
-if ours:
-    print("    petra %.2f ms (min %.2f)" % (ours["median_ms"], ours["min_ms"]))
-if peer:
-    print("    torch %.2f ms (min %.2f)  [%s, %s]" % (peer["median_ms"], peer["min_ms"], peer["torch"], peer["gpu"]))
-if ours and peer:
-    print("    ratio petra/torch = %.2f" % (ours["median_ms"] / peer["median_ms"]))
-print("(b) reversible backward with/without two-stream overlap: not implemented")
-print("(c) images/s on one GPU (fill and drain included)")
-for r in rows:
-    if r.get("bench") == "method":
-        print("    %-10s J=%-2d %8.1f images/s  (%d micro-batches, %d ticks, mean loss %.3f)" %
-              (r["method"], r["stages"], r["images_per_s"], r["micro_batches"], r["ticks"], r["mean_loss"]))
+name, path = sys.argv[1], sys.argv[2]
+try:
+    rows = [json.loads(l) for l in open(path)]
+except OSError:
+    print("| %s | (no metrics.jsonl: the run did not start or was killed) | | | | |" % name)
+    sys.exit(0)
+epochs = [r for r in rows if r.get("event") == "epoch"]
+summary = next((r for r in rows if r.get("event") == "summary"), {})
+if not epochs:
+    print("| %s | (no epoch finished) | | | | |" % name)
+    sys.exit(0)
+last = epochs[-1]
+print("| %s | %d | %.2f %% | %.0f | %.0f | %.0f |" % (
+    name, len(epochs), 100 * last["test_accuracy"], epochs[0]["images_per_s"], last["images_per_s"],
+    summary.get("images_per_s", 0)))
 PY
-echo "results in $results"
-exit "$tests_rc"
+}
+
+# train_run NAME SECONDS petra-arguments...: runs `petra train`, keeps its metrics and config.
+train_run() {
+  local name=$1 limit=$2 rc t0
+  shift 2
+  t0=$(date +%s.%N)
+  echo "-- petra $* (at most $limit s)"
+  timeout -k 10 "$limit" "$bundle/bin/petra" "$@" --set "output.dir=$work/runs" --set "output.name=$name" \
+    --set output.progress=false 2>&1 | tee "$details/$name.log"
+  rc=${PIPESTATUS[0]}
+  echo "   exit $rc after $(seconds_since "$t0") s"
+  [ "$rc" = 0 ] || failures=$((failures + 1))
+  cp "$work/runs/$name/metrics.jsonl" "$details/$name-metrics.jsonl" 2>/dev/null
+  cp "$work/runs/$name/config.yaml" "$details/$name-config.yaml" 2>/dev/null
+  summarize_run "$name" "$work/runs/$name"
+}
+
+# Without a GPU: the same command lines on the CPU on a few images, one epoch.
+dry_limits() {
+  [ "$gpu" = 1 ] && return
+  echo --set "data.train_limit=$1" --set data.test_limit=64 --set training.epochs=1
+}
+
+cmd_train() {
+  echo "## train: petra train default, async, every stage on $dev" >"$summary"
+  echo "" >>"$summary"
+  [ "$gpu" = 0 ] && echo "dry run on the CPU (no GPU): 512 images, 1 epoch — checks the command line, not a measurement" >>"$summary"
+  echo "| run | epochs | test accuracy | images/s epoch 1 | images/s last epoch | images/s run |" >>"$summary"
+  echo "|---|---:|---:|---:|---:|---:|" >>"$summary"
+  # shellcheck disable=SC2046
+  train_run fashion-default "${TRAIN_S:-420}" train default --set runtime.mode=async \
+    --set "pipeline.devices=$(repeat "$dev" 8)" --set "data.path=$PETRA_FASHION_MNIST" $(dry_limits 512)
+  echo "" >>"$summary"
+  echo "the CPU runs of the same config reach 86–87 % test accuracy after 3 epochs" >>"$summary"
+}
+
+cmd_revnet() {
+  local data kind
+  for data in "${CIFAR10_DIR:-}" /usr/share/datasets/cifar10 /usr/share/datasets/cifar10/cifar-10-batches-bin; do
+    [ -n "$data" ] && [ -f "$data/data_batch_1.bin" ] && [ -f "$data/test_batch.bin" ] && break
+    data=""
+  done
+  if [ -n "$data" ]; then
+    kind="CIFAR-10 at $data"
+  else
+    data=$work/synthetic-cifar
+    "$python" "$scripts/make_synthetic_cifar.py" "$data" --per-file "$([ "$gpu" = 1 ] && echo 10000 || echo 200)" ||
+      failures=$((failures + 1))
+    kind="a synthetic CIFAR-shaped set (make_synthetic_cifar.py: class colours under noise; accuracy means nothing)"
+  fi
+  local images=${REVNET_IMAGES:-25600}
+  echo "## revnet: RevNet-18, micro-batch 128, 3×32×32, on $dev: PETRA (async, J = 10) vs backprop (J = 1)" >"$summary"
+  echo "" >>"$summary"
+  echo "data: $kind; $images images per epoch, 2 epochs (epoch 1 includes cuDNN's first plans)" >>"$summary"
+  [ "$gpu" = 0 ] && echo "dry run on the CPU (no GPU): 256 images, 1 epoch — checks the command lines, not a measurement" >>"$summary"
+  echo "" >>"$summary"
+  echo "| run | epochs | test accuracy | images/s epoch 1 | images/s last epoch | images/s run |" >>"$summary"
+  echo "|---|---:|---:|---:|---:|---:|" >>"$summary"
+  local common=(--set runtime.mode=async --set training.micro_batch=128 --set training.epochs=2
+    --set "data.train_limit=$images" --set data.test_limit=1024 --set "data.path=$data" --set data.workers=4
+    --set training.schedule.warmup_epochs=0.5)
+  # shellcheck disable=SC2046
+  train_run revnet18-petra-j10 "${REVNET_S:-240}" train revnet18_cifar10 "${common[@]}" \
+    --set training.method=petra --set "pipeline.devices=$(repeat "$dev" 10)" $(dry_limits 256)
+  # shellcheck disable=SC2046
+  train_run revnet18-backprop-j1 "${REVNET_S:-240}" train revnet18_cifar10 "${common[@]}" \
+    --set training.method=backprop --set "pipeline.stage_blocks=[10]" --set "pipeline.devices=[$dev]" \
+    $(dry_limits 256)
+  "$python" - "$details/revnet18-petra-j10-metrics.jsonl" "$details/revnet18-backprop-j1-metrics.jsonl" \
+    >>"$summary" <<'PY'
+import json, sys
+def last_rate(path):
+    try:
+        epochs = [r for r in map(json.loads, open(path)) if r.get("event") == "epoch"]
+    except OSError:
+        return None
+    return epochs[-1]["images_per_s"] if epochs else None
+petra, backprop = (last_rate(p) for p in sys.argv[1:])
+if petra and backprop:
+    print("\nPETRA / backprop images/s (last epoch): %.2f" % (petra / backprop))
+PY
+}
+
+cmd_speed() {
+  echo "## speed: one RevNet-18 training step (backprop, J = 1), micro-batch 128, 3×32×32, medians of 50 steps after 10" >"$summary"
+  echo "" >>"$summary"
+  if [ "$gpu" = 0 ]; then
+    "$bundle/bin/bench_gpu_step" --iters 1 --warmup 0 | tee "$details/petra.jsonl"
+    "$bundle/bin/bench_handoff" --repeats 20 | tee "$details/handoff.md"
+    echo "skipped: no GPU (bench_gpu_step and the PyTorch peer need one; bench_handoff measured the sim paths only)" >>"$summary"
+    return
+  fi
+  local tf32 t0 rc
+  for tf32 in 0 1; do
+    echo "-- bench_gpu_step --tf32 $tf32"
+    timeout -k 10 300 "$bundle/bin/bench_gpu_step" --tf32 "$tf32" --methods $((1 - tf32)) \
+      2>>"$details/petra-stderr.log" | tee -a "$details/petra.jsonl"
+    [ "${PIPESTATUS[0]}" = 0 ] || failures=$((failures + 1))
+  done
+  local peer=("$scripts/revnet_peer_gpu.py" --arch revnet18 --batch 128 --warmup 10 --iters 50)
+  local variant
+  for variant in "--count-flops" "--tf32" "--cudnn-benchmark" "--compile" "--compile --tf32"; do
+    t0=$(date +%s.%N)
+    echo "-- revnet_peer_gpu.py $variant (at most ${PEER_S:-150} s)"
+    # shellcheck disable=SC2086
+    timeout -k 10 "${PEER_S:-150}" env PYTHONUNBUFFERED=1 "$python" "${peer[@]}" $variant \
+      2>>"$details/peer-stderr.log" | tee -a "$details/peer.jsonl"
+    rc=${PIPESTATUS[0]}
+    echo "   exit $rc after $(seconds_since "$t0") s"
+    if [ "$rc" != 0 ]; then
+      local tf=false
+      [[ $variant == *--tf32* ]] && tf=true
+      echo "{\"bench\": \"step\", \"impl\": \"torch $variant\", \"tf32\": $tf, \"skipped\": \"exit $rc\"}" >>"$details/peer.jsonl"
+    fi
+  done
+  echo "-- bench_handoff"
+  timeout -k 10 120 "$bundle/bin/bench_handoff" --repeats 200 | tee "$details/handoff.md"
+  "$python" - "$details/petra.jsonl" "$details/peer.jsonl" >>"$summary" <<'PY'
+import json, sys
+def rows(path):
+    try:
+        return [json.loads(l) for l in open(path) if l.startswith("{")]
+    except OSError:
+        return []
+ours, peer = rows(sys.argv[1]), rows(sys.argv[2])
+flops = next((r["step_flops"] for r in peer if r.get("step_flops")), 0)
+petra = {r["tf32"]: r for r in ours if r.get("bench") == "step"}
+print("| implementation | math | median ms | min ms | images/s | TFLOP/s | petra / this |")
+print("|---|---|---:|---:|---:|---:|---:|")
+def line(name, r):
+    math = "TF32" if r.get("tf32") else "fp32"
+    if "median_ms" not in r:
+        print("| %s | %s | %s | | | | |" % (name, math, r.get("skipped", r.get("status", "?"))))
+        return
+    tflops = flops / (r["median_ms"] * 1e-3) / 1e12 if flops else 0
+    mine = petra.get(r.get("tf32", False))
+    ratio = "%.2f" % (mine["median_ms"] / r["median_ms"]) if mine and name != "petra" else ""
+    print("| %s | %s | %.2f | %.2f | %.0f | %.1f | %s |" % (name, math, r["median_ms"], r["min_ms"],
+          r["images_per_s"], tflops, ratio))
+for r in petra.values():
+    line("petra", r)
+for r in peer:
+    name = r.get("impl", "torch") + (" +cudnn.benchmark" if r.get("cudnn_benchmark") else "")
+    if r.get("compile_s"):
+        name += " (compiled in %.0f s)" % r["compile_s"]
+    line(name, r)
+gpu = next((r.get("gpu") for r in peer if r.get("gpu")), "?")
+print("\nGPU: %s; TFLOP/s = one step's FLOPs (%.3g, torch.utils.flop_counter, forward + backward) / median" % (gpu, flops))
+methods = [r for r in ours if r.get("bench") == "method"]
+if methods:
+    print("\nthrough the reference simulator on one backend (one stream), fp32:")
+    for r in methods:
+        print("- %s, J = %d: %.0f images/s (%d micro-batches, %d ticks)" % (
+            r["method"], r["stages"], r["images_per_s"], r["micro_batches"], r["ticks"]))
+PY
+  echo "" >>"$summary"
+  cat "$details/handoff.md" >>"$summary"
+}
+
+cmd_profile() {
+  echo "## profile: ncu over two petra training steps (RevNet-18, micro-batch 128, fp32)" >"$summary"
+  echo "" >>"$summary"
+  if [ "$gpu" = 0 ] || ! command -v ncu >/dev/null; then
+    echo "skipped: $([ "$gpu" = 0 ] && echo "no GPU" || echo "ncu is not on PATH")" >>"$summary"
+    return
+  fi
+  timeout -k 10 540 ncu --target-processes all --metrics gpu__time_duration.sum --csv --print-units base --print-summary per-kernel \
+    "$bundle/bin/bench_gpu_step" --iters 1 --warmup 1 --methods 0 >"$details/ncu.csv" 2>"$details/ncu-stderr.log"
+  echo "ncu exit $?" >>"$summary"
+  "$python" - "$details/ncu.csv" >>"$summary" <<'PY'
+import csv, sys
+try:
+    lines = [l for l in open(sys.argv[1]) if l.startswith('"')]
+except OSError:
+    sys.exit(0)
+rows = list(csv.DictReader(lines))
+total = {}
+for r in rows:
+    name = r.get("Kernel Name") or r.get("Function Name") or "?"
+    try:
+        value = float(r.get("Average", r.get("Metric Value", "0")).replace(",", "")) * float(r.get("Invocations", "1") or 1)
+    except ValueError:
+        continue
+    total[name] = total.get(name, 0.0) + value
+s = sum(total.values()) or 1
+print("| kernel | share of GPU time | summed (ncu unit) |\n|---|---:|---:|")
+for name, v in sorted(total.items(), key=lambda kv: -kv[1])[:25]:
+    print("| %s | %.1f %% | %.0f |" % (name[:90].replace("|", "/"), 100 * v / s, v))
+PY
+}
+
+status=0
+for cmd in "$@"; do
+  details=$work/$cmd
+  summary=$details/summary.md
+  mkdir -p "$details"
+  failures=0
+  {
+    machine_info
+    "cmd_$cmd"
+    echo ""
+    echo "================ summary: $cmd ================"
+    cat "$summary"
+    echo "failures: $failures"
+    echo "$failures" >"$details/failures"
+  } 2>&1 | tee "$out/$cmd.log"
+  tar -czf "$out/$cmd-details.tar.gz" -C "$work" "$cmd"
+  [ "$(cat "$details/failures" 2>/dev/null || echo 1)" = 0 ] || status=1
+done
+rm -rf "$work"
+exit "$status"

@@ -7,9 +7,16 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace petra::testing {
+
+/// The petra binary: $PETRA_BINARY where set (a bundle run on another machine), else this build's.
+inline const char* petra_binary() {
+  const char* from_environment = std::getenv("PETRA_BINARY");
+  return from_environment && *from_environment ? from_environment : PETRA_BINARY;
+}
 
 class node_process {
  public:
@@ -22,7 +29,7 @@ class node_process {
       dup2(out[1], STDOUT_FILENO);
       close(out[0]);
       close(out[1]);
-      execl(PETRA_BINARY, PETRA_BINARY, "node", "--listen", "127.0.0.1:0", "--threads", "2", nullptr);
+      execl(petra_binary(), petra_binary(), "node", "--listen", "127.0.0.1:0", "--threads", "2", nullptr);
       _exit(127);
     }
     close(out[1]);

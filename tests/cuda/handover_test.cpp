@@ -42,10 +42,7 @@ tensor doubled(backend& be, tensor t, int rounds) {
 }  // namespace
 
 TEST_CASE("GPU and host: round trips through pinned memory are exact, a wrong maker is refused") {
-  if (auto why = skip_reason(); !why.empty()) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (auto why = skip_reason(); !why.empty()) PETRA_SKIP(why);
   cpu_and_gpu be;
   std::mt19937 rng(30);
   const tensor x = random_host({4, 5, 6}, rng);
@@ -66,10 +63,7 @@ TEST_CASE("GPU and host: round trips through pinned memory are exact, a wrong ma
 }
 
 TEST_CASE("two backends on one GPU: no copy, the consumer waits for the producer's event") {
-  if (auto why = skip_reason(); !why.empty()) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (auto why = skip_reason(); !why.empty()) PETRA_SKIP(why);
   cpu_and_gpu be;
   auto consumer = make_cuda_backend(0, false, true);
   std::mt19937 rng(31);
@@ -88,10 +82,7 @@ TEST_CASE("two backends on one GPU: no copy, the consumer waits for the producer
 }
 
 TEST_CASE("a free waits for the consumers' work: reused memory is not written under a reader") {
-  if (auto why = skip_reason(); !why.empty()) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (auto why = skip_reason(); !why.empty()) PETRA_SKIP(why);
   auto producer = make_cuda_backend(0, false, true), consumer = make_cuda_backend(0, false, true);
   producer->synchronize();
   const std::size_t start = cuda_pool_bytes_in_use(0);
@@ -121,10 +112,7 @@ TEST_CASE("a free waits for the consumers' work: reused memory is not written un
 }
 
 TEST_CASE("two GPUs: export records the point, import copies peer to peer (or through the host)") {
-  if (auto why = skip_reason(2); !why.empty()) {
-    MESSAGE("skipping GPU test: " << why);
-    return;
-  }
+  if (auto why = skip_reason(2); !why.empty()) PETRA_SKIP(why);
   auto first = make_cuda_backend(0, false, true);
   auto second = make_cuda_backend(1, false, true);
   std::mt19937 rng(33);

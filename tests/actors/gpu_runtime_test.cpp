@@ -1,0 +1,173 @@
+// The actor runtime with stages on a real GPU (DESIGN.md §5): the default preset (J = 8) on
+// cuda:0, mixed with CPU stages and next to a `petra node` process, against the all-CPU run within
+// the parity tolerance of tests/cuda; skipped where no GPU is usable.
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "compute/backend_factory.hpp"
+#include "tests/actors/node_process.hpp"
+#include "tests/actors/runtime_fixture.hpp"
+
+using namespace petra;
+using namespace petra::testing;
+
+namespace {
+
+/// 20 micro-batches of 64 images: 10 optimizer steps per stage at k = 2 (as the GPU simulator
+/// parity test of tests/cuda takes), 20 + 2(J − 1) = 34 ticks with the drain.
+constexpr int64_t micro_batches = 20;
+/// tests/cuda/simulator_parity_test.cpp's bound for a whole run: fp32 ops agree to ≤ 1e-4 each,
+/// and ten optimizer steps amplify the differences only mildly.
+constexpr double run_tolerance = 1e-3;
+
+/// Fashion-MNIST's folder: $PETRA_FASHION_MNIST where set (the GPU bundle carries its own copy),
+/// else the Debian package's.
+std::string fashion_mnist_dir() {
+  const char* from_environment = std::getenv("PETRA_FASHION_MNIST");
+  return from_environment && *from_environment ? from_environment : "/usr/share/datasets/fashion-mnist";
+}
+
+/// Empty when this machine can run the GPU tests, else why not.
+std::string skip_reason() {
+  std::string why;
+  if (!cuda_usable(&why)) return "no usable GPU: " + why;
+  if (!std::filesystem::exists(fashion_mnist_dir() + "/train-images-idx3-ubyte.gz"))
+    return fashion_mnist_dir() + " has no Fashion-MNIST (set PETRA_FASHION_MNIST)";
+  return "";
+}
+
+#define PETRA_REQUIRE_GPU() \
+  if (const std::string why = skip_reason(); !why.empty()) PETRA_SKIP(why)
+
+/// The default preset, 20 micro-batches of one epoch, deterministic fp32 GPU math.
+config::run_config gpu_config(const std::string& mode, const std::string& devices,
+                              const std::string& nodes = "") {
+  std::vector<std::string> sets = {"runtime.mode=" + mode, "runtime.deterministic=true",
+                                   "runtime.precision=fp32", "data.path=" + fashion_mnist_dir(),
+                                   "data.train_limit=" + std::to_string(micro_batches * 64),
+                                   "data.test_limit=64", "training.epochs=1", "output.progress=false",
+                                   // No progress for a minute is no hang under compute-sanitizer.
+                                   "faults.stall_seconds=240"};
+  if (!devices.empty()) sets.push_back("pipeline.devices=" + devices);
+  if (!nodes.empty()) sets.push_back("pipeline.nodes=" + nodes);
+  return config::load_config("default", sets);
+}
+
+/// ‖a − b‖ / ‖b‖ over every tensor together (weights, momentum, BN running statistics), b the
+/// reference; `worst` names the tensor with the largest relative error of its own.
+double relative_error(const trained& a, const trained& b, std::string* worst) {
+  REQUIRE(a.weights.size() == b.weights.size());
+  double diff = 0, norm = 0, worst_error = -1;
+  for (std::size_t k = 0; k < a.weights.size(); ++k) {
+    const tensor& x = a.weights[k].second;
+    const tensor& y = b.weights[k].second;
+    REQUIRE(a.weights[k].first == b.weights[k].first);
+    REQUIRE(x.shape() == y.shape());
+    double d_k = 0, n_k = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const double d = static_cast<double>(x.data()[i]) - y.data()[i];
+      d_k += d * d;
+      n_k += static_cast<double>(y.data()[i]) * y.data()[i];
+    }
+    diff += d_k;
+    norm += n_k;
+    const double e = n_k > 0 ? std::sqrt(d_k / n_k) : std::sqrt(d_k);
+    if (e > worst_error) {
+      worst_error = e;
+      std::ostringstream s;
+      s << a.weights[k].first << " (" << e << ")";
+      *worst = s.str();
+    }
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+/// Checks a GPU run against the CPU reference: the same micro-batches, the loss and every tensor
+/// within the run tolerance.
+void check_follows(const trained& run, const trained& cpu) {
+  CHECK(run.totals.micro_batches == cpu.totals.micro_batches);
+  CHECK(run.totals.loss_sum == doctest::Approx(cpu.totals.loss_sum).epsilon(run_tolerance));
+  std::string worst;
+  const double error = relative_error(run, cpu, &worst);
+  INFO("weights, momentum and running statistics: relative error " << error << ", worst tensor " << worst);
+  CHECK(std::isfinite(error));
+  CHECK(error < run_tolerance);
+  MESSAGE("relative error against the CPU: " << error << " (worst tensor " << worst << ")");
+}
+
+const std::string all_cuda0 = "[cuda:0,cuda:0,cuda:0,cuda:0,cuda:0,cuda:0,cuda:0,cuda:0]";
+const std::string all_local = "[local,local,local,local,local,local,local,local]";
+
+}  // namespace
+
+// With deterministic algorithms every GPU op is a fixed function of its inputs (no atomics in our
+// kernels, cuDNN's deterministic algorithms, spatial BN, cuBLAS on one stream per handle), and
+// simulate builds each stage on its own cuda:0 backend exactly as the stage actors do: the same
+// ops in the same order on each stage. So simulate on cuda:0 must equal lockstep on cuda:0 bit for
+// bit, as it does on the CPU and on simulated devices.
+TEST_CASE(
+    "GPU: lockstep with every stage on cuda:0 follows the all-CPU run, and simulate on cuda:0 equals it") {
+  PETRA_REQUIRE_GPU();
+  const trained cpu = train_once(gpu_config("lockstep", ""), micro_batches);
+  const trained lockstep = train_once(gpu_config("lockstep", all_cuda0), micro_batches);
+  check_follows(lockstep, cpu);
+  for (const auto& s : lockstep.stages) CHECK(s["device_bytes"].get<int64_t>() > 0);
+  const trained simulate = train_once(gpu_config("simulate", all_cuda0), micro_batches);
+  CHECK(differing(simulate, lockstep) == 0);
+  CHECK(simulate.totals.loss_sum == lockstep.totals.loss_sum);
+}
+
+TEST_CASE("GPU: mixed placement [cpu, cuda:0, cuda:0, cpu, ...] follows the all-CPU run") {
+  PETRA_REQUIRE_GPU();
+  const std::string mixed = "[cpu,cuda:0,cuda:0,cpu,cuda:0,cpu,cuda:0,cpu]";
+  const trained cpu = train_once(gpu_config("lockstep", ""), micro_batches);
+  const trained lockstep = train_once(gpu_config("lockstep", mixed), micro_batches);
+  check_follows(lockstep, cpu);
+  const trained simulate = train_once(gpu_config("simulate", mixed), micro_batches);
+  CHECK(differing(simulate, lockstep) == 0);
+}
+
+// Stage 2 on cuda:0 here hands its output to stage 3 on cuda:0 in the node process (device →
+// pinned host → message → device), which hands it on to stage 4 on the node's CPU; the payloads
+// cross the process boundary exactly, so the split run equals the one-process run bit for bit.
+TEST_CASE("GPU: a cuda:0 stage next to stages in a petra node process") {
+  PETRA_REQUIRE_GPU();
+  node_process node;
+  const std::string devices = "[cpu,cuda:0,cuda:0,cpu,cpu,cpu,cpu,cpu]";
+  const std::string split =
+      "[local,local," + node.address() + "," + node.address() + ",local,local,local,local]";
+  const trained cpu = train_once(gpu_config("lockstep", ""), micro_batches);
+  const trained one_process = train_once(gpu_config("lockstep", devices, all_local), micro_batches);
+  const trained two_processes = train_once(gpu_config("lockstep", devices, split), micro_batches);
+  check_follows(two_processes, cpu);
+  CHECK(differing(two_processes, one_process) == 0);
+}
+
+TEST_CASE("GPU: async on cuda:0 completes with bounded mailboxes and returns every device byte") {
+  PETRA_REQUIRE_GPU();
+  const config::run_config c = gpu_config("async", all_cuda0);
+  training_data data = load_training_data(c);
+  const int64_t per_epoch = data.train_feed->micro_batches_per_epoch();
+  REQUIRE(per_epoch == micro_batches);
+  auto runtime = make_actor_runtime(c, data, optimizer_for(c.training, per_epoch / c.training.accumulation));
+  std::vector<int64_t> bytes_after_first;
+  for (int epoch = 1; epoch <= 2; ++epoch) {
+    CAPTURE(epoch);
+    const phase_result r = runtime->train({epoch, 0, per_epoch, 0}, {});
+    CHECK(r.completed == per_epoch);
+    CHECK(std::isfinite(r.mean_loss()));
+    REQUIRE(r.stages.size() == 8);
+    for (std::size_t j = 0; j < r.stages.size(); ++j) {
+      CAPTURE(j);
+      CHECK(r.stages[j].stats.backwards == per_epoch);
+      CHECK(r.stages[j].mailbox_peak <= 2 * 8 - 1);
+      // A drained pipeline holds what it held after the first phase: no tensor leaks.
+      if (epoch == 1)
+        bytes_after_first.push_back(r.stages[j].device_bytes);
+      else
+        CHECK(r.stages[j].device_bytes == bytes_after_first[j]);
+    }
+  }
+}
