@@ -2,7 +2,8 @@
 // preset against the sum of its stages' compute, (b) an in-process tensor hand-off (bytes
 // copied, small-message round trip) and (c) loopback throughput between two processes over
 // CAF's middleman with a request/ack window. Prints one table: medians of repeats, the best beside.
-//   bench_runtime [--phases R] [--micro-batches N] [--only a|b|c]
+// (d) what recording the timeline (output.trace) costs.
+//   bench_runtime [--phases R] [--micro-batches N] [--only a|b|c|d]
 //   (--serve FD is the hidden mode of the second process in part (c))
 #include <poll.h>
 #include <signal.h>
@@ -224,7 +225,7 @@ int main(int argc, char** argv) {
   int phases = 5;
   int64_t count = 64;
   std::string only;
-  const char* usage = "usage: bench_runtime [--phases R] [--micro-batches N] [--only a|b|c]\n";
+  const char* usage = "usage: bench_runtime [--phases R] [--micro-batches N] [--only a|b|c|d]\n";
   if ((argc - 1) % 2 != 0) return std::fprintf(stderr, "%s", usage), 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -250,6 +251,7 @@ int main(int argc, char** argv) {
       part_remote(phases);
       part_serialized_size();
     }
+    if (only.empty() || only == "d") part_trace(phases, count);
     std::printf("\nbest = the best repeat: the least time or overhead, the most MB/s\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_runtime: %s\n", e.what());

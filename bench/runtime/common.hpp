@@ -48,4 +48,7 @@ int serve(int port_fd);
 void part_remote(int repeats);
 void part_serialized_size();
 
+/// Part (d): the timeline's cost, trace on against off, phases in turn.
+void part_trace(int phases, int64_t count);
+
 }  // namespace petra::bench
