@@ -42,8 +42,10 @@ void control_channel::watch(std::vector<caf::actor_addr> actors, std::vector<int
 
 void control_channel::watch_extra(const caf::actor_addr& who, int32_t stage) { watched_[who] = stage; }
 
-void control_channel::begin_attempt(std::size_t stages, progress_fn progress) {
+void control_channel::begin_attempt(std::size_t stages, progress_fn progress, epoch_collector* epochs) {
   faults_.assign(stages, fault_counts{});
+  if (epoch_faults_.size() != stages) epoch_faults_.assign(stages, fault_counts{});
+  epochs_ = epochs;
   progress_ = std::move(progress);
   windows_.assign(stages, stage_window{});
   windows_seen_ = 0;
@@ -52,11 +54,21 @@ void control_channel::begin_attempt(std::size_t stages, progress_fn progress) {
 }
 
 void control_channel::count_kill(int32_t stage) {
-  if (stage >= 0 && static_cast<std::size_t>(stage) < faults_.size()) ++faults_[stage].kills;
+  if (stage < 0 || static_cast<std::size_t>(stage) >= faults_.size()) return;
+  ++faults_[stage].kills;
+  ++epoch_faults_[stage].kills;
 }
 
 void control_channel::await_phase_ends(std::size_t count, const std::function<void()>& on_stall) {
   while (phase_ends_ < count) pump(stall_, on_stall);
+}
+
+void control_channel::await_epochs(const epoch_collector& epochs, std::size_t count) {
+  while (epochs.completed() < count)
+    pump(stall_, [&] {
+      throw with_counts(run_failure(failure_kind::stall, -1, -1,
+                                    "an epoch's evaluation or loss totals never came after the phase ended"));
+    });
 }
 
 void control_channel::drain() {
@@ -72,11 +84,40 @@ int32_t control_channel::stage_of(const caf::actor_addr& who) const {
   return it == watched_.end() ? -1 : it->second;
 }
 
+std::vector<fault_counts> control_channel::take_epoch_faults() {
+  std::vector<fault_counts> out(faults_.size());
+  out.swap(epoch_faults_);
+  return out;
+}
+
 void control_channel::on_fault(const fault_event& e) {
   if (e.generation != generation_ || e.stage < 0 || static_cast<std::size_t>(e.stage) >= faults_.size())
     return;
-  fault_counts& f = faults_[e.stage];
-  switch (e.kind) {
+  fault_counts one;
+  count(one, e.kind);
+  faults_[e.stage] += one;
+  epoch_faults_[e.stage] += one;
+}
+
+void control_channel::on_epoch_part(const stage_epoch_report& r) {
+  if (epochs_ && r.generation == generation_) epochs_->add_stage(r.epoch, r.report);
+}
+
+void control_channel::on_epoch_part(const epoch_loss_report& r) {
+  if (!epochs_ || !current(caf::actor_cast<caf::actor_addr>(self_->current_sender()))) return;
+  run_totals t;
+  t.micro_batches = r.totals.micro_batches, t.samples = r.totals.samples;
+  t.correct = r.totals.correct, t.loss_sum = r.totals.loss_sum;
+  epochs_->add_loss(r.epoch, t);
+}
+
+void control_channel::on_epoch_part(const eval_report& r) {
+  if (epochs_ && current(caf::actor_cast<caf::actor_addr>(self_->current_sender())))
+    epochs_->add_wave(r.epoch, r.loss_sum, r.correct, r.samples);
+}
+
+void control_channel::count(fault_counts& f, fault_kind kind) {
+  switch (kind) {
     case fault_kind::drop:
       ++f.drops;
       break;

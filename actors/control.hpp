@@ -13,6 +13,7 @@
 
 #include "messages/errors.hpp"
 #include "messages/interfaces.hpp"
+#include "training/epoch_collector.hpp"
 #include "training/faults.hpp"
 #include "training/stage_window.hpp"
 
@@ -36,8 +37,11 @@ class control_channel {
   /// Called with the loss actor's totals of the phase so far and each stage's latest window of
   /// optimizer steps (empty when per-step metrics are off).
   using progress_fn = std::function<void(const messages::loss_report&, const std::vector<stage_window>&)>;
-  /// Starts counting an attempt: faults, windows and phase ends from zero.
-  void begin_attempt(std::size_t stages, progress_fn progress);
+  /// Starts counting an attempt: faults, windows and phase ends from zero; the parts of the epochs
+  /// that end in it go to `epochs`.
+  void begin_attempt(std::size_t stages, progress_fn progress, epoch_collector* epochs);
+  /// The faults injected since the previous call (an epoch's), per stage.
+  std::vector<fault_counts> take_epoch_faults();
   /// Counts a fault injected by the coordinator itself (a node kill) at `stage`.
   void count_kill(int32_t stage);
   const std::vector<fault_counts>& faults() const { return faults_; }
@@ -45,6 +49,8 @@ class control_channel {
   /// Waits until `count` stages reported the end of their phase; `on_stall` names what stopped
   /// when nothing arrives for the stall time (it throws).
   void await_phase_ends(std::size_t count, const std::function<void()>& on_stall);
+  /// Waits until `epochs` has completed `count` epochs.
+  void await_epochs(const epoch_collector& epochs, std::size_t count);
 
   /// Sends `msg...` to every target and returns their replies, in target order. A target that
   /// is lost, fails or does not answer within `timeout` ends the attempt (run_failure).
@@ -90,6 +96,9 @@ class control_channel {
     self_->receive(
         handlers..., [&](messages::fault_event& e) { on_fault(e); },
         [&](messages::loss_report& r) { on_progress(r); }, [&](messages::window_report& w) { on_window(w); },
+        [&](messages::stage_epoch_report& r) { on_epoch_part(r); },
+        [&](messages::epoch_loss_report& r) { on_epoch_part(r); },
+        [&](messages::eval_report& r) { on_epoch_part(r); },
         [&](messages::phase_done& d) { on_phase_done(d); },
         [&](messages::failure_report& f) { on_failure(f); }, [&](caf::down_msg& down) { on_down(down); },
         [&](caf::error& err) { on_error(err); }, [&](caf::message&) {},  // a reply nobody waits for any more
@@ -101,6 +110,10 @@ class control_channel {
   void on_fault(const messages::fault_event& e);
   void on_progress(const messages::loss_report& r);
   void on_window(const messages::window_report& w);
+  void on_epoch_part(const messages::stage_epoch_report& r);
+  void on_epoch_part(const messages::epoch_loss_report& r);
+  void on_epoch_part(const messages::eval_report& r);
+  static void count(fault_counts& f, messages::fault_kind kind);
   void notify();
   void on_phase_done(const messages::phase_done& d);
   void on_failure(const messages::failure_report& f);
@@ -122,7 +135,9 @@ class control_channel {
   std::chrono::seconds stall_;
   std::map<caf::actor_addr, int32_t> watched_;  // actor → stage (-1 = not a stage)
   int32_t generation_ = 0;
-  std::vector<fault_counts> faults_;
+  std::vector<fault_counts> faults_;        // in the running attempt
+  std::vector<fault_counts> epoch_faults_;  // since the last epoch ended
+  epoch_collector* epochs_ = nullptr;
   progress_fn progress_;
   std::vector<stage_window> windows_;  // per stage, the latest (empty until every stage sent one)
   std::size_t windows_seen_ = 0;

@@ -7,6 +7,7 @@
 
 #include "actors/caf_config.hpp"
 #include "actors/pipeline.hpp"
+#include "training/input_schedule.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 
@@ -29,48 +30,66 @@ std::shared_ptr<training::trace_recorder> make_recorder(const config::run_config
 
 class actor_runtime : public pipeline_runtime {
  public:
-  actor_runtime(const config::run_config& c, const optimizer_settings& optimizer,
-                std::shared_ptr<data_feed> feed)
+  actor_runtime(const config::run_config& c, const optimizer_settings& optimizer, training_data& data)
       : config_(c),
         optimizer_(optimizer),
-        per_epoch_(feed->micro_batches_per_epoch()),
+        per_epoch_(data.train_feed->micro_batches_per_epoch()),
+        wave_size_(data.wave_feed->micro_batches_per_epoch()),
         trace_(make_recorder(c, per_epoch_)),
         caf_(c.runtime.threads, c.tls),
         system_(caf_),
         control_(system_, std::chrono::seconds(c.faults.stall_seconds)),
-        pipeline_(c, optimizer, std::move(feed), control_, trace_),
+        pipeline_(c, optimizer, data.train_feed, data.wave_feed, control_, trace_),
         stages_(stage_sizes(c).size()) {
     if (trace_) trace_track_ = trace_->track("coordinator", "coordinator");
     pipeline_.build();
   }
 
-  phase_result train(const phase_request& request, const progress_fn& progress) override {
+  phase_result train(const phase_request& request, const progress_fn& progress,
+                     const epoch_fn& on_epoch) override {
     const auto J = static_cast<int64_t>(stages_);
     const bool lockstep = config_.runtime.mode == config::runtime_mode::lockstep;
     const int64_t extra =
         request.attempt == 0 && lockstep ? lockstep_link_delays() : 0;  // a replay runs clean
     const bool backprop = config_.training.method == config::training_method::backprop;
     const int64_t spacing = backprop ? 2 * J - 1 + extra : 1;
-    const phase_plan plan{
-        request.epoch,          request.count, (request.count - 1) * spacing + 2 * (J - 1) + extra + 1,
-        request.first,          spacing,       request.attempt,
-        pipeline_.generation(), ++phase_};
-    control_.begin_attempt(stages_,
-                           [progress](const loss_report& r, const std::vector<stage_window>& windows) {
-                             if (progress) progress(progress_sample{totals_of(r), windows});
-                           });
+    const int64_t wave = request.evaluation_waves ? wave_size_ : 0;
+    const input_schedule::shape shape =
+        input_schedule::plan(per_epoch_, wave, spacing, request.first, request.count, stages_);
+    phase_plan plan{request.epoch, request.count,   shape.ticks + extra,    request.first,
+                    spacing,       request.attempt, pipeline_.generation(), ++phase_};
+    plan.per_epoch = per_epoch_;
+    plan.eval_items = shape.eval_items;
+    phase_result out;
+    epoch_collector epochs(stages_, wave, [&](epoch_result& e) {
+      e.faults = control_.take_epoch_faults();
+      if (on_epoch) on_epoch(e);
+      out.epochs.push_back(e);
+    });
+    control_.begin_attempt(
+        stages_,
+        [progress](const loss_report& r, const std::vector<stage_window>& windows) {
+          if (progress) progress(progress_sample{totals_of(r), windows});
+        },
+        &epochs);
+    const struct detach {
+      control_channel& c;
+      ~detach() { c.begin_attempt(c.faults().size(), {}, nullptr); }  // the collector lives in this call only
+    } detach_epochs{control_};
     const auto begin = training::trace_clock::now();
     if (request.attempt == 0) pipeline_.send_node_kills();
     try {
       control_.gather<plan_atom>(pipeline_.stages(), control_timeout, plan_atom_v, plan);
       control_.ask<plan_atom>(pipeline_.loader(), control_timeout, plan_atom_v, plan);
       control_.await_phase_ends(stages_, [&] { throw stalled(); });
-      phase_result out;
       static_cast<run_totals&>(out) =
           totals_of(control_.ask<loss_report>(pipeline_.loss(), control_timeout, report_atom_v));
       out.stages = control_.gather<stage_report>(pipeline_.stages(), control_timeout, report_atom_v);
       out.faults = control_.faults();
-      out.completed = out.stages.front().stats.backwards;
+      out.completed =
+          control_.ask<stage_status>(pipeline_.stages().front(), control_timeout, status_atom_v).completed;
+      // The epochs' last parts (an evaluation wave's score) may still be on their way.
+      control_.await_epochs(epochs, static_cast<std::size_t>((request.first + request.count) / per_epoch_));
       out.ticks = lockstep ? plan.ticks : 0;
       first_stage_steps_ = out.stages.front().weight_version;
       const int64_t first_id = static_cast<int64_t>(request.epoch) * per_epoch_ + request.first;
@@ -196,14 +215,19 @@ class actor_runtime : public pipeline_runtime {
                                  ": it waits for the backward of its oldest micro-batch: "
                                  "a message between stage " +
                                  std::to_string(j + 1) + " and stage " + std::to_string(j + 2) + " was lost");
-    return run_failure(
-        failure_kind::stall, -1, -1,
-        "no progress for " + limit + " and no stage is waiting for a lost message: a stage hangs");
+    std::string where;
+    for (const stage_status& s : status)
+      where += (where.empty() ? "" : ", ") + std::string("stage ") + std::to_string(s.stage + 1) +
+               (s.in_phase ? " at tick " + std::to_string(s.tick) : " done");
+    return run_failure(failure_kind::stall, -1, -1,
+                       "no progress for " + limit + " and no stage is waiting for a lost message (" + where +
+                           "): a stage hangs");
   }
 
   config::run_config config_;
   optimizer_settings optimizer_;
   int64_t per_epoch_;
+  int64_t wave_size_;                                // batches per evaluation wave
   std::shared_ptr<training::trace_recorder> trace_;  // before the actors that record into it
   training::trace_track trace_track_;
   caf_config caf_;
@@ -220,7 +244,7 @@ class actor_runtime : public pipeline_runtime {
 std::unique_ptr<pipeline_runtime> make_actor_runtime(const config::run_config& c, training_data& data,
                                                      const optimizer_settings& optimizer) {
   check_runtime_supports(c);
-  return std::make_unique<actor_runtime>(c, optimizer, data.train_feed);
+  return std::make_unique<actor_runtime>(c, optimizer, data);
 }
 
 }  // namespace petra

@@ -1,7 +1,12 @@
-// The data-loader actor.
+// The data-loader actor: it follows the phase's input schedule (training micro-batches, crossing
+// epoch ends, and the evaluation waves), one message per credit.
 #include "actors/loader_actor.hpp"
 
 #include <caf/all.hpp>
+#include <deque>
+#include <optional>
+
+#include "training/input_schedule.hpp"
 
 namespace petra {
 namespace {
@@ -11,6 +16,7 @@ using namespace atoms;
 
 struct loader_actor_state {
   std::shared_ptr<data_feed> feed;
+  std::shared_ptr<data_feed> waves;  // the test set in training-sized micro-batches
   std::shared_ptr<training::trace_recorder> trace;
   training::trace_track track;
   bool lockstep = true;
@@ -18,46 +24,85 @@ struct loader_actor_state {
   loss_actor loss;
   int64_t window = 1;
   phase_plan plan;
+  std::optional<input_schedule> schedule;
+  bool more = false;  // the schedule has more to give
   int64_t credits = 0;
-  int64_t sent = 0;  // messages sent this phase (lockstep: one per tick, markers included)
-  int64_t fed = 0;   // micro-batches sent this phase
+  int64_t tick = 0;                // the schedule's next tick
+  std::deque<forward_data> ready;  // async: what a tick gave, waiting for credits
   static inline const char* name = "petra.loader";
 };
 
 using self_ptr = loader_actor::stateful_pointer<loader_actor_state>;
 
+/// The messages of the schedule's next tick: its training micro-batch (or a marker) with its
+/// evaluation batch beside it; the labels go to the loss actor.
+forward_data next_tick(self_ptr self) {
+  auto& st = self->state;
+  forward_data out;
+  out.s.tick = st.lockstep ? st.tick : -1;
+  out.s.phase = st.plan.phase;
+  tick_input in;
+  const auto begin = training::trace_clock::now();
+  const int64_t tick = st.tick++;
+  if (st.more) st.more = st.schedule->next(tick, in);
+  if (in.has_train) {
+    const int64_t id = in.train.id;
+    out.s.micro_batch = id;
+    out.x = std::move(in.train.images);
+    self->send(st.loss, labels_data{id, std::move(in.train.labels)});
+    if (st.trace && st.trace->records(id)) {
+      const auto end = training::trace_clock::now();
+      st.trace->span(st.track, "load", begin, end, id, {{"micro_batch", id}});
+      st.trace->flow_out(st.track, training::trace_flow_id(training::flow_kind::forward, 511, id, id),
+                         begin + (end - begin) / 2, id);
+      st.trace->counter(st.track, "credits", end, id, static_cast<double>(st.credits - 1));
+    }
+  }
+  if (in.has_eval) {
+    out.eval_epoch = in.eval.epoch;
+    out.eval_index = in.eval.index;
+    out.eval_x = std::move(in.eval.images);
+    self->send(st.loss, labels_data{in.eval.index, std::move(in.eval.labels), in.eval.epoch});
+  }
+  return out;
+}
+
 void feed_while_credit(self_ptr self) {
   auto& st = self->state;
-  const int64_t total = st.lockstep ? st.plan.ticks : st.plan.micro_batches;
-  while (st.credits > 0 && st.sent < total) {
-    forward_data out;
-    out.s.tick = st.lockstep ? st.sent : -1;
-    out.s.phase = st.plan.phase;
-    micro_batch mb;
-    const bool entry_tick = !st.lockstep || st.sent % std::max<int64_t>(1, st.plan.spacing) == 0;
-    const auto begin = training::trace_clock::now();
-    if (entry_tick && st.fed < st.plan.micro_batches && st.feed->next(mb)) {
-      out.s.micro_batch = mb.id;
-      out.x = std::move(mb.images);
-      self->send(st.loss, labels_data{mb.id, std::move(mb.labels)});
-      ++st.fed;
-      if (st.trace && st.trace->records(mb.id)) {
-        const auto end = training::trace_clock::now();
-        st.trace->span(st.track, "load", begin, end, mb.id, {{"micro_batch", mb.id}});
-        st.trace->flow_out(st.track, training::trace_flow_id(training::flow_kind::forward, 511, mb.id, mb.id),
-                           begin + (end - begin) / 2, mb.id);
-        st.trace->counter(st.track, "credits", end, mb.id, static_cast<double>(st.credits - 1));
+  if (st.lockstep) {  // one message per tick, markers included, as long as the phase's ticks last
+    for (; st.credits > 0 && st.tick < st.plan.ticks; --st.credits)
+      self->send(st.first_stage, next_tick(self));
+    return;
+  }
+  // Async: a training micro-batch and an evaluation batch are messages of their own, a credit each.
+  while (st.credits > 0) {
+    while (st.ready.empty() && st.more) {
+      forward_data both = next_tick(self);
+      if (both.eval_index >= 0) {
+        forward_data eval;
+        eval.s = both.s;
+        eval.s.micro_batch = -1;
+        eval.eval_epoch = both.eval_epoch, eval.eval_index = both.eval_index,
+        eval.eval_x = std::move(both.eval_x);
+        both.eval_index = -1;
+        if (both.s.micro_batch >= 0) st.ready.push_back(std::move(both));
+        st.ready.push_back(std::move(eval));
+      } else if (both.s.micro_batch >= 0) {
+        st.ready.push_back(std::move(both));
       }
     }
-    self->send(st.first_stage, std::move(out));
+    if (st.ready.empty()) return;
+    self->send(st.first_stage, std::move(st.ready.front()));
+    st.ready.pop_front();
     --st.credits;
-    ++st.sent;
   }
 }
 
-loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_feed> feed, bool lockstep,
+loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_feed> feed,
+                                            std::shared_ptr<data_feed> waves, bool lockstep,
                                             std::shared_ptr<training::trace_recorder> trace) {
   self->state.feed = std::move(feed);
+  self->state.waves = std::move(waves);
   if (trace) self->state.track = trace->track("coordinator", "loader");
   self->state.trace = std::move(trace);
   self->state.lockstep = lockstep;
@@ -72,10 +117,12 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
       [=](plan_atom, const phase_plan& plan) {
         auto& st = self->state;
         st.plan = plan;
-        st.feed->start_epoch(plan.epoch, plan.first_micro_batch);
+        st.schedule.emplace(*st.feed, plan.eval_items > 0 ? st.waves.get() : nullptr, plan.spacing);
+        st.schedule->start(plan.epoch, plan.first_micro_batch, plan.micro_batches);
+        st.more = true;
         st.credits = st.window;
-        st.sent = 0;
-        st.fed = 0;
+        st.tick = 0;
+        st.ready.clear();
         feed_while_credit(self);
         return plan_atom_v;
       },
@@ -89,9 +136,9 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
 }  // namespace
 
 messages::loader_actor spawn_loader_actor(caf::actor_system& sys, std::shared_ptr<data_feed> feed,
-                                          config::runtime_mode mode,
+                                          std::shared_ptr<data_feed> waves, config::runtime_mode mode,
                                           std::shared_ptr<training::trace_recorder> trace) {
-  return sys.spawn(loader_behavior, std::move(feed), mode == config::runtime_mode::lockstep,
+  return sys.spawn(loader_behavior, std::move(feed), std::move(waves), mode == config::runtime_mode::lockstep,
                    std::move(trace));
 }
 

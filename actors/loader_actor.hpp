@@ -14,10 +14,11 @@
 
 namespace petra {
 
-/// `mode` is lockstep (one message per tick, markers included) or async (micro-batches only);
-/// `trace` (may be null) gets the loader's track of the timeline.
+/// `feed` gives the training micro-batches, `waves` the test set for the evaluation waves; `mode`
+/// is lockstep (one message per tick, markers included) or async (a message per micro-batch or
+/// evaluation batch); `trace` (may be null) gets the loader's track of the timeline.
 messages::loader_actor spawn_loader_actor(caf::actor_system& sys, std::shared_ptr<data_feed> feed,
-                                          config::runtime_mode mode,
+                                          std::shared_ptr<data_feed> waves, config::runtime_mode mode,
                                           std::shared_ptr<training::trace_recorder> trace = nullptr);
 
 }  // namespace petra

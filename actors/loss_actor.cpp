@@ -17,12 +17,19 @@ struct loss_actor_state {
   int64_t progress_every = 0;
   loss_sink last_stage;
   coordinator_actor coordinator;
-  std::map<int64_t, std::vector<int32_t>> labels;  // micro-batch → labels not yet used
-  std::map<int64_t, logits_data> waiting;          // micro-batch → logits whose labels are not here yet
-  loss_report totals;
+  credit_sink loader;  // async: an evaluation batch's credit goes back when it is scored (else invalid)
+  int64_t per_epoch = 0, wave_size = 0;
+  // Keyed by (wave's epoch or -1 for training, micro-batch or place in the wave).
+  std::map<std::pair<int32_t, int64_t>, std::vector<int32_t>> labels;  // not yet used
+  std::map<std::pair<int32_t, int64_t>, logits_data> waiting;          // whose labels are not here yet
+  loss_report totals;                                                  // the phase's training totals
+  std::map<int32_t, loss_report> epochs;                     // per epoch, its micro-batches scored so far
+  std::map<int32_t, std::pair<eval_report, int64_t>> waves;  // per epoch, its wave so far and batches in
   std::shared_ptr<training::trace_recorder> trace;
   training::trace_track track;
   int32_t stages = 1;
+  double last_loss = 0;  // of the micro-batch just scored
+  int64_t last_correct = 0;
   static inline const char* name = "petra.loss";
 };
 
@@ -39,6 +46,8 @@ loss_data compute_loss(loss_actor_state& st, const stamp& s, const tensor& logit
     st.totals.samples += out.samples;
     st.totals.correct += out.correct;
     st.totals.loss_sum += out.loss;
+    st.last_loss = out.loss;
+    st.last_correct = out.correct;
   }
   return out;
 }
@@ -67,6 +76,45 @@ void answer(self_ptr self, const logits_data& in, const std::vector<int32_t>& la
   }
   if (st.progress_every > 0 && st.totals.micro_batches % st.progress_every == 0)
     self->send(st.coordinator, st.totals);
+  if (st.per_epoch > 0) {  // the epoch's totals, complete with its last micro-batch
+    const int64_t id = in.s.micro_batch;
+    const auto epoch = static_cast<int32_t>(id / st.per_epoch);
+    loss_report& e = st.epochs[epoch];
+    ++e.micro_batches;
+    const std::size_t n = labels.size();
+    e.samples += static_cast<int64_t>(n);
+    e.correct += st.last_correct;
+    e.loss_sum += st.last_loss;
+    if ((id + 1) % st.per_epoch == 0) {
+      self->send(st.coordinator, epoch_loss_report{epoch, e});
+      st.epochs.erase(epoch);
+    }
+  }
+}
+
+/// An evaluation batch of a wave: scored; the wave's result to the coordinator when complete.
+void score_eval(self_ptr self, const logits_data& in, const std::vector<int32_t>& labels) {
+  auto& st = self->state;
+  int64_t correct = 0;
+  const double loss = st.device->softmax_cross_entropy(in.logits, labels, nullptr, &correct);
+  auto& [wave, items] = st.waves[in.eval_epoch];
+  wave.epoch = in.eval_epoch;
+  wave.loss_sum += loss * static_cast<double>(labels.size());
+  wave.correct += correct;
+  wave.samples += static_cast<int64_t>(labels.size());
+  if (st.loader) self->send(st.loader, credit_atom_v, int64_t{1});
+  if (++items == st.wave_size) {
+    self->send(st.coordinator, wave);
+    st.waves.erase(in.eval_epoch);
+  }
+}
+
+/// Logits and labels met: a training loss or an evaluation batch.
+void score(self_ptr self, const logits_data& in, const std::vector<int32_t>& labels) {
+  if (in.eval_epoch >= 0)
+    score_eval(self, in, labels);
+  else
+    answer(self, in, labels);
 }
 
 loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> device,
@@ -78,32 +126,39 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
   self->state.trace = std::move(trace);
   self->state.stages = stages;
   return {
-      [=](wire_atom, loss_sink& last_stage, coordinator_actor& coordinator) {
-        self->state.last_stage = std::move(last_stage);
-        self->state.coordinator = std::move(coordinator);
+      [=](wire_atom, loss_sink& last_stage, coordinator_actor& coordinator, credit_sink& loader,
+          int64_t per_epoch, int64_t wave_size) {
+        auto& st = self->state;
+        st.last_stage = std::move(last_stage);
+        st.coordinator = std::move(coordinator);
+        st.loader = std::move(loader);
+        st.per_epoch = per_epoch;
+        st.wave_size = wave_size;
         return wire_atom_v;
       },
       [=](labels_data& in) {
         auto& st = self->state;
-        auto w = st.waiting.find(in.micro_batch);
+        const auto key = std::make_pair(in.eval_epoch, in.micro_batch);
+        auto w = st.waiting.find(key);
         if (w == st.waiting.end()) {
-          st.labels[in.micro_batch] = std::move(in.labels);
+          st.labels[key] = std::move(in.labels);
           return;
         }
         const logits_data logits = std::move(w->second);
         st.waiting.erase(w);
-        answer(self, logits, in.labels);
+        score(self, logits, in.labels);
       },
       [=](logits_data& in) {
         auto& st = self->state;
-        auto it = st.labels.find(in.s.micro_batch);
+        const auto key = std::make_pair(in.eval_epoch, in.s.micro_batch);
+        auto it = st.labels.find(key);
         if (it == st.labels.end()) {
-          st.waiting.emplace(in.s.micro_batch, std::move(in));
+          st.waiting.emplace(key, std::move(in));
           return;
         }
         const std::vector<int32_t> labels = std::move(it->second);
         st.labels.erase(it);
-        answer(self, in, labels);
+        score(self, in, labels);
       },
       [=](eval_atom, logits_data& logits, labels_data& labels) -> caf::result<loss_data> {
         try {

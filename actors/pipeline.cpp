@@ -28,11 +28,12 @@ Value entry(const List& list, int32_t i, Value fallback) {
 }  // namespace
 
 actor_pipeline::actor_pipeline(const config::run_config& c, const optimizer_settings& optimizer,
-                               std::shared_ptr<data_feed> feed, control_channel& control,
-                               std::shared_ptr<training::trace_recorder> trace)
+                               std::shared_ptr<data_feed> feed, std::shared_ptr<data_feed> waves,
+                               control_channel& control, std::shared_ptr<training::trace_recorder> trace)
     : config_(c),
       optimizer_(optimizer),
       feed_(std::move(feed)),
+      waves_(std::move(waves)),
       control_(control),
       loss_device_(make_loss_backend()),
       trace_(std::move(trace)) {
@@ -66,7 +67,7 @@ void actor_pipeline::build() {
   // With per-step metrics the loss actor reports every optimizer step's micro-batches.
   const int64_t progress_every = config_.output.metrics_every_steps > 0 ? config_.training.accumulation : 16;
   loss_ = spawn_loss_actor(sys, loss_device_, progress_every, trace_, count);
-  loader_ = spawn_loader_actor(sys, feed_, config_.runtime.mode, trace_);
+  loader_ = spawn_loader_actor(sys, feed_, waves_, config_.runtime.mode, trace_);
   const bool backprop = config_.training.method == config::training_method::backprop;
   const int32_t credits = backprop                      ? 1
                           : config_.runtime.credits > 0 ? config_.runtime.credits
@@ -98,7 +99,11 @@ void actor_pipeline::build() {
     control_.ask<wire_atom>(stages_[j], control_timeout, wire_atom_v, links);
     control_.ask<faults_atom>(stages_[j], control_timeout, faults_atom_v, faults_of(j));
   }
-  control_.ask<wire_atom>(loss_, control_timeout, wire_atom_v, loss_sink{stages_.back()}, coordinator);
+  // In async the loss actor returns an evaluation batch's credit; in lockstep credits count ticks.
+  const credit_sink eval_credits =
+      config_.runtime.mode == config::runtime_mode::async ? credit_sink{loader_} : credit_sink{};
+  control_.ask<wire_atom>(loss_, control_timeout, wire_atom_v, loss_sink{stages_.back()}, coordinator,
+                          eval_credits, feed_->micro_batches_per_epoch(), waves_->micro_batches_per_epoch());
   control_.ask<wire_atom>(loader_, control_timeout, wire_atom_v, forward_sink{stages_.front()}, loss_,
                           credits);
 }

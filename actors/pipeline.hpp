@@ -20,7 +20,7 @@ class actor_pipeline {
  public:
   /// `trace` (may be null): this process's timeline, given to every local actor.
   actor_pipeline(const config::run_config& c, const optimizer_settings& optimizer,
-                 std::shared_ptr<data_feed> feed, control_channel& control,
+                 std::shared_ptr<data_feed> feed, std::shared_ptr<data_feed> waves, control_channel& control,
                  std::shared_ptr<training::trace_recorder> trace);
   ~actor_pipeline();
 
@@ -54,6 +54,7 @@ class actor_pipeline {
   config::run_config config_;
   optimizer_settings optimizer_;
   std::shared_ptr<data_feed> feed_;
+  std::shared_ptr<data_feed> waves_;
   control_channel& control_;
   std::shared_ptr<backend> loss_device_;
   std::shared_ptr<training::trace_recorder> trace_;

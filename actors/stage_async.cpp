@@ -37,13 +37,21 @@ bool run_step(async_self self) {
     bool slowed = false;
     stage::backward_result r = timed_backward(c, in.rebuilt, in.grad, in.s.micro_batch, slowed);
     count_slowed(self, c, slowed);
-    after_backward(self, c, r);
+    after_backward(self, c, r, in.s.micro_batch);
     send_backward(self, in.s.micro_batch, r.input, r.input_grad);
     return true;
   }
   if (st.forwards.empty()) return false;
   forward_data in = std::move(st.forwards.front());
   st.forwards.pop_front();
+  if (!in.x.defined() && in.eval_index >= 0) {  // an evaluation batch: on to the next stage, or to the loss
+    forward_data out;
+    out.s = c.stamp_for(-1, -1);
+    out.eval_epoch = in.eval_epoch, out.eval_index = in.eval_index;
+    out.eval_x = evaluate_batch(self, c, in.eval_epoch, in.eval_index, in.eval_x);
+    if (!c.is_last()) emit(self, c, c.links.next, std::move(out), c.faults.forward_delay);
+    return true;
+  }
   maybe_crash(c);
   const int64_t id = in.s.micro_batch;
   bool slowed = false;
@@ -71,9 +79,12 @@ void advance(async_self self) {
   try {
     while (run_step(self)) {
     }
-    mark_idle(c);  // until the next message (or the loss) arrives
-    // Every micro-batch of the phase passes each stage's backward once: then this stage is done.
-    if (!c.awaiting_loss && c.ctx.compute->stats().backwards >= c.plan.micro_batches) finish_phase(self, c);
+    mark_idle(
+        c);  // until the next message (or the loss) arrives
+             // Every micro-batch of the phase passes each stage's backward once, and every evaluation batch
+    // its evaluation: then this stage is done.
+    if (!c.awaiting_loss && c.backwards_in_phase >= c.plan.micro_batches && c.evals_done >= c.plan.eval_items)
+      finish_phase(self, c);
   } catch (const std::exception& e) {
     fail_with(self, c, e, -1);
   }
@@ -107,7 +118,8 @@ void on_forward(async_self self, forward_data in) {
     case arrival::current:
       break;
   }
-  if (!st.seen_forward.insert(in.s.micro_batch).second)
+  // (Evaluation batches are never duplicated: faults spare messages without a micro-batch.)
+  if (in.s.micro_batch >= 0 && !st.seen_forward.insert(in.s.micro_batch).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
   st.forwards.push_back(std::move(in));
   note_mailbox(st);
@@ -141,7 +153,7 @@ void on_loss(async_self self, loss_data in) {
     bool slowed = false;
     stage::backward_result r = timed_backward(c, c.logits, activation{in.dlogits, {}}, c.logits_id, slowed);
     count_slowed(self, c, slowed);
-    after_backward(self, c, r);
+    after_backward(self, c, r, c.logits_id);
     c.logits = activation{};
     send_backward(self, c.logits_id, r.input, r.input_grad);
   } catch (const std::exception& e) {

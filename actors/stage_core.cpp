@@ -49,12 +49,11 @@ void begin_phase(stage_core& c, const phase_plan& plan) {
   c.tick = 0;
   c.in_phase = true;
   c.awaiting_loss = false;
-  c.mailbox_peak = 0;
-  c.busy_seconds = 0;
+  c.evals_done = 0;
+  c.backwards_in_phase = 0;
   c.phase_start = clock_type::now();
+  if (c.epoch_start == clock_type::time_point{}) c.epoch_start = c.phase_start;
   c.idle = false;
-  c.ctx.compute->reset_stats();
-  c.window.restart();
   if (c.ctx.trace && !c.track.valid())
     c.track = c.ctx.trace->track(c.ctx.process, "stage " + std::to_string(c.ctx.index + 1));
 }
@@ -87,6 +86,7 @@ stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, 
   });
   end_idle(c, begin);
   c.last_micro_batch = id;
+  ++c.backwards_in_phase;
   if (auto* t = tracer(c, id)) {
     const int j = c.ctx.index;
     const int from = c.is_last() ? loss_flow_stage(c) : j + 1;
@@ -119,8 +119,28 @@ stage_report make_report(stage_core& c) {
   stage_report r = stage_report::of(*c.ctx.compute);
   r.mailbox_peak = c.mailbox_peak;
   r.busy_seconds = c.busy_seconds;
-  r.wall_seconds = std::chrono::duration<double>(clock_type::now() - c.phase_start).count();
+  r.wall_seconds = std::chrono::duration<double>(clock_type::now() - c.epoch_start).count();
   return r;
+}
+
+stage_report take_epoch_report(stage_core& c) {
+  stage_report r = make_report(c);
+  c.ctx.compute->reset_stats();
+  c.window.restart();
+  c.mailbox_peak = 0;
+  c.busy_seconds = 0;
+  c.epoch_start = clock_type::now();
+  return r;
+}
+
+activation timed_evaluate(stage_core& c, const activation& x, int64_t index) {
+  const auto begin = clock_type::now();
+  activation y = c.ctx.compute->evaluate(take_in(c, x));
+  const auto end = clock_type::now();
+  c.busy_seconds += std::chrono::duration<double>(end - begin).count();
+  if (auto* t = tracer(c, c.last_micro_batch))
+    t->span(c.track, "evaluate", begin, end, c.last_micro_batch, {{"batch", index}});
+  return y;
 }
 
 caf::error error_of(const std::exception& e) {

@@ -38,6 +38,9 @@ struct stage_core {
   clock_type::time_point idle_since;
   int64_t last_micro_batch = 0;  // what the timeline attributes a wait to
   stage_window_meter window;     // per-step metrics
+  int64_t evals_done = 0;        // evaluation batches of this phase this stage passed on
+  int64_t backwards_in_phase = 0;
+  clock_type::time_point epoch_start;  // its record of the running epoch began
   clock_type::time_point phase_start;
   std::vector<forward_data> early_forward;  // for a phase not planned here yet
   std::vector<backward_data> early_backward;
@@ -60,6 +63,9 @@ activation timed_forward(stage_core& c, const activation& x, int64_t id, bool& s
 /// The backward of micro-batch `id` at the stage's current tick, timed and slowed down likewise.
 stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, const activation& grad,
                                       int64_t id, bool& slowed);
+
+/// An evaluation batch (running BN statistics, the weights the stage has now), timed.
+activation timed_evaluate(stage_core& c, const activation& x, int64_t index);
 
 /// The stage has nothing to run: the timeline's "wait for input" starts (once).
 void mark_idle(stage_core& c);
@@ -118,14 +124,34 @@ void count_slowed(Self* self, stage_core& c, bool slowed) {
   if (slowed) report_fault(self, c, fault_kind::slow);
 }
 
-/// After a backward: per-step metrics every N optimizer steps of this stage.
+/// The stage's record of the epoch that just ended, for the coordinator; the next epoch's starts afresh.
+stage_report take_epoch_report(stage_core& c);
+
+/// After the backward of micro-batch `id`: per-step metrics every N optimizer steps of this stage,
+/// and the epoch's report when `id` was its epoch's last micro-batch.
 template <class Self>
-void after_backward(Self* self, stage_core& c, const stage::backward_result& r) {
+void after_backward(Self* self, stage_core& c, const stage::backward_result& r, int64_t id) {
   const int every = c.ctx.metrics_every;
-  if (every <= 0 || !r.stepped || c.ctx.compute->weight_version() % every != 0) return;
-  const stage_window w = c.window.take(*c.ctx.compute);
-  self->send(c.links.coordinator, window_report{c.ctx.index, c.plan.generation, w.optimizer_steps,
-                                                w.staleness_mean, w.inversion_error_mean});
+  if (every > 0 && r.stepped && c.ctx.compute->weight_version() % every == 0) {
+    const stage_window w = c.window.take(*c.ctx.compute);
+    self->send(c.links.coordinator, window_report{c.ctx.index, c.plan.generation, w.optimizer_steps,
+                                                  w.staleness_mean, w.inversion_error_mean});
+  }
+  const int64_t per_epoch = c.plan.per_epoch;
+  if (per_epoch > 0 && (id + 1) % per_epoch == 0)
+    self->send(c.links.coordinator, stage_epoch_report{static_cast<int32_t>(id / per_epoch),
+                                                       c.plan.generation, take_epoch_report(c)});
+}
+
+/// What the stage does with an evaluation batch that reached it: evaluates it and returns the
+/// output for the next stage, or, at the last stage, sends its logits to the loss actor.
+template <class Self>
+activation evaluate_batch(Self* self, stage_core& c, int32_t epoch, int64_t index, const activation& x) {
+  activation y = timed_evaluate(c, x, index);
+  ++c.evals_done;
+  if (!c.is_last()) return hand_out(c, y, c.links.next_device, -1);
+  self->send(c.links.loss, logits_data{c.stamp_for(index, c.tick), hand_out(c, y, device{}, -1).x1, epoch});
+  return {};
 }
 
 /// The end of this stage's phase, to the coordinator, once its device has done the work queued

@@ -22,12 +22,16 @@ bool needs_backward(const stage_core& c, int64_t t) {
 /// Tick t has taken its inputs already: it ran, or it runs now and waits for the loss.
 bool already_ran(const stage_core& c, int64_t t) { return t < c.tick || (t == c.tick && c.awaiting_loss); }
 
-void send_forward(lockstep_self self, int64_t id, int64_t t, const activation& out) {
+/// The tick's forward message to the next stage: the training output (or the marker) and, beside
+/// it, the output of the tick's evaluation batch when there was one.
+void send_forward(lockstep_self self, int64_t id, int64_t t, const activation& out,
+                  const forward_data& eval) {
   stage_core& c = self->state.core;
   const int64_t at = arrival_tick(c, t, c.faults.forward_delay);
   if (at >= c.plan.ticks) return;  // nothing is sent past the phase
-  emit(self, c, c.links.next, forward_data{c.stamp_for(id, at), hand_out(c, out, c.links.next_device, id)},
-       c.faults.forward_delay);
+  forward_data msg{c.stamp_for(id, at), hand_out(c, out, c.links.next_device, id)};
+  msg.eval_epoch = eval.eval_epoch, msg.eval_index = eval.eval_index, msg.eval_x = eval.eval_x;
+  emit(self, c, c.links.next, std::move(msg), c.faults.forward_delay);
 }
 
 void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& rebuilt,
@@ -52,7 +56,7 @@ void end_tick(lockstep_self self, const backward_data& in) {
       bool slowed = false;
       stage::backward_result r = timed_backward(c, in.rebuilt, in.grad, in.s.micro_batch, slowed);
       count_slowed(self, c, slowed);
-      after_backward(self, c, r);
+      after_backward(self, c, r, in.s.micro_batch);
       send_backward(self, in.s.micro_batch, t, r.input, r.input_grad);
     } else {
       send_backward(self, -1, t, {}, {});
@@ -77,6 +81,13 @@ bool run_tick(lockstep_self self) {
   if (f != st.forwards.end()) st.forwards.erase(f);
   if (b != st.backwards.end()) st.backwards.erase(b);
 
+  // First the tick's evaluation batch, with the weights the tick starts with (as the simulator).
+  forward_data eval;
+  if (fin.eval_index >= 0) {
+    eval.eval_epoch = fin.eval_epoch, eval.eval_index = fin.eval_index;
+    eval.eval_x = evaluate_batch(self, c, fin.eval_epoch, fin.eval_index, fin.eval_x);
+    if (c.is_last()) eval.eval_index = -1;  // its logits went to the loss actor
+  }
   if (fin.x.defined()) {
     const int64_t id = fin.s.micro_batch;
     bool slowed = false;
@@ -89,11 +100,11 @@ bool run_tick(lockstep_self self) {
       self->send(c.links.loss, logits_data{c.stamp_for(id, t), hand_out(c, out, device{}, id).x1});
       return false;
     }
-    send_forward(self, id, t, out);
+    send_forward(self, id, t, out, eval);
   } else if (c.is_last()) {
     send_backward(self, -1, t, {}, {});
   } else {
-    send_forward(self, -1, t, {});
+    send_forward(self, -1, t, {}, eval);
   }
   end_tick(self, bin);
   return true;
@@ -173,7 +184,7 @@ void on_loss(lockstep_self self, loss_data in) {
     bool slowed = false;
     stage::backward_result r = timed_backward(c, c.logits, activation{in.dlogits, {}}, c.logits_id, slowed);
     count_slowed(self, c, slowed);
-    after_backward(self, c, r);
+    after_backward(self, c, r, c.logits_id);
     c.logits = activation{};
     send_backward(self, c.logits_id, c.tick, r.input, r.input_grad);
     end_tick(self, backward_data{});
@@ -189,7 +200,7 @@ stage_status status_of(const lockstep_state& st) {
   s.stage = c.ctx.index;
   s.in_phase = c.in_phase;
   s.tick = c.tick;
-  s.completed = c.ctx.compute->stats().backwards;
+  s.completed = c.is_first() ? c.backwards_in_phase : 0;
   s.waiting_forward = c.in_phase && needs_forward(c, c.tick) && st.forwards.count(c.tick) == 0;
   s.waiting_backward = c.in_phase && needs_backward(c, c.tick) && st.backwards.count(c.tick) == 0;
   return s;

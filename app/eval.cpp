@@ -34,8 +34,7 @@ int eval_command(const std::string& target, const std::vector<std::string>& sets
     cfg.faults = config::faults_config{};
     training_data data = load_training_data(cfg);
     const int64_t steps = data.train_feed->micro_batches_per_epoch() / cfg.training.accumulation;
-    auto runtime = make_simulate_runtime(cfg, *data.train_feed,
-                                         optimizer_for(cfg.training, std::max<int64_t>(1, steps)));
+    auto runtime = make_simulate_runtime(cfg, data, optimizer_for(cfg.training, std::max<int64_t>(1, steps)));
     const checkpoint from = read_checkpoint(path, stage_sizes(cfg).size());
     runtime->restore(from);
     const eval_result r = runtime->evaluate(*data.test_feed);

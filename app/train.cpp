@@ -10,7 +10,7 @@ int train_command(const train_options& options) {
   return run_training(options,
                       [](const config::run_config& c, training_data& data, const optimizer_settings& opt) {
                         if (c.runtime.mode == config::runtime_mode::simulate)
-                          return make_simulate_runtime(c, *data.train_feed, opt);
+                          return make_simulate_runtime(c, data, opt);
                         return make_actor_runtime(c, data, opt);
                       });
 }

@@ -87,7 +87,8 @@ struct training_config {
   bool stash_weights = false;  // delayed only: keep the weights of each forward
   int epochs = 3;
   int micro_batch = 64;
-  int accumulation = 2;  // k: micro-batches averaged per optimizer step
+  int accumulation = 2;             // k: micro-batches averaged per optimizer step
+  bool drain_at_epoch_end = false;  // drain the pipeline at each epoch end (and evaluate the drained weights)
   uint64_t seed = 0;
   optimizer_config optimizer;
   schedule_config schedule;

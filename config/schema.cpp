@@ -50,6 +50,7 @@ section schema(run_config& config) {
             {"epochs", &training.epochs},
             {"micro_batch", &training.micro_batch},
             {"accumulation", &training.accumulation},
+            {"drain_at_epoch_end", &training.drain_at_epoch_end},
             {"seed", &training.seed}},
            {{"optimizer",
              {{"base_lr", &optimizer.base_lr},

@@ -16,17 +16,24 @@ using forward_sink = caf::typed_actor<caf::reacts_to<forward_data>>;
 using backward_sink = caf::typed_actor<caf::reacts_to<backward_data>>;
 /// What the last stage is to the loss actor.
 using loss_sink = caf::typed_actor<caf::reacts_to<loss_data>>;
+/// What the loader is to whoever returns its credits.
+using credit_sink = caf::typed_actor<caf::reacts_to<atoms::credit_atom, int64_t>>;
 
 /// What the coordinator is to the actors of its pipeline: phase ends, failures, injected faults and
 /// the loss actor's progress arrive here.
-using coordinator_actor =
-    caf::typed_actor<caf::reacts_to<phase_done>, caf::reacts_to<failure_report>, caf::reacts_to<fault_event>,
-                     caf::reacts_to<loss_report>, caf::reacts_to<window_report>>;
+using coordinator_actor = caf::typed_actor<caf::reacts_to<phase_done>, caf::reacts_to<failure_report>,
+                                           caf::reacts_to<fault_event>, caf::reacts_to<loss_report>,
+                                           caf::reacts_to<window_report>, caf::reacts_to<stage_epoch_report>,
+                                           caf::reacts_to<epoch_loss_report>, caf::reacts_to<eval_report>>;
 
 /// The loss actor: labels from the loader; logits from the last stage, answered with a loss_data
-/// message to the wired last stage; evaluation logits with their labels; its totals per phase.
+/// message to the wired last stage; evaluation logits of the waves (scored per epoch, an eval_report
+/// to the coordinator when a wave is complete, a credit back to the loader per batch); evaluation
+/// logits with their labels on request; its totals per phase. wire: (last stage, coordinator,
+/// loader, micro-batches per epoch, batches per evaluation wave).
 using loss_actor =
-    caf::typed_actor<caf::replies_to<atoms::wire_atom, loss_sink, coordinator_actor>::with<atoms::wire_atom>,
+    caf::typed_actor<caf::replies_to<atoms::wire_atom, loss_sink, coordinator_actor, credit_sink, int64_t,
+                                     int64_t>::with<atoms::wire_atom>,
                      caf::reacts_to<labels_data>, caf::reacts_to<logits_data>,
                      caf::replies_to<atoms::eval_atom, logits_data, labels_data>::with<loss_data>,
                      caf::replies_to<atoms::report_atom>::with<loss_report>>;
@@ -92,6 +99,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(petra_handles, caf::id_block::petra::end)
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::forward_sink))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::backward_sink))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loss_sink))
+CAF_ADD_TYPE_ID(petra_handles, (petra::messages::credit_sink))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::coordinator_actor))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loss_actor))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loader_actor))

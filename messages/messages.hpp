@@ -28,6 +28,9 @@ struct stamp {
 struct forward_data {
   stamp s;
   activation x;
+  int32_t eval_epoch = 0;   // with an evaluation batch of epoch eval_epoch's wave beside it:
+  int64_t eval_index = -1;  // its place in the wave (-1 = none)
+  activation eval_x;
 };
 
 /// Backward: the pair (rebuilt output of the receiving stage, its gradient); empty = marker.
@@ -39,14 +42,16 @@ struct backward_data {
 
 /// The labels of one micro-batch, from the loader to the loss actor.
 struct labels_data {
-  int64_t micro_batch = -1;
+  int64_t micro_batch = -1;  // or, for an evaluation batch, its place in the wave
   std::vector<int32_t> labels;
+  int32_t eval_epoch = -1;  // -1 = training labels; else the wave of this epoch
 };
 
 /// The last stage's logits, to the loss actor.
 struct logits_data {
-  stamp s;
+  stamp s;  // for an evaluation batch: micro_batch is its place in the wave
   tensor logits;
+  int32_t eval_epoch = -1;  // -1 = training logits; else of this epoch's wave
 };
 
 /// The loss actor's answer, to the last stage (training: stamped like the logits it answers) or to
@@ -75,6 +80,8 @@ struct phase_plan {
   int32_t attempt = 0;     // 0 = the first run of this phase; > 0 = a replay after a rollback (no faults)
   int32_t generation = 0;  // the coordinator's pipeline build: reports of older builds are stale
   int64_t phase = 0;       // numbers the phases of a run; every message carries it
+  int64_t per_epoch = 0;   // micro-batches per epoch (ids of epoch e: e·per_epoch ...)
+  int64_t eval_items = 0;  // evaluation batches that pass each stage in this phase (all its waves)
 };
 
 /// The faults one stage injects (DESIGN.md §6), from the run's `faults` config.
@@ -138,6 +145,28 @@ struct window_report {
   int64_t optimizer_steps = 0;
   double staleness_mean = 0;
   double inversion_error_mean = -1;  // −1 = none
+};
+
+/// A stage's measurements of one epoch: sent when it finished the backward of the epoch's last
+/// micro-batch (its record then starts afresh).
+struct stage_epoch_report {
+  int32_t epoch = 0;
+  int32_t generation = 0;
+  stage_report report;
+};
+
+/// The loss actor's training totals of one epoch: sent when it scored the epoch's last micro-batch.
+struct epoch_loss_report {
+  int32_t epoch = 0;
+  loss_report totals;
+};
+
+/// The loss actor's evaluation of one epoch's wave: sent when it scored the wave's last batch.
+struct eval_report {
+  int32_t epoch = 0;
+  double loss_sum = 0;  // Σ over samples
+  int64_t correct = 0;
+  int64_t samples = 0;
 };
 
 /// End of a stage's phase: its last tick ran (lockstep) or every micro-batch passed its backward (async).

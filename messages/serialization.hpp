@@ -63,7 +63,7 @@ typename Inspector::result_type inspect(Inspector& f, stamp& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, forward_data& x) {
-  return f(caf::meta::type_name("forward_data"), x.s, x.x);
+  return f(caf::meta::type_name("forward_data"), x.s, x.x, x.eval_epoch, x.eval_index, x.eval_x);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, backward_data& x) {
@@ -71,11 +71,11 @@ typename Inspector::result_type inspect(Inspector& f, backward_data& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, labels_data& x) {
-  return f(caf::meta::type_name("labels_data"), x.micro_batch, x.labels);
+  return f(caf::meta::type_name("labels_data"), x.micro_batch, x.labels, x.eval_epoch);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, logits_data& x) {
-  return f(caf::meta::type_name("logits_data"), x.s, x.logits);
+  return f(caf::meta::type_name("logits_data"), x.s, x.logits, x.eval_epoch);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, loss_data& x) {
@@ -88,7 +88,7 @@ typename Inspector::result_type inspect(Inspector& f, eval_data& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_plan& x) {
   return f(caf::meta::type_name("phase_plan"), x.epoch, x.micro_batches, x.ticks, x.first_micro_batch,
-           x.spacing, x.attempt, x.generation, x.phase);
+           x.spacing, x.attempt, x.generation, x.phase, x.per_epoch, x.eval_items);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_faults& x) {
@@ -118,6 +118,18 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, window_report& x) {
   return f(caf::meta::type_name("window_report"), x.stage, x.generation, x.optimizer_steps, x.staleness_mean,
            x.inversion_error_mean);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_epoch_report& x) {
+  return f(caf::meta::type_name("stage_epoch_report"), x.epoch, x.generation, x.report);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, epoch_loss_report& x) {
+  return f(caf::meta::type_name("epoch_loss_report"), x.epoch, x.totals);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, eval_report& x) {
+  return f(caf::meta::type_name("eval_report"), x.epoch, x.loss_sum, x.correct, x.samples);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_done& x) {

@@ -9,26 +9,31 @@
 #include "compute/pipeline/simulator.hpp"
 #include "compute/pipeline/stage_report.hpp"
 #include "training/checkpoint.hpp"
+#include "training/epoch_collector.hpp"
 #include "training/evaluate.hpp"
 #include "training/faults.hpp"
 #include "training/stage_window.hpp"
 
 namespace petra {
 
-/// One phase: micro-batches [first, first + count) of `epoch` (1-based). attempt > 0 replays it
-/// after a rollback (injected faults stay off).
+/// One phase: `count` training micro-batches from micro-batch `first` of `epoch` (1-based) on,
+/// crossing epoch ends; with `evaluation_waves`, each epoch that ends in it is evaluated on the
+/// live weights by a wave of test batches that follows its last micro-batch into the pipeline.
+/// attempt > 0 replays it after a rollback (injected faults stay off).
 struct phase_request {
   int epoch = 1;
   int64_t first = 0;
   int64_t count = 0;
   int attempt = 0;
+  bool evaluation_waves = false;
 };
 
 /// What a phase did, as measured by whoever ran it.
 struct phase_result : run_totals {
   int64_t completed = 0;             // micro-batches whose backward finished at stage 1
-  std::vector<stage_report> stages;  // per stage, over the phase
+  std::vector<stage_report> stages;  // per stage, since its last epoch ended
   std::vector<fault_counts> faults;  // per stage, injected in the phase
+  std::vector<epoch_result> epochs;  // the epochs that ended in the phase (also given to epoch_fn)
 };
 
 /// Where a phase stands: its totals so far and, when per-step metrics are on
@@ -41,11 +46,15 @@ struct progress_sample {
 /// Called as micro-batches complete.
 using progress_fn = std::function<void(const progress_sample&)>;
 
+/// Called as epochs end inside a phase.
+using epoch_fn = std::function<void(const epoch_result&)>;
+
 class pipeline_runtime {
  public:
   virtual ~pipeline_runtime() = default;
   /// Runs a phase to its drained end; throws run_failure when the attempt fails.
-  virtual phase_result train(const phase_request& phase, const progress_fn& progress) = 0;
+  virtual phase_result train(const phase_request& phase, const progress_fn& progress,
+                             const epoch_fn& on_epoch = {}) = 0;
   /// Mean loss and accuracy on the feed, with running BN statistics (the one eval loop).
   virtual eval_result evaluate(data_feed& test) = 0;
   /// Every stage's state (weights, momentum, BN buffers, optimizer steps).

@@ -2,7 +2,9 @@
 #include "training/simulate_runtime.hpp"
 
 #include <chrono>
+#include <map>
 
+#include "training/input_schedule.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 
@@ -17,31 +19,63 @@ std::vector<stage*> pointers(const std::vector<placed_stage>& placed) {
 
 class simulate_runtime : public pipeline_runtime {
  public:
-  simulate_runtime(const config::run_config& c, data_feed& train, const optimizer_settings& optimizer)
+  simulate_runtime(const config::run_config& c, data_feed& train, data_feed& test,
+                   const optimizer_settings& optimizer)
       : train_(train),
+        waves_(test),
+        spacing_(entry_spacing(method_for(c.training).kind, stage_sizes(c).size())),
         stages_(build_placed_stages(c, optimizer)),
         loss_(make_loss_backend()),
         sim_(pointers(stages_), *loss_, entry_spacing(method_for(c.training).kind, stages_.size())),
         every_(c.output.metrics_every_steps),
         meters_(stages_.size()) {}
 
-  phase_result train(const phase_request& phase, const progress_fn& progress) override {
-    train_.start_epoch(phase.epoch, phase.first);
-    for (placed_stage& p : stages_) p.compute->reset_stats();
-    for (stage_window_meter& m : meters_) m.restart();
+  phase_result train(const phase_request& phase, const progress_fn& progress,
+                     const epoch_fn& on_epoch) override {
+    input_schedule schedule(train_, phase.evaluation_waves ? &waves_ : nullptr, spacing_);
+    schedule.start(phase.epoch, phase.first, phase.count);
+    const int64_t per_epoch = train_.micro_batches_per_epoch();
     const auto start = std::chrono::steady_clock::now();
-    int64_t fed = 0;
+    std::vector<std::chrono::steady_clock::time_point> since(stages_.size(),
+                                                             start);  // each stage's epoch began
     phase_result out;
-    static_cast<run_totals&>(out) = sim_.run(
-        [&](micro_batch& mb) {
-          if (fed >= phase.count || !train_.next(mb)) return false;
-          ++fed;
-          return true;
-        },
-        [&](const run_totals& t) {
-          take_windows();
-          if (progress) progress(progress_sample{t, windows_});
-        });
+    epoch_collector epochs(stages_.size(), schedule.wave_size(), [&](epoch_result& e) {
+      e.faults.assign(stages_.size(), fault_counts{});
+      if (on_epoch) on_epoch(e);
+      out.epochs.push_back(e);
+    });
+    std::map<int, run_totals> losses;  // per epoch, its micro-batches scored so far
+    simulator_hooks hooks;
+    hooks.next = [&](int64_t tick, tick_input& in) { return schedule.next(tick, in); };
+    hooks.on_done = [&](const run_totals& t) {
+      take_windows();
+      if (progress) progress(progress_sample{t, windows_});
+    };
+    hooks.on_loss = [&](int64_t id, double loss, int64_t correct, int64_t samples) {
+      const int epoch = static_cast<int>(id / per_epoch);
+      run_totals& e = losses[epoch];
+      ++e.micro_batches, e.loss_sum += loss, e.correct += correct, e.samples += samples;
+      if ((id + 1) % per_epoch == 0) {
+        epochs.add_loss(epoch, e);
+        losses.erase(epoch);
+      }
+    };
+    hooks.on_backward = [&](std::size_t j, int64_t id) {
+      if ((id + 1) % per_epoch != 0) return;  // not the last micro-batch of its epoch
+      stage& s = *stages_[j].compute;
+      stage_report r = stage_report::of(s);
+      const auto now = std::chrono::steady_clock::now();
+      r.wall_seconds = std::chrono::duration<double>(now - since[j]).count();
+      since[j] = now;
+      s.reset_stats();
+      meters_[j].restart();
+      epochs.add_stage(static_cast<int>(id / per_epoch), r);
+    };
+    hooks.on_eval = [&](const eval_item& item, double loss, int64_t correct) {
+      const auto n = static_cast<int64_t>(item.labels.size());
+      epochs.add_eval(item.epoch, loss * static_cast<double>(n), correct, n, 1);
+    };
+    static_cast<run_totals&>(out) = sim_.run(hooks);
     out.completed = out.micro_batches;
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (placed_stage& p : stages_) {
@@ -91,6 +125,8 @@ class simulate_runtime : public pipeline_runtime {
   }
 
   data_feed& train_;
+  data_feed& waves_;  // the test set in training-sized micro-batches, for evaluation waves
+  int64_t spacing_;
   std::vector<placed_stage> stages_;
   std::unique_ptr<backend> loss_;
   simulator sim_;
@@ -102,10 +138,10 @@ class simulate_runtime : public pipeline_runtime {
 
 }  // namespace
 
-std::unique_ptr<pipeline_runtime> make_simulate_runtime(const config::run_config& c, data_feed& train,
+std::unique_ptr<pipeline_runtime> make_simulate_runtime(const config::run_config& c, training_data& data,
                                                         const optimizer_settings& optimizer) {
   check_runtime_supports(c);
-  return std::make_unique<simulate_runtime>(c, train, optimizer);
+  return std::make_unique<simulate_runtime>(c, *data.train_feed, *data.wave_feed, optimizer);
 }
 
 }  // namespace petra

@@ -7,11 +7,12 @@
 #include "compute/optimizer.hpp"
 #include "config/config.hpp"
 #include "training/runtime.hpp"
+#include "training/training_data.hpp"
 
 namespace petra {
 
 /// Throws config::config_error for a config simulate cannot honour (check_runtime_supports).
-std::unique_ptr<pipeline_runtime> make_simulate_runtime(const config::run_config& c, data_feed& train,
+std::unique_ptr<pipeline_runtime> make_simulate_runtime(const config::run_config& c, training_data& data,
                                                         const optimizer_settings& optimizer);
 
 }  // namespace petra

@@ -24,24 +24,6 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-/// One epoch's totals over its phases.
-struct epoch_totals : run_totals {
-  std::vector<stage_report> stages;
-  std::vector<fault_counts> faults;
-  void add(const phase_result& phase) {
-    static_cast<run_totals&>(*this) += phase;
-    if (stages.empty()) {
-      stages = phase.stages;
-      faults = phase.faults;
-      return;
-    }
-    for (std::size_t j = 0; j < stages.size(); ++j) {
-      merge(stages[j], phase.stages[j]);
-      faults[j] += phase.faults[j];
-    }
-  }
-};
-
 class run {
  public:
   run(prepared_run& p, const train_options& options, run_dir& dir)
@@ -54,11 +36,31 @@ class run {
 
   int go() {
     const auto run_start = clock_type::now();
+    epoch_clock_ = run_start;
     if (options_.resume.empty()) checkpoint_at(p_.epoch, p_.position);  // the first rollback target
-    for (int epoch = p_.epoch; epoch <= p_.cfg.training.epochs; ++epoch) {
-      train_epoch(epoch, epoch == p_.epoch ? p_.position : 0);
-      if (options_.stop_after_epoch > 0 && epoch >= options_.stop_after_epoch &&
-          epoch < p_.cfg.training.epochs) {
+    const int64_t per_epoch = p_.per_epoch;
+    const int64_t end =
+        p_.cfg.training.epochs * per_epoch;  // positions count from epoch 1's first micro-batch
+    for (int64_t g = (p_.epoch - 1) * per_epoch + p_.position; g < end;) {
+      const int64_t next = next_phase_end(g, end);
+      const auto t0 = clock_type::now();
+      const phase_result phase =
+          run_phase({static_cast<int>(g / per_epoch) + 1, g % per_epoch, next - g, 0, waves()});
+      train_seconds_ += seconds_since(t0);
+      train_images_ += phase.samples;
+      run_done_ += phase;
+      for (epoch_result& e : drained_epochs_) {  // drained epochs: evaluated now, on the drained weights
+        const auto e0 = clock_type::now();
+        e.test = p_.runtime->evaluate(*p_.data.test_feed);
+        e.evaluated = true;
+        eval_seconds_ += seconds_since(e0);
+        log_epoch(e);
+      }
+      drained_epochs_.clear();
+      g = next;
+      const int epoch = static_cast<int>((g - 1) / per_epoch) + 1;  // the epoch g ends or lies in
+      checkpoint_at(epoch, g - (epoch - 1) * per_epoch);
+      if (options_.stop_after_epoch > 0 && g == options_.stop_after_epoch * per_epoch && g < end) {
         std::printf("stopped after epoch %d as asked; continue with: petra train --resume %s\n", epoch,
                     dir_.path().c_str());
         return 0;
@@ -70,6 +72,28 @@ class run {
   }
 
  private:
+  /// Epochs evaluated on the live weights by waves inside the stream (no drain at epoch ends).
+  bool waves() const { return !p_.cfg.training.drain_at_epoch_end; }
+
+  /// Where the phase that starts at position `g` ends: the pipeline drains there. Every
+  /// output.checkpoint_every_steps, at a --stop-after-epoch point, at the end of training, and, when
+  /// training.drain_at_epoch_end is set, at every epoch end.
+  int64_t next_phase_end(int64_t g, int64_t end) const {
+    const config::run_config& cfg = p_.cfg;
+    const int64_t per_epoch = p_.per_epoch;
+    const int64_t epoch_end = (g / per_epoch + 1) * per_epoch;
+    int64_t next = end;
+    if (cfg.output.checkpoint_every_steps > 0) {
+      const int64_t size =
+          static_cast<int64_t>(cfg.output.checkpoint_every_steps) * cfg.training.accumulation;
+      next = waves() ? (g / size + 1) * size
+                     : std::min(epoch_end, epoch_end - per_epoch + ((g % per_epoch) / size + 1) * size);
+    }
+    if (!waves() || (options_.stop_after_epoch > 0 && epoch_end == options_.stop_after_epoch * per_epoch))
+      next = std::min(next, epoch_end);
+    return std::min(next, end);
+  }
+
   void checkpoint_at(int epoch, int64_t position) {
     write_checkpoint(dir_.file("checkpoint.safetensors"), p_.runtime->snapshot(),
                      {{"epoch", std::to_string(epoch)},
@@ -79,10 +103,34 @@ class run {
   }
 
   /// One phase, replayed from the last checkpoint after each failure, up to faults.max_restarts.
-  phase_result run_phase(const phase_request& request, const progress_fn& progress) {
+  phase_result run_phase(const phase_request& request) {
+    const int first_epoch = request.epoch;
+    bar_.start_epoch(first_epoch, p_.cfg.training.epochs, p_.per_epoch - request.first);
+    run_totals epochs_done;  // the totals of the epochs that ended in this phase so far
+    const progress_fn progress = [&](const progress_sample& sample) {
+      run_totals now = sample.totals;
+      now.micro_batches -= epochs_done.micro_batches, now.samples -= epochs_done.samples;
+      now.correct -= epochs_done.correct, now.loss_sum -= epochs_done.loss_sum;
+      bar_.update(std::max<int64_t>(0, now.micro_batches), std::max<int64_t>(0, now.samples), now.mean_loss(),
+                  now.accuracy());
+      run_totals in_run = run_done_;
+      in_run += sample.totals;
+      steps_.observe(static_cast<int>(in_run.micro_batches / p_.per_epoch) + 1, in_run, sample.stages);
+    };
+    const epoch_fn on_epoch = [&](const epoch_result& e) {
+      if (e.epoch <= last_logged_epoch_) return;  // a replay after a rollback: logged already
+      epochs_done += e.train;
+      bar_.end_epoch();
+      if (e.epoch < p_.cfg.training.epochs)
+        bar_.start_epoch(e.epoch + 1, p_.cfg.training.epochs, p_.per_epoch);
+      if (e.evaluated)
+        log_epoch(e);
+      else
+        drained_epochs_.push_back(e);
+    };
     for (phase_request attempt = request;; ++attempt.attempt) {
       try {
-        phase_result result = p_.runtime->train(attempt, progress);
+        phase_result result = p_.runtime->train(attempt, progress, on_epoch);
         account_.add_phase(result.completed, result.faults);
         return result;
       } catch (const run_failure& e) {
@@ -96,6 +144,7 @@ class run {
         std::fflush(stdout);
         p_.runtime->recover();
         p_.runtime->restore(read_checkpoint(dir_.file("checkpoint.safetensors"), J_));
+        drained_epochs_.clear();
         const double seconds = seconds_since(t0);
         account_.add_failure(e, request.count, seconds);
         dir_.log({{"event", "failure"},
@@ -115,59 +164,33 @@ class run {
     }
   }
 
-  void train_epoch(int epoch, int64_t position) {
+  /// The epoch line of metrics.jsonl and the terminal's.
+  void log_epoch(const epoch_result& e) {
     const config::run_config& cfg = p_.cfg;
-    const int64_t phase_size =
-        cfg.output.checkpoint_every_steps > 0
-            ? static_cast<int64_t>(cfg.output.checkpoint_every_steps) * cfg.training.accumulation
-            : p_.per_epoch;
-    bar_.start_epoch(epoch, cfg.training.epochs, p_.per_epoch - position);
-    epoch_totals totals;
-    double seconds = 0;
-    while (position < p_.per_epoch) {
-      const int64_t count = std::min(phase_size, p_.per_epoch - position);
-      const run_totals before = totals;
-      const auto t0 = clock_type::now();
-      const phase_result phase = run_phase({epoch, position, count, 0}, [&](const progress_sample& sample) {
-        run_totals now = before;
-        now += sample.totals;
-        bar_.update(now.micro_batches, now.samples, now.mean_loss(), now.accuracy());
-        run_totals in_run = run_done_;
-        in_run += sample.totals;
-        steps_.observe(epoch, in_run, sample.stages);
-      });
-      run_done_ += phase;
-      seconds += seconds_since(t0);
-      totals.add(phase);
-      position += count;
-      if (position < p_.per_epoch) checkpoint_at(epoch, position);
-    }
-    bar_.end_epoch();
-    train_seconds_ += seconds;
-    train_images_ += totals.samples;
-
-    const eval_result test = p_.runtime->evaluate(*p_.data.test_feed);
-    last_test_accuracy_ = test.accuracy;
+    last_logged_epoch_ = e.epoch;
+    last_test_accuracy_ = e.test.accuracy;
+    const double seconds = seconds_since(epoch_clock_) - eval_seconds_;
+    epoch_clock_ = clock_type::now();
+    eval_seconds_ = 0;
     nlohmann::json stages = nlohmann::json::array();
-    for (std::size_t j = 0; j < totals.stages.size(); ++j)
-      stages.push_back(stage_json(totals.stages[j], totals.faults[j], cfg, J_));
-    const double images_per_s = totals.samples / seconds;
+    for (std::size_t j = 0; j < e.stages.size(); ++j)
+      stages.push_back(stage_json(e.stages[j], e.faults[j], cfg, J_));
+    const double images_per_s = seconds > 0 ? e.train.samples / seconds : 0.0;
     dir_.log({{"event", "epoch"},
-              {"epoch", epoch},
+              {"epoch", e.epoch},
               {"runtime", config::to_string(cfg.runtime.mode)},
-              {"train_loss", totals.mean_loss()},
-              {"train_accuracy", totals.accuracy()},
-              {"test_loss", test.loss},
-              {"test_accuracy", test.accuracy},
+              {"evaluated", waves() ? "live weights (evaluation wave)" : "drained pipeline"},
+              {"train_loss", e.train.mean_loss()},
+              {"train_accuracy", e.train.accuracy()},
+              {"test_loss", e.test.loss},
+              {"test_accuracy", e.test.accuracy},
               {"images_per_s", images_per_s},
               {"epoch_seconds", seconds},
-              {"ticks", totals.ticks},
               {"lr", p_.runtime->current_lr()},
               {"stages", stages}});
-    checkpoint_at(epoch, p_.per_epoch);
     std::printf("epoch %d/%d  train loss %.4f acc %.2f%%  test loss %.4f acc %.2f%%  %.0f img/s  %.1f s\n",
-                epoch, cfg.training.epochs, totals.mean_loss(), 100 * totals.accuracy(), test.loss,
-                100 * test.accuracy, images_per_s, seconds);
+                e.epoch, cfg.training.epochs, e.train.mean_loss(), 100 * e.train.accuracy(), e.test.loss,
+                100 * e.test.accuracy, images_per_s, seconds);
     std::fflush(stdout);
   }
 
@@ -199,7 +222,11 @@ class run {
   std::size_t J_;
   step_lines steps_;
   accounting account_;
-  run_totals run_done_;  // the phases finished so far in this process
+  run_totals run_done_;                       // the phases finished so far in this process
+  std::vector<epoch_result> drained_epochs_;  // ended in the running phase, to evaluate when it drained
+  int last_logged_epoch_ = 0;
+  clock_type::time_point epoch_clock_;  // since the previous epoch line
+  double eval_seconds_ = 0;             // drained evaluations since then (not training time)
   double train_seconds_ = 0;
   int64_t train_images_ = 0;
   double last_test_accuracy_ = 0;

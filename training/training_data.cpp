@@ -27,6 +27,8 @@ training_data load_training_data(const config::run_config& c) {
   d.train_feed = std::make_shared<data_feed>(d.train, train_aug, true, c.training.micro_batch,
                                              c.training.accumulation, c.training.seed);
   d.test_feed = std::make_shared<data_feed>(d.test, test_aug, false, 500, 1, c.training.seed);
+  d.wave_feed =
+      std::make_shared<data_feed>(d.test, test_aug, false, c.training.micro_batch, 1, c.training.seed);
   return d;
 }
 

@@ -13,6 +13,7 @@ struct training_data {
   std::shared_ptr<const data::dataset> test;
   std::shared_ptr<data_feed> train_feed;
   std::shared_ptr<data_feed> test_feed;
+  std::shared_ptr<data_feed> wave_feed;  // the test set in training-sized micro-batches (evaluation waves)
 };
 
 /// Loads data.path per data.dataset (train_limit/test_limit applied) and checks it against the model input.

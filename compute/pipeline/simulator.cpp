@@ -50,30 +50,65 @@ simulator::simulator(std::vector<stage*> stages, backend& loss, int64_t spacing)
 
 run_totals simulator::run(const std::function<bool(micro_batch&)>& next,
                           const std::function<void(const run_totals&)>& on_done) {
+  simulator_hooks hooks;
+  bool exhausted = false;
+  hooks.next = [&](int64_t tick, tick_input& in) {
+    if (exhausted) return false;
+    if (tick % spacing_ == 0) {
+      in.has_train = next(in.train);
+      exhausted = !in.has_train;
+    }
+    return !exhausted;
+  };
+  hooks.on_done = on_done;
+  return run(hooks);
+}
+
+run_totals simulator::run(const simulator_hooks& hooks) {
   const std::size_t J = stages_.size();
   std::vector<std::optional<forward_message>> fwd_in(J), fwd_next(J);
   std::vector<std::optional<backward_message>> bwd_in(J), bwd_next(J);
+  std::vector<std::optional<eval_item>> eval_in(J), eval_next(J);
   std::map<int64_t, std::vector<int32_t>> labels;
   run_totals totals;
   bool exhausted = false;
-  std::size_t in_flight = 0;
+  std::size_t in_flight = 0;  // training micro-batches and evaluation batches
 
   for (int64_t t = 0;; ++t) {
-    if (!exhausted && t % spacing_ == 0) {
-      micro_batch mb;
-      if (next(mb)) {
-        labels[mb.id] = std::move(mb.labels);
-        fwd_in[0] =
-            forward_message{mb.id, activation{stages_[0]->compute_backend().import(mb.images.x1), {}}};
+    if (!exhausted) {
+      tick_input in;
+      exhausted = !hooks.next(t, in);
+      if (in.has_train) {
+        labels[in.train.id] = std::move(in.train.labels);
+        fwd_in[0] = forward_message{in.train.id,
+                                    activation{stages_[0]->compute_backend().import(in.train.images.x1), {}}};
         ++in_flight;
-      } else {
-        exhausted = true;
+      }
+      if (in.has_eval) {
+        in.eval.images = activation{stages_[0]->compute_backend().import(in.eval.images.x1), {}};
+        eval_in[0] = std::move(in.eval);
+        ++in_flight;
       }
     }
     if (exhausted && in_flight == 0) break;
 
     for (std::size_t j = 0; j < J; ++j) {
       stage& s = *stages_[j];
+      if (eval_in[j]) {  // first in the tick: the weights the tick starts with
+        eval_item item = std::move(*eval_in[j]);
+        eval_in[j].reset();
+        const activation out = s.evaluate(item.images);
+        backend& to = j + 1 < J ? stages_[j + 1]->compute_backend() : loss_;
+        item.images = hand_over(out, s.compute_backend(), to);
+        if (j + 1 < J) {
+          eval_next[j + 1] = std::move(item);
+        } else {
+          int64_t correct = 0;
+          const double loss = loss_.softmax_cross_entropy(item.images.x1, item.labels, nullptr, &correct);
+          --in_flight;
+          if (hooks.on_eval) hooks.on_eval(item, loss, correct);
+        }
+      }
       if (fwd_in[j]) {
         const int64_t id = fwd_in[j]->id;
         activation out = s.forward(fwd_in[j]->x, id, tick_);
@@ -91,6 +126,7 @@ run_totals simulator::run(const std::function<bool(micro_batch&)>& next,
           totals.samples += static_cast<int64_t>(it->second.size());
           totals.correct += correct;
           totals.loss_sum += loss;
+          if (hooks.on_loss) hooks.on_loss(id, loss, correct, static_cast<int64_t>(it->second.size()));
           labels.erase(it);
           bwd_in[j] = backward_message{id, out, activation{dlogits, {}}};
         }
@@ -99,6 +135,7 @@ run_totals simulator::run(const std::function<bool(micro_batch&)>& next,
         const int64_t id = bwd_in[j]->id;
         stage::backward_result r = s.backward(bwd_in[j]->rebuilt, bwd_in[j]->grad, id, tick_);
         bwd_in[j].reset();
+        if (hooks.on_backward) hooks.on_backward(j, id);
         if (j > 0) {
           backend& to = stages_[j - 1]->compute_backend();
           bwd_next[j - 1] = backward_message{id, hand_over(r.input, s.compute_backend(), to),
@@ -106,12 +143,13 @@ run_totals simulator::run(const std::function<bool(micro_batch&)>& next,
         } else {
           --in_flight;
           ++totals.micro_batches;
-          if (on_done) on_done(totals);
+          if (hooks.on_done) hooks.on_done(totals);
         }
       }
     }
     std::swap(fwd_in, fwd_next);
     std::swap(bwd_in, bwd_next);
+    std::swap(eval_in, eval_next);
     ++tick_;
     ++totals.ticks;
   }

@@ -18,6 +18,24 @@ struct micro_batch {
   std::vector<int32_t> labels;
 };
 
+/// A batch of the evaluation wave that follows an epoch's last training micro-batch into the
+/// pipeline: it flows forward beside training, each stage evaluating it (running BN statistics)
+/// with the weights it has when the batch reaches it.
+struct eval_item {
+  int32_t epoch = 0;
+  int64_t index = -1;  // its place in the wave
+  activation images;
+  std::vector<int32_t> labels;
+};
+
+/// What enters stage 1 at one tick; either may be absent.
+struct tick_input {
+  bool has_train = false;
+  micro_batch train;
+  bool has_eval = false;
+  eval_item eval;
+};
+
 struct run_totals {
   int64_t micro_batches = 0;
   int64_t samples = 0;
@@ -29,6 +47,20 @@ struct run_totals {
   run_totals& operator+=(const run_totals& other);
 };
 
+/// The simulator's view of a run: what enters each tick, and what it tells back.
+struct simulator_hooks {
+  /// What enters at `tick` (counted from this run's start); false once nothing more will enter.
+  std::function<bool(int64_t tick, tick_input& in)> next;
+  /// A micro-batch finished its backward at stage 1 (the run's totals so far).
+  std::function<void(const run_totals&)> on_done;
+  /// Micro-batch `id` was scored at the loss: its mean loss, correct predictions and samples.
+  std::function<void(int64_t id, double mean_loss, int64_t correct, int64_t samples)> on_loss;
+  /// Stage `j` finished the backward of micro-batch `id` (its record now includes it).
+  std::function<void(std::size_t j, int64_t id)> on_backward;
+  /// An evaluation batch reached the loss: its mean loss and correct predictions.
+  std::function<void(const eval_item& item, double mean_loss, int64_t correct)> on_eval;
+};
+
 class simulator {
  public:
   /// `stages` in pipeline order, each computing on its own backend; `loss` computes the softmax
@@ -36,11 +68,17 @@ class simulator {
   /// every `spacing` ticks (entry_spacing: 1, or 2J − 1 for backprop's one micro-batch in flight).
   simulator(std::vector<stage*> stages, backend& loss, int64_t spacing);
 
-  /// Feeds micro-batches from `next` (false when exhausted) through the schedule until
-  /// every one has finished its backward at stage 1 (the pipeline drains). `on_done`
-  /// is called after each completed micro-batch. Each stage records its own delays and staleness.
+  /// Feeds micro-batches from `next` (false when exhausted), one every `spacing` ticks, through
+  /// the schedule until every one has finished its backward at stage 1 (the pipeline drains).
+  /// `on_done` is called after each completed micro-batch.
   run_totals run(const std::function<bool(micro_batch&)>& next,
                  const std::function<void(const run_totals&)>& on_done = {});
+
+  /// The same schedule with the inputs `hooks.next` chooses per tick, evaluation waves
+  /// included: per tick each stage evaluates its evaluation batch (with the weights the tick
+  /// starts with), then runs its forward, then its backward. Runs until nothing more enters and
+  /// everything in flight is done.
+  run_totals run(const simulator_hooks& hooks);
 
   /// Evaluation forward of one micro-batch through every stage: (mean loss, correct).
   std::pair<double, int64_t> evaluate(const micro_batch& mb);

@@ -1,4 +1,9 @@
 // Lockstep actor runtime ≡ the reference simulator, bit for bit; delays and FIFO bounds as stamped.
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "app/commands.hpp"
 #include "tests/actors/runtime_fixture.hpp"
 
 using namespace petra;
@@ -84,4 +89,43 @@ TEST_CASE("lockstep = simulate, bit for bit, on the default preset for every met
       CHECK(actors.stages[j]["staleness_steps"] == sim.stages[j]["staleness_steps"]);
     }
   }
+}
+
+// Epochs without draining: the stream crosses the epoch end and each epoch is evaluated by a wave
+// of test batches that follows its last micro-batch, on the live weights (DESIGN.md §4).
+TEST_CASE("continuous epochs: lockstep = simulate bit for bit, the per-epoch test results included") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  const std::string root =
+      (std::filesystem::temp_directory_path() / ("petra-continuous-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(root);
+  std::map<std::string, std::vector<nlohmann::json>> epochs;
+  for (const char* mode : {"simulate", "lockstep", "async"}) {
+    const std::vector<std::string> sets = {std::string("runtime.mode=") + mode,
+                                           "data.train_limit=1024",
+                                           "data.test_limit=256",
+                                           "training.epochs=2",
+                                           "output.dir=" + root,
+                                           std::string("output.name=") + mode,
+                                           "output.progress=false"};
+    REQUIRE(app::train_command({"default", sets, "", 0}) == 0);
+    std::ifstream in(root + "/" + mode + "/metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line);
+      if (j["event"] == "epoch") epochs[mode].push_back(j);
+    }
+    REQUIRE(epochs[mode].size() == 2);
+    CHECK(epochs[mode][0]["evaluated"] == "live weights (evaluation wave)");
+  }
+  trained sim, lock;
+  sim.weights = load_safetensors(root + "/simulate/checkpoint.safetensors").tensors;
+  lock.weights = load_safetensors(root + "/lockstep/checkpoint.safetensors").tensors;
+  CHECK(differing(sim, lock) == 0);
+  for (int e = 0; e < 2; ++e) {
+    INFO("epoch " << e + 1);
+    for (const char* key : {"train_loss", "train_accuracy", "test_loss", "test_accuracy"})
+      CHECK(epochs["lockstep"][e][key] == epochs["simulate"][e][key]);
+    CHECK(epochs["async"][e]["evaluated"] == "live weights (evaluation wave)");
+    CHECK(epochs["async"][e]["test_loss"].get<double>() > 0);
+  }
+  std::filesystem::remove_all(root);
 }

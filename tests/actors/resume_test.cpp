@@ -9,14 +9,18 @@ using namespace petra;
 using namespace petra::testing;
 namespace fs = std::filesystem;
 
-TEST_CASE("lockstep: stop after epoch 1 and resume = two epochs straight, bit for bit") {
+TEST_CASE("lockstep, drained epochs: stop after epoch 1 and resume = two epochs straight, bit for bit") {
   PETRA_REQUIRE_FASHION_MNIST();
   const fs::path dir = fs::temp_directory_path() / ("petra-resume-" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  const std::vector<std::string> sets = {"runtime.mode=lockstep",          "training.epochs=2",
-                                         "data.train_limit=256",           "data.test_limit=64",
-                                         "output.dir=" + dir.string(),     "output.checkpoint_every_steps=5",
-                                         "pipeline.stage_blocks=[1,2,1,1]"};
+  const std::vector<std::string> sets = {"runtime.mode=lockstep",
+                                         "training.epochs=2",
+                                         "data.train_limit=256",
+                                         "data.test_limit=64",
+                                         "output.dir=" + dir.string(),
+                                         "output.checkpoint_every_steps=5",
+                                         "pipeline.stage_blocks=[1,2,1,1]",
+                                         "training.drain_at_epoch_end=true"};
   petra::train_options straight{"tiny", sets, "", 0};
   straight.sets.push_back("output.name=straight");
   REQUIRE(app::train_command(straight) == 0);

@@ -59,8 +59,7 @@ struct trained {
 /// The runtime runtime.mode names.
 inline std::unique_ptr<pipeline_runtime> make_runtime(const config::run_config& c, training_data& data,
                                                       const optimizer_settings& opt) {
-  if (c.runtime.mode == config::runtime_mode::simulate)
-    return make_simulate_runtime(c, *data.train_feed, opt);
+  if (c.runtime.mode == config::runtime_mode::simulate) return make_simulate_runtime(c, data, opt);
   return make_actor_runtime(c, data, opt);
 }
 
@@ -72,8 +71,12 @@ inline trained train_once(const config::run_config& c, int64_t count = 0) {
   std::unique_ptr<pipeline_runtime> t = make_runtime(c, data, opt);
   trained out;
   out.totals = t->train({1, 0, count ? count : per_epoch, 0}, {});
-  for (std::size_t j = 0; j < out.totals.stages.size(); ++j)
-    out.stages.push_back(stage_json(out.totals.stages[j], out.totals.faults[j], c, out.totals.stages.size()));
+  // The stages' records: of the epoch when it ended in the phase (they start afresh there).
+  const bool ended = !out.totals.epochs.empty();
+  const auto& reports = ended ? out.totals.epochs.back().stages : out.totals.stages;
+  const auto& faults = ended ? out.totals.epochs.back().faults : out.totals.faults;
+  for (std::size_t j = 0; j < reports.size(); ++j)
+    out.stages.push_back(stage_json(reports[j], faults[j], c, reports.size()));
   for (const stage_snapshot& s : t->snapshot())
     for (const named_tensor& n : s.tensors) out.weights.emplace_back(n.name, n.value);
   return out;

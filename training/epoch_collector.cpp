@@ -1,0 +1,58 @@
+// Epochs put together.
+#include "training/epoch_collector.hpp"
+
+namespace petra {
+
+epoch_collector::epoch_collector(std::size_t stages, int64_t wave_size,
+                                 std::function<void(epoch_result&)> on_complete)
+    : stages_(stages), wave_size_(wave_size), on_complete_(std::move(on_complete)) {}
+
+epoch_collector::partial& epoch_collector::at(int epoch) {
+  partial& p = open_[epoch];
+  if (p.result.stages.empty()) {
+    p.result.epoch = epoch;
+    p.result.stages.resize(stages_);
+  }
+  return p;
+}
+
+void epoch_collector::add_stage(int epoch, const stage_report& r) {
+  partial& p = at(epoch);
+  p.result.stages.at(static_cast<std::size_t>(r.stage)) = r;
+  ++p.stages_in;
+  complete_if_done(epoch);
+}
+
+void epoch_collector::add_loss(int epoch, const run_totals& totals) {
+  partial& p = at(epoch);
+  p.result.train = totals;
+  p.loss_in = true;
+  complete_if_done(epoch);
+}
+
+void epoch_collector::add_eval(int epoch, double loss_sum, int64_t correct, int64_t samples, int64_t items) {
+  partial& p = at(epoch);
+  p.loss_sum += loss_sum;
+  p.correct += correct;
+  p.result.test.samples += samples;
+  p.items_in += items;
+  complete_if_done(epoch);
+}
+
+void epoch_collector::complete_if_done(int epoch) {
+  auto it = open_.find(epoch);
+  partial& p = it->second;
+  if (p.stages_in < stages_ || !p.loss_in || p.items_in < wave_size_) return;
+  if (wave_size_ > 0) {
+    p.result.evaluated = true;
+    const auto n = static_cast<double>(p.result.test.samples);
+    p.result.test.loss = n > 0 ? p.loss_sum / n : 0;
+    p.result.test.accuracy = n > 0 ? static_cast<double>(p.correct) / n : 0;
+  }
+  epoch_result done = std::move(p.result);
+  open_.erase(it);
+  ++completed_;
+  on_complete_(done);
+}
+
+}  // namespace petra

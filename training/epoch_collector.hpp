@@ -1,0 +1,63 @@
+// An epoch's measurements put together as they arrive — each stage's record when it finished the
+// epoch's last backward, the loss of its micro-batches, its evaluation wave — and handed on when
+// complete, whichever runtime delivers the parts.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "compute/pipeline/simulator.hpp"
+#include "compute/pipeline/stage_report.hpp"
+#include "training/evaluate.hpp"
+#include "training/faults.hpp"
+
+namespace petra {
+
+/// One epoch as the runtime measured it.
+struct epoch_result {
+  int epoch = 0;
+  run_totals train;                  // its micro-batches' loss and accuracy
+  std::vector<stage_report> stages;  // each stage over the epoch
+  std::vector<fault_counts> faults;  // injected while it ran
+  bool evaluated = false;            // by an evaluation wave on the live weights
+  eval_result test;
+};
+
+class epoch_collector {
+ public:
+  /// `wave_size` evaluation batches per epoch (0: epochs are complete without a test result).
+  epoch_collector(std::size_t stages, int64_t wave_size, std::function<void(epoch_result&)> on_complete);
+
+  void add_stage(int epoch, const stage_report& r);
+  void add_loss(int epoch, const run_totals& totals);
+  /// `items` batches of the epoch's wave: Σ of their samples' losses, correct predictions, samples.
+  void add_eval(int epoch, double loss_sum, int64_t correct, int64_t samples, int64_t items);
+  /// Epochs handed on so far.
+  std::size_t completed() const { return completed_; }
+  /// A whole wave at once.
+  void add_wave(int epoch, double loss_sum, int64_t correct, int64_t samples) {
+    add_eval(epoch, loss_sum, correct, samples, wave_size_);
+  }
+
+ private:
+  struct partial {
+    epoch_result result;
+    std::size_t stages_in = 0;
+    bool loss_in = false;
+    int64_t items_in = 0;
+    double loss_sum = 0;
+    int64_t correct = 0;
+  };
+  partial& at(int epoch);
+  void complete_if_done(int epoch);
+
+  std::size_t stages_;
+  int64_t wave_size_;
+  std::function<void(epoch_result&)> on_complete_;
+  std::map<int, partial> open_;
+  std::size_t completed_ = 0;
+};
+
+}  // namespace petra

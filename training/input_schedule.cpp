@@ -1,0 +1,81 @@
+// The input schedule.
+#include "training/input_schedule.hpp"
+
+#include <algorithm>
+
+namespace petra {
+
+input_schedule::input_schedule(data_feed& train, data_feed* test, int64_t spacing)
+    : train_(train), test_(test), spacing_(spacing), per_epoch_(train.micro_batches_per_epoch()) {}
+
+void input_schedule::start(int epoch, int64_t position, int64_t count) {
+  epoch_ = epoch;
+  position_ = position;
+  count_ = count;
+  fed_ = 0;
+  waves_.clear();
+  wave_open_ = false;
+  train_.start_epoch(epoch, position);
+}
+
+bool input_schedule::next(int64_t tick, tick_input& in) {
+  if (fed_ < count_ && tick % spacing_ == 0) {
+    if (position_ >= per_epoch_) train_.start_epoch(++epoch_, position_ = 0);  // the stream crosses epochs
+    if (!train_.next(in.train)) return false;  // the feed ran dry (never, for a valid phase)
+    in.has_train = true;
+    ++fed_;
+    if (++position_ == per_epoch_ && test_) {  // the epoch's last micro-batch: its wave follows
+      if (waves_.empty()) wave_from_tick_ = tick + 1;
+      waves_.push_back(epoch_);
+    }
+  }
+  if (!waves_.empty() && tick >= wave_from_tick_) {
+    if (!wave_open_) {
+      test_->start_epoch(0);
+      wave_open_ = true;
+    }
+    micro_batch mb;
+    if (test_->next(mb)) {
+      in.has_eval = true;
+      in.eval.epoch = waves_.front();
+      in.eval.index = test_->position() - 1;
+      in.eval.images = std::move(mb.images);
+      in.eval.labels = std::move(mb.labels);
+    }
+    if (test_->position() >= test_->micro_batches_per_epoch()) {  // this wave is all in
+      waves_.pop_front();
+      wave_open_ = false;
+    }
+  }
+  return fed_ < count_ || !waves_.empty();
+}
+
+input_schedule::shape input_schedule::plan(int64_t per_epoch, int64_t wave, int64_t spacing, int64_t position,
+                                           int64_t count, std::size_t stages) {
+  // The same walk as next(), counting instead of loading.
+  const int64_t J = static_cast<int64_t>(stages);
+  shape out;
+  int64_t fed = 0, pending = 0, from = 0, last_train = -1, last_eval = -1;
+  for (int64_t t = 0; fed < count || pending > 0; ++t) {
+    if (fed < count && t % spacing == 0) {
+      if (position >= per_epoch) position = 0;
+      ++fed;
+      last_train = t;
+      if (++position == per_epoch && wave > 0) {
+        if (pending == 0) from = t + 1;
+        pending += wave;
+        out.eval_items += wave;
+      }
+    }
+    if (pending > 0 && t >= from) {
+      --pending;
+      last_eval = t;
+    }
+  }
+  int64_t need = last_train >= 0 ? last_train + 2 * (J - 1) : 0;   // back at stage 1
+  if (last_eval >= 0) need = std::max(need, last_eval + (J - 1));  // scored after the last stage
+  out.ticks = need + 1;
+  return out;
+}
+
+}  // namespace petra
