@@ -1,7 +1,10 @@
-// The data-loader actor.
+// The data-loader actor: it hands out micro-batches the feed's worker threads made ahead, and
+// keeps the credits; it runs detached, so that waiting for a batch never holds a scheduler thread.
 #include "actors/loader_actor.hpp"
 
 #include <caf/all.hpp>
+
+#include "messages/errors.hpp"
 
 namespace petra {
 namespace {
@@ -11,6 +14,8 @@ using namespace atoms;
 
 struct loader_actor_state {
   std::shared_ptr<data_feed> feed;
+  uint64_t ticket = 0;  // of this phase's start_epoch: a torn-down loader's late calls serve nothing
+  bool failed = false;  // the feed threw: the actor is ending
   bool lockstep = true;
   forward_sink first_stage;
   loss_actor loss;
@@ -24,21 +29,35 @@ struct loader_actor_state {
 
 using self_ptr = loader_actor::stateful_pointer<loader_actor_state>;
 
+/// The next micro-batch of the phase, if any; a data error (a bad image under on_bad_image: fail)
+/// ends the actor with petra's bad_data error: replaying the phase would meet it again.
+bool next_batch(self_ptr self, micro_batch& mb) {
+  auto& st = self->state;
+  try {
+    return st.feed->next(mb, st.ticket);
+  } catch (const std::exception& e) {
+    st.failed = true;
+    self->quit(caf::make_error(petra_errc::bad_data, std::string(e.what())));
+    return false;
+  }
+}
+
 void feed_while_credit(self_ptr self) {
   auto& st = self->state;
   const int64_t total = st.lockstep ? st.plan.ticks : st.plan.micro_batches;
-  while (st.credits > 0 && st.sent < total) {
+  while (!st.failed && st.credits > 0 && st.sent < total) {
     forward_data out;
     out.s.tick = st.lockstep ? st.sent : -1;
     out.s.phase = st.plan.phase;
     micro_batch mb;
     const bool entry_tick = !st.lockstep || st.sent % std::max<int64_t>(1, st.plan.spacing) == 0;
-    if (entry_tick && st.fed < st.plan.micro_batches && st.feed->next(mb)) {
+    if (entry_tick && st.fed < st.plan.micro_batches && next_batch(self, mb)) {
       out.s.micro_batch = mb.id;
       out.x = std::move(mb.images);
       self->send(st.loss, labels_data{mb.id, std::move(mb.labels)});
       ++st.fed;
     }
+    if (st.failed) return;
     self->send(st.first_stage, std::move(out));
     --st.credits;
     ++st.sent;
@@ -59,7 +78,7 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
       [=](plan_atom, const phase_plan& plan) {
         auto& st = self->state;
         st.plan = plan;
-        st.feed->start_epoch(plan.epoch, plan.first_micro_batch);
+        st.ticket = st.feed->start_epoch(plan.epoch, plan.first_micro_batch);
         st.credits = st.window;
         st.sent = 0;
         st.fed = 0;
@@ -77,7 +96,7 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
 
 messages::loader_actor spawn_loader_actor(caf::actor_system& sys, std::shared_ptr<data_feed> feed,
                                           config::runtime_mode mode) {
-  return sys.spawn(loader_behavior, std::move(feed), mode == config::runtime_mode::lockstep);
+  return sys.spawn<caf::detached>(loader_behavior, std::move(feed), mode == config::runtime_mode::lockstep);
 }
 
 }  // namespace petra

@@ -63,7 +63,7 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
   const int64_t steps_per_epoch = p.per_epoch / p.cfg.training.accumulation;
   if (steps_per_epoch < 1)
     throw std::invalid_argument(
-        "the training set (" + std::to_string(p.data.train->count) +
+        "the training set (" + std::to_string(p.data.train->count()) +
         " images) is smaller than one optimizer batch (micro_batch · accumulation = " +
         std::to_string(p.cfg.training.micro_batch * p.cfg.training.accumulation) + ")");
   p.opt = optimizer_for(p.cfg.training, steps_per_epoch);
@@ -173,6 +173,7 @@ class run {
             ? static_cast<int64_t>(cfg.output.checkpoint_every_steps) * cfg.training.accumulation
             : p_.per_epoch;
     bar_.start_epoch(epoch, cfg.training.epochs, p_.per_epoch - position);
+    const double waited_before = p_.data.train_feed->waited_seconds();
     epoch_totals totals;
     double seconds = 0;
     while (position < p_.per_epoch) {
@@ -199,6 +200,8 @@ class run {
     for (std::size_t j = 0; j < totals.stages.size(); ++j)
       stages.push_back(stage_json(totals.stages[j], totals.faults[j], cfg, J_));
     const double images_per_s = totals.samples / seconds;
+    for (const data::bad_image& bad : p_.data.new_bad_images())
+      dir_.log({{"event", "bad_image"}, {"path", bad.path}, {"reason", bad.reason}});
     dir_.log({{"event", "epoch"},
               {"epoch", epoch},
               {"runtime", config::to_string(cfg.runtime.mode)},
@@ -210,6 +213,8 @@ class run {
               {"epoch_seconds", seconds},
               {"ticks", totals.ticks},
               {"lr", p_.runtime->current_lr()},
+              {"loader_wait_seconds", p_.data.train_feed->waited_seconds() - waited_before},
+              {"bad_images", p_.data.bad_image_count()},
               {"stages", stages}});
     checkpoint_at(epoch, p_.per_epoch);
     std::printf("epoch %d/%d  train loss %.4f acc %.2f%%  test loss %.4f acc %.2f%%  %.0f img/s  %.1f s\n",
@@ -269,6 +274,8 @@ int run_training(const train_options& options, const runtime_factory& make_runti
       repeatable.output.name.clear();
       write_file_atomically(dir.file("config.yaml"),
                             [&](std::ostream& out) { out << config::to_yaml(repeatable); });
+      if (auto names = p.data.train->class_names(); !names.empty())
+        data::write_class_index(names, dir.path());
     }
     std::printf(
         "petra train: %s, %s, runtime %s, J = %zu stages, %lld micro-batches of %d per epoch, k = %d, lr "
