@@ -1,5 +1,5 @@
-// The data-loader actor: it hands out micro-batches the feed's worker threads made ahead, and
-// keeps the credits; it runs detached, so that waiting for a batch never holds a scheduler thread.
+// The data-loader actor: it hands out micro-batches the feed's worker threads made ahead (it only
+// waits when the next one is not ready yet), and keeps the credits.
 #include "actors/loader_actor.hpp"
 
 #include <caf/all.hpp>
@@ -96,7 +96,7 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
 
 messages::loader_actor spawn_loader_actor(caf::actor_system& sys, std::shared_ptr<data_feed> feed,
                                           config::runtime_mode mode) {
-  return sys.spawn<caf::detached>(loader_behavior, std::move(feed), mode == config::runtime_mode::lockstep);
+  return sys.spawn(loader_behavior, std::move(feed), mode == config::runtime_mode::lockstep);
 }
 
 }  // namespace petra

@@ -85,7 +85,7 @@ TEST_CASE("imagenet end to end: the tiny model learns a 10-class JPEG tree; clas
   const std::vector<std::string> wnids = write_learnable_jpeg_tree(dir.file("data"), 10, 48, {"train"});
   write_learnable_jpeg_tree(dir.file("data"), 10, 10, {"val"});
   std::vector<std::string> sets = imagenet_sets(dir, "learn");
-  sets.insert(sets.end(), {"training.epochs=3", "data.workers=2"});
+  sets.insert(sets.end(), {"training.epochs=3", "data.workers=2", "training.optimizer.base_lr=0.4"});
   REQUIRE(train(sets) == 0);
   const fs::path run = dir.file("runs/learn");
   std::ifstream classes(run / "classes.txt");
