@@ -23,10 +23,14 @@ struct feed_options {
   host_tensor_maker images;  // memory of each micro-batch's images; empty = plain host memory
 };
 
+/// The micro-batches of one split, made ahead by a batch_loader's workers, served to one consumer
+/// at a time (the ticket of start_epoch tells a stale one apart).
 class data_feed {
  public:
+  /// Starts the workers; std::invalid_argument when training gets less than one optimizer batch.
   data_feed(std::shared_ptr<const data::image_source> source, feed_options options);
 
+  /// Training: ⌊count / (micro_batch·k)⌋·k; evaluation: ⌈count / micro_batch⌉.
   int64_t micro_batches_per_epoch() const { return loader_.micro_batches_per_epoch(); }
   /// Starts epoch `epoch` (1-based) at micro-batch `position` (a resume point). Continuing where the
   /// feed stands keeps the micro-batches already made ahead (they depend only on epoch and position).
