@@ -1,6 +1,8 @@
 // The coordinator's mailbox.
 #include "actors/control.hpp"
 
+#include "datasets/dataset.hpp"
+
 namespace petra {
 
 using namespace messages;
@@ -21,6 +23,7 @@ failure_kind kind_of(uint8_t code) {
       return failure_kind::bad_reply;
     case petra_errc::none:
     case petra_errc::stage_exception:
+    case petra_errc::bad_data:
       break;
   }
   return failure_kind::stage_exception;
@@ -175,6 +178,11 @@ void control_channel::on_failure(const failure_report& f) {
 
 void control_channel::on_down(const caf::down_msg& down) {
   if (!current(down.source)) return;
+  if (has_code(down.reason, petra_errc::bad_data)) {  // not a failure to replay: the data must change
+    const caf::message& context = down.reason.context();
+    throw data::dataset_error(context.match_elements<std::string>() ? context.get_as<std::string>(0)
+                                                                    : system_.render(down.reason));
+  }
   const int32_t stage = stage_of(down.source);
   const std::string what = (stage >= 0 ? "stage actor lost: " : "actor lost: ") + system_.render(down.reason);
   const bool crash = has_code(down.reason, petra_errc::injected_crash);

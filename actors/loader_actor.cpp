@@ -6,6 +6,7 @@
 #include <deque>
 #include <optional>
 
+#include "messages/errors.hpp"
 #include "training/input_schedule.hpp"
 
 namespace petra {
@@ -25,7 +26,8 @@ struct loader_actor_state {
   int64_t window = 1;
   phase_plan plan;
   std::optional<input_schedule> schedule;
-  bool more = false;  // the schedule has more to give
+    bool more = false;                   // the schedule has more to give
+  bool failed = false;                 // the data failed: the actor is ending
   int64_t credits = 0;
   int64_t tick = 0;                // the schedule's next tick
   std::deque<forward_data> ready;  // async: what a tick gave, waiting for credits
@@ -41,10 +43,18 @@ forward_data next_tick(self_ptr self) {
   forward_data out;
   out.s.tick = st.lockstep ? st.tick : -1;
   out.s.phase = st.plan.phase;
-  tick_input in;
+    tick_input in;
   const auto begin = training::trace_clock::now();
   const int64_t tick = st.tick++;
-  if (st.more) st.more = st.schedule->next(tick, in);
+  try {
+    if (st.more) st.more = st.schedule->next(tick, in);
+  } catch (const std::exception& e) {
+    // A bad image under data.on_bad_image: fail. Replaying the phase would meet it again: the
+    // run stops (the coordinator tells bad_data apart from failures it recovers from).
+    st.more = false;
+    st.failed = true;
+    self->quit(caf::make_error(petra_errc::bad_data, std::string(e.what())));
+  }
   if (in.has_train) {
     const int64_t id = in.train.id;
     out.s.micro_batch = id;
@@ -70,14 +80,17 @@ forward_data next_tick(self_ptr self) {
 void feed_while_credit(self_ptr self) {
   auto& st = self->state;
   if (st.lockstep) {  // one message per tick, markers included, as long as the phase's ticks last
-    for (; st.credits > 0 && st.tick < st.plan.ticks; --st.credits)
-      self->send(st.first_stage, next_tick(self));
+        for (; !st.failed && st.credits > 0 && st.tick < st.plan.ticks; --st.credits) {
+      forward_data out = next_tick(self);
+      if (!st.failed) self->send(st.first_stage, std::move(out));
+    }
     return;
   }
   // Async: a training micro-batch and an evaluation batch are messages of their own, a credit each.
   while (st.credits > 0) {
-    while (st.ready.empty() && st.more) {
+        while (st.ready.empty() && st.more) {
       forward_data both = next_tick(self);
+      if (st.failed) return;
       if (both.eval_index >= 0) {
         forward_data eval;
         eval.s = both.s;

@@ -36,6 +36,17 @@ std::unique_ptr<backend> make_backend(const device& where, const backend_options
 #endif
 }
 
+host_tensor_maker host_tensors_for(const device& consumer, std::size_t max_idle_bytes) {
+#ifdef PETRA_HAVE_CUDA
+  if (consumer.type == device_type::cuda && cuda_usable(nullptr))
+    return make_pinned_host_tensors(max_idle_bytes);
+#else
+  (void)max_idle_bytes;
+#endif
+  (void)consumer;
+  return [](const shape_t& shape) { return tensor::empty(shape); };
+}
+
 bool cuda_usable(std::string* why) {
 #ifdef PETRA_HAVE_CUDA
   return cuda_available(why);

@@ -1,7 +1,9 @@
 // Backends by device: the one place that knows which backends this build has.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -28,5 +30,14 @@ std::unique_ptr<backend> make_backend(const device& where, const backend_options
 
 /// True when this build has the CUDA backend and a GPU is usable; `why` says why not.
 bool cuda_usable(std::string* why);
+
+/// Makes uninitialised host tensors (device `cpu`); may be called from several threads at once.
+using host_tensor_maker = std::function<tensor(const shape_t&)>;
+
+/// Host tensors that a backend on `consumer` will read: pinned (page-locked, from a pool of its own
+/// that keeps up to `max_idle_bytes` of freed blocks for reuse) when `consumer` is cuda:N and this
+/// build and machine can use CUDA, so that the GPU uploads them asynchronously and in place; plain
+/// host memory otherwise (cpu, sim:N, a build without CUDA, a machine without a GPU).
+host_tensor_maker host_tensors_for(const device& consumer, std::size_t max_idle_bytes);
 
 }  // namespace petra

@@ -19,6 +19,8 @@ std::string to_string(petra_errc code) {
       return "unreachable";
     case petra_errc::bad_request:
       return "bad_request";
+    case petra_errc::bad_data:
+      return "bad_data";
   }
   return "unknown";
 }

@@ -17,6 +17,7 @@ enum class petra_errc : uint8_t {
   stall,            // no progress for faults.stall_seconds
   unreachable,      // a node could not be reached
   bad_request,      // a control request was refused or its handler failed
+  bad_data,         // the data loader met a file it must not skip (data.on_bad_image: fail)
 };
 
 /// "injected_crash", "stage_exception", ...

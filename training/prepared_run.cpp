@@ -36,7 +36,7 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
   const int64_t steps_per_epoch = p.per_epoch / p.cfg.training.accumulation;
   if (steps_per_epoch < 1)
     throw std::invalid_argument(
-        "the training set (" + std::to_string(p.data.train->count) +
+        "the training set (" + std::to_string(p.data.train->count()) +
         " images) is smaller than one optimizer batch (micro_batch · accumulation = " +
         std::to_string(p.cfg.training.micro_batch * p.cfg.training.accumulation) + ")");
   p.opt = optimizer_for(p.cfg.training, steps_per_epoch);

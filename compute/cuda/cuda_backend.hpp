@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,10 @@ bool cuda_available(std::string* why);
 
 /// A backend on GPU `device_index`, with its own stream and cuDNN/cuBLAS handles.
 std::unique_ptr<backend> make_cuda_backend(int device_index, bool tf32, bool deterministic);
+
+/// Pinned host tensors from a pool of their own (at most `max_idle_bytes` of freed blocks kept);
+/// thread-safe. Needs a usable GPU (cuda_available).
+std::function<tensor(const shape_t&)> make_pinned_host_tensors(std::size_t max_idle_bytes);
 
 /// Bytes of GPU `device_index`'s memory pool held now by every backend's live tensors (memory
 /// whose free is queued counts until the free has run: synchronize first).

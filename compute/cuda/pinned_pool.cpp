@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include "compute/cuda/checks.hpp"
+#include "compute/cuda/cuda_backend.hpp"
 
 namespace petra::cuda {
 
@@ -83,3 +84,12 @@ void upload_ring::push(int device, cudaStream_t stream, tensor source) {
 }
 
 }  // namespace petra::cuda
+
+namespace petra {
+
+std::function<tensor(const shape_t&)> make_pinned_host_tensors(std::size_t max_idle_bytes) {
+  return
+      [pool = cuda::pinned_pool::create(max_idle_bytes)](const shape_t& shape) { return pool->empty(shape); };
+}
+
+}  // namespace petra
