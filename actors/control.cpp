@@ -31,6 +31,15 @@ failure_kind kind_of(uint8_t code) {
 
 }  // namespace
 
+run_totals totals_of(const loss_report& r) {
+  run_totals t;
+  t.micro_batches = r.micro_batches;
+  t.samples = r.samples;
+  t.correct = r.correct;
+  t.loss_sum = r.loss_sum;
+  return t;
+}
+
 control_channel::control_channel(caf::actor_system& system, std::chrono::seconds stall)
     : system_(system), self_(system), stall_(stall) {}
 
@@ -108,10 +117,7 @@ void control_channel::on_epoch_part(const stage_epoch_report& r) {
 
 void control_channel::on_epoch_part(const epoch_loss_report& r) {
   if (!epochs_ || !current(caf::actor_cast<caf::actor_addr>(self_->current_sender()))) return;
-  run_totals t;
-  t.micro_batches = r.totals.micro_batches, t.samples = r.totals.samples;
-  t.correct = r.totals.correct, t.loss_sum = r.totals.loss_sum;
-  epochs_->add_loss(r.epoch, t);
+  epochs_->add_loss(r.epoch, totals_of(r.totals));
 }
 
 void control_channel::on_epoch_part(const eval_report& r) {

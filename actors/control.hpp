@@ -19,6 +19,9 @@
 
 namespace petra {
 
+/// The loss actor's totals as the trainer loop counts them.
+run_totals totals_of(const messages::loss_report& r);
+
 class control_channel {
  public:
   /// `stall` bounds every wait for the pipeline's progress (faults.stall_seconds).

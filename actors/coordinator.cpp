@@ -152,15 +152,6 @@ class actor_runtime : public pipeline_runtime {
   }
 
  private:
-  static run_totals totals_of(const loss_report& r) {
-    run_totals t;
-    t.micro_batches = r.micro_batches;
-    t.samples = r.samples;
-    t.correct = r.correct;
-    t.loss_sum = r.loss_sum;
-    return t;
-  }
-
   /// Lockstep: the extra ticks the link delays add to a micro-batch's round trip.
   int64_t lockstep_link_delays() const {
     int64_t sum = 0;

@@ -26,8 +26,8 @@ struct loader_actor_state {
   int64_t window = 1;
   phase_plan plan;
   std::optional<input_schedule> schedule;
-    bool more = false;                   // the schedule has more to give
-  bool failed = false;                 // the data failed: the actor is ending
+  bool more = false;    // the schedule has more to give
+  bool failed = false;  // the data failed: the actor is ending
   int64_t credits = 0;
   int64_t tick = 0;                // the schedule's next tick
   std::deque<forward_data> ready;  // async: what a tick gave, waiting for credits
@@ -43,7 +43,7 @@ forward_data next_tick(self_ptr self) {
   forward_data out;
   out.s.tick = st.lockstep ? st.tick : -1;
   out.s.phase = st.plan.phase;
-    tick_input in;
+  tick_input in;
   const auto begin = training::trace_clock::now();
   const int64_t tick = st.tick++;
   try {
@@ -80,7 +80,7 @@ forward_data next_tick(self_ptr self) {
 void feed_while_credit(self_ptr self) {
   auto& st = self->state;
   if (st.lockstep) {  // one message per tick, markers included, as long as the phase's ticks last
-        for (; !st.failed && st.credits > 0 && st.tick < st.plan.ticks; --st.credits) {
+    for (; !st.failed && st.credits > 0 && st.tick < st.plan.ticks; --st.credits) {
       forward_data out = next_tick(self);
       if (!st.failed) self->send(st.first_stage, std::move(out));
     }
@@ -88,7 +88,7 @@ void feed_while_credit(self_ptr self) {
   }
   // Async: a training micro-batch and an evaluation batch are messages of their own, a credit each.
   while (st.credits > 0) {
-        while (st.ready.empty() && st.more) {
+    while (st.ready.empty() && st.more) {
       forward_data both = next_tick(self);
       if (st.failed) return;
       if (both.eval_index >= 0) {

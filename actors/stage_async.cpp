@@ -109,15 +109,7 @@ void on_plan(async_self self, const phase_plan& plan) {
 
 void on_forward(async_self self, forward_data in) {
   async_state& st = self->state;
-  switch (classify(st.core, in.s)) {
-    case arrival::early:
-      st.core.early_forward.push_back(std::move(in));
-      return;
-    case arrival::stale:
-      return report_fault(self, st.core, fault_kind::duplicate_discarded);
-    case arrival::current:
-      break;
-  }
+  if (!admit(self, st.core, in, st.core.early_forward)) return;
   // (Evaluation batches are never duplicated: faults spare messages without a micro-batch.)
   if (in.s.micro_batch >= 0 && !st.seen_forward.insert(in.s.micro_batch).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
@@ -128,15 +120,7 @@ void on_forward(async_self self, forward_data in) {
 
 void on_backward(async_self self, backward_data in) {
   async_state& st = self->state;
-  switch (classify(st.core, in.s)) {
-    case arrival::early:
-      st.core.early_backward.push_back(std::move(in));
-      return;
-    case arrival::stale:
-      return report_fault(self, st.core, fault_kind::duplicate_discarded);
-    case arrival::current:
-      break;
-  }
+  if (!admit(self, st.core, in, st.core.early_backward)) return;
   if (!st.seen_backward.insert(in.s.micro_batch).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
   st.backwards.emplace(in.s.micro_batch, std::move(in));

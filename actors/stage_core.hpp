@@ -102,6 +102,23 @@ void report_fault(Self* self, stage_core& c, fault_kind kind) {
   self->send(c.links.coordinator, fault_event{c.ctx.index, kind, c.plan.generation});
 }
 
+/// Sorts an arriving message: one for a phase not planned here yet waits in `early`, a late copy
+/// of an earlier or finished phase is discarded (and counted); true when it is for the running phase.
+template <class Self, class Message>
+bool admit(Self* self, stage_core& c, Message& in, std::vector<Message>& early) {
+  switch (classify(c, in.s)) {
+    case arrival::early:
+      early.push_back(std::move(in));
+      return false;
+    case arrival::stale:
+      report_fault(self, c, fault_kind::duplicate_discarded);
+      return false;
+    case arrival::current:
+      break;
+  }
+  return true;
+}
+
 /// A failure: the coordinator hears what, where and its code; the actor quits with the error.
 template <class Self>
 void fail(Self* self, stage_core& c, const caf::error& err, const std::string& what, int64_t micro_batch) {

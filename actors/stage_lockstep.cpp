@@ -141,15 +141,7 @@ void on_plan(lockstep_self self, const phase_plan& plan) {
 
 void on_forward(lockstep_self self, forward_data in) {
   lockstep_state& st = self->state;
-  switch (classify(st.core, in.s)) {
-    case arrival::early:
-      st.core.early_forward.push_back(std::move(in));
-      return;
-    case arrival::stale:
-      return report_fault(self, st.core, fault_kind::duplicate_discarded);
-    case arrival::current:
-      break;
-  }
+  if (!admit(self, st.core, in, st.core.early_forward)) return;
   // A second copy of a tick's message: that tick is waiting for it, or has already run.
   const int64_t t = in.s.tick;
   if (already_ran(st.core, t) || !st.forwards.emplace(t, std::move(in)).second)
@@ -160,15 +152,7 @@ void on_forward(lockstep_self self, forward_data in) {
 
 void on_backward(lockstep_self self, backward_data in) {
   lockstep_state& st = self->state;
-  switch (classify(st.core, in.s)) {
-    case arrival::early:
-      st.core.early_backward.push_back(std::move(in));
-      return;
-    case arrival::stale:
-      return report_fault(self, st.core, fault_kind::duplicate_discarded);
-    case arrival::current:
-      break;
-  }
+  if (!admit(self, st.core, in, st.core.early_backward)) return;
   const int64_t t = in.s.tick;
   if (already_ran(st.core, t) || !st.backwards.emplace(t, std::move(in)).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);

@@ -41,7 +41,7 @@ class data_feed {
   bool next(micro_batch& out);
   /// next() for the holder of `ticket`: false, serving nothing, once another start_epoch came after
   /// it (a torn-down loader actor finishing its last handler must not take the next one's batches).
-    bool next(micro_batch& out, uint64_t ticket);
+  bool next(micro_batch& out, uint64_t ticket);
   /// Micro-batches served so far in the current epoch.
   int64_t position() const { return position_; }
   /// Seconds next() waited for a micro-batch not ready yet, since construction: the time the

@@ -15,13 +15,14 @@ void input_schedule::start(int epoch, int64_t position, int64_t count) {
   fed_ = 0;
   waves_.clear();
   wave_open_ = false;
-    train_ticket_ = train_.start_epoch(epoch, position);
+  train_ticket_ = train_.start_epoch(epoch, position);
 }
 
 bool input_schedule::next(int64_t tick, tick_input& in) {
   if (fed_ < count_ && tick % spacing_ == 0) {
-        if (position_ >= per_epoch_) train_ticket_ = train_.start_epoch(++epoch_, position_ = 0);  // the stream crosses epochs
-    if (!train_.next(in.train, train_ticket_)) return false;  // another schedule took over the feed
+    if (position_ >= per_epoch_)
+      train_ticket_ = train_.start_epoch(++epoch_, position_ = 0);  // the stream crosses epochs
+    if (!train_.next(in.train, train_ticket_)) return false;        // another schedule took over the feed
     in.has_train = true;
     ++fed_;
     if (++position_ == per_epoch_ && test_) {  // the epoch's last micro-batch: its wave follows
@@ -30,7 +31,7 @@ bool input_schedule::next(int64_t tick, tick_input& in) {
     }
   }
   if (!waves_.empty() && tick >= wave_from_tick_) {
-        if (!wave_open_) {
+    if (!wave_open_) {
       test_ticket_ = test_->start_epoch(0);
       wave_open_ = true;
     }

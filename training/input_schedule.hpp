@@ -45,8 +45,8 @@ class input_schedule {
   int epoch_ = 1;
   int64_t position_ = 0;
   int64_t count_ = 0, fed_ = 0;
-    uint64_t train_ticket_ = 0, test_ticket_ = 0;  // of this schedule's start_epoch calls
-  std::deque<int> waves_;  // epochs whose wave has not (fully) entered, oldest first
+  uint64_t train_ticket_ = 0, test_ticket_ = 0;  // of this schedule's start_epoch calls
+  std::deque<int> waves_;                        // epochs whose wave has not (fully) entered, oldest first
   bool wave_open_ = false;
   int64_t wave_from_tick_ = 0;  // the tick the oldest pending wave may start at
 };

@@ -172,8 +172,9 @@ class run {
     const double seconds = seconds_since(epoch_clock_) - eval_seconds_;
     epoch_clock_ = clock_type::now();
     eval_seconds_ = 0;
-        nlohmann::json stages = nlohmann::json::array();
-    for (std::size_t j = 0; j < e.stages.size(); ++j) stages.push_back(stage_json(e.stages[j], e.faults[j], cfg, J_));
+    nlohmann::json stages = nlohmann::json::array();
+    for (std::size_t j = 0; j < e.stages.size(); ++j)
+      stages.push_back(stage_json(e.stages[j], e.faults[j], cfg, J_));
     for (const data::bad_image& bad : p_.data.new_bad_images())
       dir_.log({{"event", "bad_image"}, {"path", bad.path}, {"reason", bad.reason}});
     const double waited = p_.data.train_feed->waited_seconds();
@@ -188,7 +189,7 @@ class run {
               {"test_accuracy", e.test.accuracy},
               {"images_per_s", images_per_s},
               {"epoch_seconds", seconds},
-                            {"lr", p_.runtime->current_lr()},
+              {"lr", p_.runtime->current_lr()},
               {"loader_wait_seconds", waited - waited_before_},
               {"bad_images", p_.data.bad_image_count()},
               {"stages", stages}});
@@ -231,7 +232,7 @@ class run {
   std::vector<epoch_result> drained_epochs_;  // ended in the running phase, to evaluate when it drained
   int last_logged_epoch_ = 0;
   clock_type::time_point epoch_clock_;  // since the previous epoch line
-    double eval_seconds_ = 0;             // drained evaluations since then (not training time)
+  double eval_seconds_ = 0;             // drained evaluations since then (not training time)
   double waited_before_ = 0;            // the loader's waited time at the previous epoch line
   double train_seconds_ = 0;
   int64_t train_images_ = 0;
@@ -255,9 +256,10 @@ int run_training(const train_options& options, const runtime_factory& make_runti
       // directory.
       config::run_config repeatable = p.cfg;
       repeatable.output.name.clear();
-            write_file_atomically(dir.file("config.yaml"),
+      write_file_atomically(dir.file("config.yaml"),
                             [&](std::ostream& out) { out << config::to_yaml(repeatable); });
-      if (auto names = p.data.train->class_names(); !names.empty()) data::write_class_index(names, dir.path());
+      if (auto names = p.data.train->class_names(); !names.empty())
+        data::write_class_index(names, dir.path());
     }
     std::printf(
         "petra train: %s, %s, runtime %s, J = %zu stages, %lld micro-batches of %d per epoch, k = %d, lr "
