@@ -45,8 +45,8 @@ class actor_runtime : public pipeline_runtime {
     pipeline_.build();
   }
 
-  phase_result train(const phase_request& request, const progress_fn& progress,
-                     const epoch_fn& on_epoch) override {
+  phase_result train(const phase_request& request, const progress_fn& progress, const epoch_fn& on_epoch,
+                     const cut_fn&) override {
     const auto J = static_cast<int64_t>(stages_);
     const bool lockstep = config_.runtime.mode == config::runtime_mode::lockstep;
     const int64_t extra =

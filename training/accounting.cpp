@@ -16,11 +16,11 @@ void accounting::add_phase(int64_t completed_micro_batches, const std::vector<fa
   duplicates_discarded += sum.duplicates_discarded;
 }
 
-void accounting::add_failure(const run_failure& failure, int64_t count, double seconds) {
+void accounting::add_failure(const run_failure& failure, int64_t undone, int64_t count, double seconds) {
   const fault_counts sum = total(failure.faults);
   faults_injected += sum.injected();
   duplicates_discarded += sum.duplicates_discarded;
-  rolled_back += failure.completed;
+  rolled_back += undone;
   replayed += count;
   restarts += 1;
   recovery_seconds += seconds;

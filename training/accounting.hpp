@@ -22,7 +22,7 @@ struct accounting {
   /// A phase that succeeded, with its per-stage fault counts.
   void add_phase(int64_t completed_micro_batches, const std::vector<fault_counts>& faults);
   /// A failed attempt of a phase of `count` micro-batches, replayed after `seconds` of recovery.
-  void add_failure(const run_failure& failure, int64_t count, double seconds);
+  void add_failure(const run_failure& failure, int64_t undone, int64_t count, double seconds);
   nlohmann::json json() const;
 };
 

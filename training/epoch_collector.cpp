@@ -1,6 +1,8 @@
 // Epochs put together.
 #include "training/epoch_collector.hpp"
 
+#include "training/report_codec.hpp"
+
 namespace petra {
 
 epoch_collector::epoch_collector(std::size_t stages, int64_t wave_size,
@@ -53,6 +55,43 @@ void epoch_collector::complete_if_done(int epoch) {
   open_.erase(it);
   ++completed_;
   on_complete_(done);
+}
+
+nlohmann::json epoch_collector::save() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [epoch, p] : open_) {
+    nlohmann::json stages = nlohmann::json::array();
+    for (const stage_report& r : p.result.stages) stages.push_back(report_to_json(r));
+    out.push_back({{"epoch", epoch},
+                   {"train", totals_to_json(p.result.train)},
+                   {"stages", stages},
+                   {"stages_in", p.stages_in},
+                   {"loss_in", p.loss_in},
+                   {"items_in", p.items_in},
+                   {"loss_sum", p.loss_sum},
+                   {"correct", p.correct},
+                   {"samples", p.result.test.samples}});
+  }
+  return out;
+}
+
+void epoch_collector::load(const nlohmann::json& open) {
+  try {
+    for (const nlohmann::json& e : open) {
+      partial& p = at(e.at("epoch").get<int>());
+      p.result.train = totals_from_json(e.at("train"));
+      std::size_t j = 0;
+      for (const nlohmann::json& r : e.at("stages")) p.result.stages.at(j++) = report_from_json(r);
+      p.stages_in = e.at("stages_in").get<std::size_t>();
+      p.loss_in = e.at("loss_in").get<bool>();
+      p.items_in = e.at("items_in").get<int64_t>();
+      p.loss_sum = e.at("loss_sum").get<double>();
+      p.correct = e.at("correct").get<int64_t>();
+      p.result.test.samples = e.at("samples").get<int64_t>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("the snapshot's open epochs are damaged: ") + e.what());
+  }
 }
 
 }  // namespace petra

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "compute/pipeline/simulator.hpp"
@@ -34,6 +35,9 @@ class epoch_collector {
   void add_loss(int epoch, const run_totals& totals);
   /// `items` batches of the epoch's wave: Σ of their samples' losses, correct predictions, samples.
   void add_eval(int epoch, double loss_sum, int64_t correct, int64_t samples, int64_t items);
+  /// The epochs still open (a snapshot's part), and their restore into an empty collector.
+  nlohmann::json save() const;
+  void load(const nlohmann::json& open);
   /// Epochs handed on so far.
   std::size_t completed() const { return completed_; }
   /// A whole wave at once.

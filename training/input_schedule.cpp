@@ -18,12 +18,24 @@ void input_schedule::start(int epoch, int64_t position, int64_t count) {
   train_ticket_ = train_.start_epoch(epoch, position);
 }
 
-bool input_schedule::next(int64_t tick, tick_input& in) {
+bool input_schedule::next(int64_t tick, tick_input& in) { return step(tick, &in); }
+
+void input_schedule::skip_to(int64_t tick) {
+  for (int64_t t = 0; t < tick; ++t) step(t, nullptr);
+  train_ticket_ = train_.start_epoch(epoch_, position_);
+  if (wave_open_) test_ticket_ = test_->start_epoch(0, wave_index_);
+}
+
+bool input_schedule::step(int64_t tick, tick_input* in) {
   if (fed_ < count_ && tick % spacing_ == 0) {
-    if (position_ >= per_epoch_)
-      train_ticket_ = train_.start_epoch(++epoch_, position_ = 0);  // the stream crosses epochs
-    if (!train_.next(in.train, train_ticket_)) return false;        // another schedule took over the feed
-    in.has_train = true;
+    if (position_ >= per_epoch_) {  // the stream crosses epochs
+      ++epoch_, position_ = 0;
+      if (in) train_ticket_ = train_.start_epoch(epoch_, 0);
+    }
+    if (in) {
+      if (!train_.next(in->train, train_ticket_)) return false;  // another schedule took over the feed
+      in->has_train = true;
+    }
     ++fed_;
     if (++position_ == per_epoch_ && test_) {  // the epoch's last micro-batch: its wave follows
       if (waves_.empty()) wave_from_tick_ = tick + 1;
@@ -32,18 +44,21 @@ bool input_schedule::next(int64_t tick, tick_input& in) {
   }
   if (!waves_.empty() && tick >= wave_from_tick_) {
     if (!wave_open_) {
-      test_ticket_ = test_->start_epoch(0);
+      if (in) test_ticket_ = test_->start_epoch(0);
       wave_open_ = true;
+      wave_index_ = 0;
     }
-    micro_batch mb;
-    if (test_->next(mb, test_ticket_)) {
-      in.has_eval = true;
-      in.eval.epoch = waves_.front();
-      in.eval.index = test_->position() - 1;
-      in.eval.images = std::move(mb.images);
-      in.eval.labels = std::move(mb.labels);
+    if (in) {
+      micro_batch mb;
+      if (test_->next(mb, test_ticket_)) {
+        in->has_eval = true;
+        in->eval.epoch = waves_.front();
+        in->eval.index = wave_index_;
+        in->eval.images = std::move(mb.images);
+        in->eval.labels = std::move(mb.labels);
+      }
     }
-    if (test_->position() >= test_->micro_batches_per_epoch()) {  // this wave is all in
+    if (++wave_index_ >= test_->micro_batches_per_epoch()) {  // this wave is all in
       waves_.pop_front();
       wave_open_ = false;
     }

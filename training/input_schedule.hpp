@@ -23,6 +23,10 @@ class input_schedule {
   /// What tick `tick` (of this phase) carries; false once nothing more will enter.
   bool next(int64_t tick, tick_input& in);
 
+  /// Right after start(): walks ticks 0 .. tick−1 without loading anything, so that next(tick) is
+  /// what it would have been (a phase resumed from a cut taken before `tick`).
+  void skip_to(int64_t tick);
+
   /// What a phase needs, known before it runs: the ticks of a pipeline of `stages` stages until
   /// everything that entered is done (training back at stage 1, evaluation at the loss), and the
   /// evaluation batches it carries. The phase: `count` micro-batches from `position` of an epoch
@@ -49,6 +53,10 @@ class input_schedule {
   std::deque<int> waves_;                        // epochs whose wave has not (fully) entered, oldest first
   bool wave_open_ = false;
   int64_t wave_from_tick_ = 0;  // the tick the oldest pending wave may start at
+  int64_t wave_index_ = 0;      // batches of the open wave entered so far
+
+  /// One tick of the walk; loads into `in` unless it is null.
+  bool step(int64_t tick, tick_input* in);
 };
 
 }  // namespace petra

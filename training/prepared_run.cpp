@@ -1,11 +1,13 @@
 // Preparing a run.
 #include "training/prepared_run.hpp"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "training/run_dir.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
+#include "training/snapshot.hpp"
 
 namespace petra {
 
@@ -42,11 +44,34 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
   p.opt = optimizer_for(p.cfg.training, steps_per_epoch);
   p.runtime = make_runtime(p.cfg, p.data, p.opt);
   if (resuming) {
-    const checkpoint from =
-        read_checkpoint((resume_dir / "checkpoint.safetensors").string(), stage_sizes(p.cfg).size());
-    p.runtime->restore(from);
+    const std::size_t J = stage_sizes(p.cfg).size();
+    const checkpoint from = read_checkpoint((resume_dir / "checkpoint.safetensors").string(), J);
     p.epoch = std::stoi(from.metadata.at("epoch"));
     p.position = std::stoll(from.metadata.at("position"));
+    const int64_t checkpointed = (p.epoch - 1) * p.per_epoch + p.position;
+    // A snapshot taken after the checkpoint (the run stopped inside a phase): resume from its cut.
+    if (fs::exists(snapshot_manifest(options.resume)) && p.runtime->takes_cuts()) {
+      snapshot snap = read_snapshot(options.resume, J);
+      const auto number = [&](const char* key) {
+        try {
+          return std::stoll(snap.metadata.at(key));
+        } catch (const std::exception&) {
+          throw std::runtime_error("snapshot manifest '" + snap.manifest + "': metadata " + key +
+                                   " is missing or not a number");
+        }
+      };
+      if (number("global_position") > checkpointed) {
+        p.epoch = static_cast<int>(number("phase_epoch"));
+        p.position = number("phase_first");
+        p.resume_count = number("phase_count");
+        p.resume_position = number("global_position");
+        p.resume_cut = snap.cut;
+        std::printf("resuming from the snapshot before micro-batch %lld of the run (%s)\n",
+                    static_cast<long long>(p.resume_position), snap.manifest.c_str());
+        return p;
+      }
+    }
+    p.runtime->restore(from);
     if (p.position >= p.per_epoch) p.epoch += 1, p.position = 0;
     if (p.epoch > p.cfg.training.epochs)
       throw std::invalid_argument("the run in '" + options.resume + "' is already complete");

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "compute/pipeline/cut.hpp"
 #include "compute/pipeline/method.hpp"
 #include "training/train_loop.hpp"
 
@@ -21,6 +22,12 @@ struct prepared_run {
   int epoch = 1;          // the epoch to start or continue
   int64_t position = 0;   // its next micro-batch
   int64_t per_epoch = 0;  // micro-batches per epoch
+  // Resuming from a snapshot (newer than the checkpoint): the phase it was taken in starts at
+  // (epoch, position) and holds resume_count micro-batches; it continues from the cut, taken before
+  // micro-batch resume_position of the run.
+  std::shared_ptr<const pipeline_cut> resume_cut;
+  int64_t resume_count = 0;
+  int64_t resume_position = 0;
 };
 
 /// Loads and checks the config (or the run directory to resume), the data and the runtime; throws

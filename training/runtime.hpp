@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "compute/pipeline/cut.hpp"
 #include "compute/pipeline/simulator.hpp"
 #include "compute/pipeline/stage_report.hpp"
 #include "training/checkpoint.hpp"
@@ -19,13 +20,18 @@ namespace petra {
 /// One phase: `count` training micro-batches from micro-batch `first` of `epoch` (1-based) on,
 /// crossing epoch ends; with `evaluation_waves`, each epoch that ends in it is evaluated on the
 /// live weights by a wave of test batches that follows its last micro-batch into the pipeline.
-/// attempt > 0 replays it after a rollback (injected faults stay off).
+/// attempt > 0 replays it after a rollback (injected faults stay off). A runtime that takes cuts
+/// (takes_cuts) cuts the running pipeline before each micro-batch of `cut_before` (counted from
+/// the phase's first, ascending, each in 1 .. count−1) enters, and with `resume` continues the phase
+/// from a cut an earlier attempt or process took.
 struct phase_request {
   int epoch = 1;
   int64_t first = 0;
   int64_t count = 0;
   int attempt = 0;
   bool evaluation_waves = false;
+  std::vector<int64_t> cut_before;
+  std::shared_ptr<const pipeline_cut> resume;
 };
 
 /// What a phase did, as measured by whoever ran it.
@@ -49,12 +55,18 @@ using progress_fn = std::function<void(const progress_sample&)>;
 /// Called as epochs end inside a phase.
 using epoch_fn = std::function<void(const epoch_result&)>;
 
+/// Called with each cut of a phase, taken before its micro-batch `index` (counted from the phase's
+/// first) entered; the runtime has put its own state in cut.driver.
+using cut_fn = std::function<void(int64_t index, const pipeline_cut& cut)>;
+
 class pipeline_runtime {
  public:
   virtual ~pipeline_runtime() = default;
   /// Runs a phase to its drained end; throws run_failure when the attempt fails.
   virtual phase_result train(const phase_request& phase, const progress_fn& progress,
-                             const epoch_fn& on_epoch = {}) = 0;
+                             const epoch_fn& on_epoch = {}, const cut_fn& on_cut = {}) = 0;
+  /// Whether train() takes consistent cuts without a drain (else phases end where a checkpoint is due).
+  virtual bool takes_cuts() const { return false; }
   /// Mean loss and accuracy on the feed, with running BN statistics (the one eval loop).
   virtual eval_result evaluate(data_feed& test) = 0;
   /// Every stage's state (weights, momentum, BN buffers, optimizer steps).

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "training/input_schedule.hpp"
+#include "training/report_codec.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 
@@ -30,10 +31,13 @@ class simulate_runtime : public pipeline_runtime {
         every_(c.output.metrics_every_steps),
         meters_(stages_.size()) {}
 
-  phase_result train(const phase_request& phase, const progress_fn& progress,
-                     const epoch_fn& on_epoch) override {
+  bool takes_cuts() const override { return true; }
+
+  phase_result train(const phase_request& phase, const progress_fn& progress, const epoch_fn& on_epoch,
+                     const cut_fn& on_cut) override {
     input_schedule schedule(train_, phase.evaluation_waves ? &waves_ : nullptr, spacing_);
     schedule.start(phase.epoch, phase.first, phase.count);
+    if (phase.resume) schedule.skip_to(phase.resume->tick);
     const int64_t per_epoch = train_.micro_batches_per_epoch();
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::chrono::steady_clock::time_point> since(stages_.size(),
@@ -75,7 +79,32 @@ class simulate_runtime : public pipeline_runtime {
       const auto n = static_cast<int64_t>(item.labels.size());
       epochs.add_eval(item.epoch, loss * static_cast<double>(n), correct, n, 1);
     };
-    static_cast<run_totals&>(out) = sim_.run(hooks);
+    // Cuts: before each chosen micro-batch enters; the epochs still open and their scored losses
+    // go with the cut.
+    std::size_t next_cut = 0;
+    hooks.cut_at = [&](int64_t tick) {
+      while (next_cut < phase.cut_before.size() && phase.cut_before[next_cut] * spacing_ < tick) ++next_cut;
+      return next_cut < phase.cut_before.size() && phase.cut_before[next_cut] * spacing_ == tick;
+    };
+    hooks.on_cut = [&](pipeline_cut& cut) {
+      nlohmann::json scored = nlohmann::json::array();
+      for (const auto& [epoch, t] : losses)
+        scored.push_back({{"epoch", epoch}, {"totals", totals_to_json(t)}});
+      cut.driver = nlohmann::json{{"epochs", epochs.save()}, {"scored", scored}}.dump();
+      if (on_cut) on_cut(phase.cut_before[next_cut], cut);
+    };
+    if (phase.resume) {
+      try {
+        const nlohmann::json driver = nlohmann::json::parse(phase.resume->driver);
+        epochs.load(driver.at("epochs"));
+        for (const nlohmann::json& e : driver.at("scored"))
+          losses[e.at("epoch").get<int>()] = totals_from_json(e.at("totals"));
+      } catch (const nlohmann::json::exception& e) {
+        throw std::runtime_error(std::string("the snapshot's record of the simulator is damaged: ") +
+                                 e.what());
+      }
+    }
+    static_cast<run_totals&>(out) = sim_.run(hooks, phase.resume.get());
     out.completed = out.micro_batches;
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (placed_stage& p : stages_) {

@@ -12,6 +12,7 @@
 #include "training/progress.hpp"
 #include "training/run_dir.hpp"
 #include "training/setup.hpp"
+#include "training/snapshot.hpp"
 #include "training/stage_metrics.hpp"
 #include "training/step_lines.hpp"
 
@@ -19,6 +20,11 @@ namespace petra {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+
+/// train_options::stop_after_snapshots reached: the run ends there, nothing more written.
+struct stopped_at_snapshot {
+  int64_t position;
+};
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -42,10 +48,15 @@ class run {
     const int64_t end =
         p_.cfg.training.epochs * per_epoch;  // positions count from epoch 1's first micro-batch
     for (int64_t g = (p_.epoch - 1) * per_epoch + p_.position; g < end;) {
-      const int64_t next = next_phase_end(g, end);
+      // A run resumed from a snapshot continues the phase the snapshot was taken in.
+      const bool resumed = g == (p_.epoch - 1) * per_epoch + p_.position && p_.resume_cut;
+      const int64_t next = resumed ? g + p_.resume_count : next_phase_end(g, end);
+      phase_request request{static_cast<int>(g / per_epoch) + 1, g % per_epoch, next - g, 0, waves()};
+      request.cut_before = cuts_in(g, next);
+      if (resumed) request.resume = p_.resume_cut;
+      resume_position_ = resumed ? p_.resume_position : g;
       const auto t0 = clock_type::now();
-      const phase_result phase =
-          run_phase({static_cast<int>(g / per_epoch) + 1, g % per_epoch, next - g, 0, waves()});
+      const phase_result phase = run_phase(request);
       train_seconds_ += seconds_since(t0);
       train_images_ += phase.samples;
       run_done_ += phase;
@@ -76,14 +87,14 @@ class run {
   bool waves() const { return !p_.cfg.training.drain_at_epoch_end; }
 
   /// Where the phase that starts at position `g` ends: the pipeline drains there. Every
-  /// output.checkpoint_every_steps, at a --stop-after-epoch point, at the end of training, and, when
-  /// training.drain_at_epoch_end is set, at every epoch end.
+  /// output.checkpoint_every_steps when the runtime takes no cuts, at a --stop-after-epoch point, at the end
+  /// of training, and, when training.drain_at_epoch_end is set, at every epoch end.
   int64_t next_phase_end(int64_t g, int64_t end) const {
     const config::run_config& cfg = p_.cfg;
     const int64_t per_epoch = p_.per_epoch;
     const int64_t epoch_end = (g / per_epoch + 1) * per_epoch;
     int64_t next = end;
-    if (cfg.output.checkpoint_every_steps > 0) {
+    if (cfg.output.checkpoint_every_steps > 0 && !p_.runtime->takes_cuts()) {
       const int64_t size =
           static_cast<int64_t>(cfg.output.checkpoint_every_steps) * cfg.training.accumulation;
       next = waves() ? (g / size + 1) * size
@@ -92,6 +103,35 @@ class run {
     if (!waves() || (options_.stop_after_epoch > 0 && epoch_end == options_.stop_after_epoch * per_epoch))
       next = std::min(next, epoch_end);
     return std::min(next, end);
+  }
+
+  /// The micro-batches of the phase [g, next) before which a runtime that takes cuts snapshots the
+  /// running pipeline: every output.checkpoint_every_steps optimizer steps and, when epochs do not
+  /// drain, at every epoch end (the epoch-end checkpoint).
+  std::vector<int64_t> cuts_in(int64_t g, int64_t next) const {
+    std::vector<int64_t> out;
+    if (!p_.runtime->takes_cuts()) return out;
+    const int64_t size =
+        static_cast<int64_t>(p_.cfg.output.checkpoint_every_steps) * p_.cfg.training.accumulation;
+    for (int64_t at = g + 1; at < next; ++at)
+      if ((size > 0 && at % size == 0) || (waves() && at % p_.per_epoch == 0)) out.push_back(at - g);
+    return out;
+  }
+
+  /// A snapshot of the running pipeline, before micro-batch `index` of the phase entered.
+  void snapshot_at(const phase_request& phase, int64_t index, const pipeline_cut& cut) {
+    const int64_t g = (phase.epoch - 1) * p_.per_epoch + phase.first + index;
+    const int epoch = static_cast<int>((g - 1) / p_.per_epoch) + 1;  // the epoch g ends or lies in
+    write_snapshot(dir_.path(), "step-" + std::to_string(g), cut,
+                   {{"epoch", std::to_string(epoch)},
+                    {"position", std::to_string(g - (epoch - 1) * p_.per_epoch)},
+                    {"global_position", std::to_string(g)},
+                    {"phase_epoch", std::to_string(phase.epoch)},
+                    {"phase_first", std::to_string(phase.first)},
+                    {"phase_count", std::to_string(phase.count)},
+                    {"method", p_.method.str()}});
+    snapshot_position_ = g;
+    if (++snapshots_written_ == options_.stop_after_snapshots) throw stopped_at_snapshot{g};
   }
 
   void checkpoint_at(int epoch, int64_t position) {
@@ -128,25 +168,35 @@ class run {
       else
         drained_epochs_.push_back(e);
     };
+    const int64_t phase_start = (request.epoch - 1) * p_.per_epoch + request.first;
     for (phase_request attempt = request;; ++attempt.attempt) {
+      const cut_fn on_cut = [&](int64_t index, const pipeline_cut& cut) { snapshot_at(request, index, cut); };
       try {
-        phase_result result = p_.runtime->train(attempt, progress, on_epoch);
+        phase_result result = p_.runtime->train(attempt, progress, on_epoch, on_cut);
         account_.add_phase(result.completed, result.faults);
         return result;
       } catch (const run_failure& e) {
         if (attempt.attempt >= p_.cfg.faults.max_restarts) throw;
         const auto t0 = clock_type::now();
+        // Back to the last snapshot of this phase, else to where the phase started (its cut or
+        // the checkpoint); what the attempt completed after that point is undone and replayed.
+        const bool to_snapshot = snapshot_position_ > phase_start;
+        const std::shared_ptr<const pipeline_cut> base = attempt.resume;
+        attempt.resume = to_snapshot ? read_snapshot(dir_.path(), J_).cut : request.resume;
+        const int64_t restart_at = to_snapshot ? snapshot_position_ : resume_position_;
+        const int64_t replay = phase_start + request.count - restart_at;
+        const int64_t kept = (attempt.resume ? attempt.resume->totals.micro_batches : 0) -
+                             (base ? base->totals.micro_batches : 0);  // completed before the restart point
         std::printf(
-            "\n%s; rolling back to the checkpoint at epoch %d, micro-batch %lld and replaying %lld "
-            "micro-batches\n",
-            e.what(), request.epoch, static_cast<long long>(request.first),
-            static_cast<long long>(request.count));
+            "\n%s; rolling back to the %s at micro-batch %lld of the run and replaying %lld micro-batches\n",
+            e.what(), attempt.resume ? "snapshot" : "checkpoint", static_cast<long long>(restart_at),
+            static_cast<long long>(replay));
         std::fflush(stdout);
         p_.runtime->recover();
-        p_.runtime->restore(read_checkpoint(dir_.file("checkpoint.safetensors"), J_));
+        if (!attempt.resume) p_.runtime->restore(read_checkpoint(dir_.file("checkpoint.safetensors"), J_));
         drained_epochs_.clear();
         const double seconds = seconds_since(t0);
-        account_.add_failure(e, request.count, seconds);
+        account_.add_failure(e, std::max<int64_t>(0, e.completed - kept), replay, seconds);
         dir_.log({{"event", "failure"},
                   {"epoch", request.epoch},
                   {"position", request.first},
@@ -159,7 +209,8 @@ class run {
                   {"faults_injected", total(e.faults).injected()},
                   {"duplicates_discarded", total(e.faults).duplicates_discarded},
                   {"recovery_seconds", seconds},
-                  {"replayed_micro_batches", request.count}});
+                  {"restored_from", attempt.resume ? "snapshot" : "checkpoint"},
+                  {"replayed_micro_batches", replay}});
       }
     }
   }
@@ -231,6 +282,9 @@ class run {
   run_totals run_done_;                       // the phases finished so far in this process
   std::vector<epoch_result> drained_epochs_;  // ended in the running phase, to evaluate when it drained
   int last_logged_epoch_ = 0;
+  int snapshots_written_ = 0;
+  int64_t snapshot_position_ = -1;      // of the last snapshot written (global micro-batch index)
+  int64_t resume_position_ = 0;         // where the running phase started: the last checkpoint or resumed cut
   clock_type::time_point epoch_clock_;  // since the previous epoch line
   double eval_seconds_ = 0;             // drained evaluations since then (not training time)
   double waited_before_ = 0;            // the loader's waited time at the previous epoch line
@@ -268,12 +322,19 @@ int run_training(const train_options& options, const runtime_factory& make_runti
         stage_sizes(p.cfg).size(), static_cast<long long>(p.per_epoch), p.cfg.training.micro_batch,
         p.cfg.training.accumulation, p.opt.lr,
         options.resume.empty() ? ""
-                               : (" (resuming epoch " + std::to_string(p.epoch) + " at micro-batch " +
-                                  std::to_string(p.position) + ")")
-                                     .c_str(),
+        : p.resume_cut         ? (" (resuming inside epoch " +
+                          std::to_string((p.resume_position - 1) / p.per_epoch + 1) + " from its snapshot)")
+                             .c_str()
+                       : (" (resuming epoch " + std::to_string(p.epoch) + " at micro-batch " +
+                          std::to_string(p.position) + ")")
+                             .c_str(),
         dir.path().c_str());
     std::fflush(stdout);
     return run(p, options, dir).go();
+  } catch (const stopped_at_snapshot& s) {
+    std::printf("\nstopped after the snapshot before micro-batch %lld as asked\n",
+                static_cast<long long>(s.position));
+    return 0;
   } catch (const std::exception& e) {
     std::cerr << "\npetra train: failed: " << e.what() << "\n";
     return 1;

@@ -19,6 +19,7 @@ struct train_options {
   std::vector<std::string> sets;  // "key=value" overrides
   std::string resume;             // a run directory to continue instead
   int stop_after_epoch = 0;       // stop (resumably) after this epoch; 0 = run to the end
+  int stop_after_snapshots = 0;   // stop as if killed right after writing this many snapshots (tests)
 };
 
 /// Builds the runtime runtime.mode names (the caller knows every runtime; training/ knows none).

@@ -8,6 +8,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "compute/pipeline/cut.hpp"
+
 namespace petra {
 namespace {
 
@@ -64,7 +66,7 @@ run_totals simulator::run(const std::function<bool(micro_batch&)>& next,
   return run(hooks);
 }
 
-run_totals simulator::run(const simulator_hooks& hooks) {
+run_totals simulator::run(const simulator_hooks& hooks, const pipeline_cut* from) {
   const std::size_t J = stages_.size();
   std::vector<std::optional<forward_message>> fwd_in(J), fwd_next(J);
   std::vector<std::optional<backward_message>> bwd_in(J), bwd_next(J);
@@ -72,9 +74,61 @@ run_totals simulator::run(const simulator_hooks& hooks) {
   std::map<int64_t, std::vector<int32_t>> labels;
   run_totals totals;
   bool exhausted = false;
-  std::size_t in_flight = 0;  // training micro-batches and evaluation batches
+  int64_t in_flight = 0;  // training micro-batches and evaluation batches
+  int64_t t = 0;
 
-  for (int64_t t = 0;; ++t) {
+  if (from) {
+    if (from->stages.size() != J)
+      throw std::invalid_argument("simulator: the cut holds " + std::to_string(from->stages.size()) +
+                                  " stages, the pipeline " + std::to_string(J));
+    t = from->tick;
+    labels = from->labels;
+    totals = from->totals;
+    in_flight = from->in_flight;
+    for (std::size_t j = 0; j < J; ++j) {
+      const stage_cut& c = from->stages[j];
+      backend& be = stages_[j]->compute_backend();
+      restore_stage_cut(*stages_[j], be, c);
+      auto up = [&](const activation& a) {
+        return activation{a.x1.defined() ? be.import(a.x1) : tensor{},
+                          a.x2.defined() ? be.import(a.x2) : tensor{}};
+      };
+      if (c.forward.id >= 0) fwd_in[j] = forward_message{c.forward.id, up(c.forward.x)};
+      if (c.backward.id >= 0)
+        bwd_in[j] = backward_message{c.backward.id, up(c.backward.rebuilt), up(c.backward.grad)};
+      if (c.eval.index >= 0) {
+        eval_item item = c.eval;
+        item.images = up(item.images);
+        eval_in[j] = std::move(item);
+      }
+    }
+  }
+
+  for (;; ++t) {
+    if (hooks.cut_at && hooks.on_cut && !(from && t == from->tick) && hooks.cut_at(t)) {
+      pipeline_cut cut;
+      cut.tick = t;
+      cut.labels = labels;
+      cut.totals = totals;
+      cut.in_flight = in_flight;
+      for (std::size_t j = 0; j < J; ++j) {
+        backend& be = stages_[j]->compute_backend();
+        stage_cut c = cut_stage(*stages_[j], be);
+        auto down = [&](const activation& a) {
+          return activation{a.x1.defined() ? be.to_host(a.x1) : tensor{},
+                            a.x2.defined() ? be.to_host(a.x2) : tensor{}};
+        };
+        if (fwd_in[j]) c.forward = cut_forward{fwd_in[j]->id, down(fwd_in[j]->x)};
+        if (bwd_in[j])
+          c.backward = cut_backward{bwd_in[j]->id, down(bwd_in[j]->rebuilt), down(bwd_in[j]->grad)};
+        if (eval_in[j]) {
+          c.eval = *eval_in[j];
+          c.eval.images = down(c.eval.images);
+        }
+        cut.stages.push_back(std::move(c));
+      }
+      hooks.on_cut(cut);
+    }
     if (!exhausted) {
       tick_input in;
       exhausted = !hooks.next(t, in);
@@ -111,7 +165,7 @@ run_totals simulator::run(const simulator_hooks& hooks) {
       }
       if (fwd_in[j]) {
         const int64_t id = fwd_in[j]->id;
-        activation out = s.forward(fwd_in[j]->x, id, tick_);
+        activation out = s.forward(fwd_in[j]->x, id, t);
         fwd_in[j].reset();
         if (j + 1 < J) {
           fwd_next[j + 1] =
@@ -133,7 +187,7 @@ run_totals simulator::run(const simulator_hooks& hooks) {
       }
       if (bwd_in[j]) {
         const int64_t id = bwd_in[j]->id;
-        stage::backward_result r = s.backward(bwd_in[j]->rebuilt, bwd_in[j]->grad, id, tick_);
+        stage::backward_result r = s.backward(bwd_in[j]->rebuilt, bwd_in[j]->grad, id, t);
         bwd_in[j].reset();
         if (hooks.on_backward) hooks.on_backward(j, id);
         if (j > 0) {

@@ -11,6 +11,8 @@
 
 namespace petra {
 
+struct pipeline_cut;
+
 /// One micro-batch from the data: images (x1 only) and their labels.
 struct micro_batch {
   int64_t id = 0;
@@ -59,6 +61,10 @@ struct simulator_hooks {
   std::function<void(std::size_t j, int64_t id)> on_backward;
   /// An evaluation batch reached the loss: its mean loss and correct predictions.
   std::function<void(const eval_item& item, double mean_loss, int64_t correct)> on_eval;
+  /// Whether to take a consistent cut before tick `tick` (nothing of it has run yet).
+  std::function<bool(int64_t tick)> cut_at;
+  /// The cut taken before a tick cut_at chose.
+  std::function<void(pipeline_cut& cut)> on_cut;
 };
 
 class simulator {
@@ -77,8 +83,10 @@ class simulator {
   /// The same schedule with the inputs `hooks.next` chooses per tick, evaluation waves
   /// included: per tick each stage evaluates its evaluation batch (with the weights the tick
   /// starts with), then runs its forward, then its backward. Runs until nothing more enters and
-  /// everything in flight is done.
-  run_totals run(const simulator_hooks& hooks);
+  /// everything in flight is done. Ticks count from the run's start; with `from`, the run resumes
+  /// a cut taken by an earlier run of the same phase: every stage is restored from its part, and
+  /// the first tick is the cut's (hooks.next sees the ticks from there on).
+  run_totals run(const simulator_hooks& hooks, const pipeline_cut* from = nullptr);
 
   /// Evaluation forward of one micro-batch through every stage: (mean loss, correct).
   std::pair<double, int64_t> evaluate(const micro_batch& mb);

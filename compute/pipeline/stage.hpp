@@ -81,6 +81,30 @@ class stage {
   /// The micro-batch whose backward must come next (-1 when none is outstanding).
   int64_t next_backward_id() const { return outstanding_.empty() ? -1 : outstanding_.front().id; }
 
+  /// What the stage holds for the micro-batches in flight, beyond its weights: each outstanding
+  /// forward (with the input it keeps, if any), the stashed weight versions and how many of their
+  /// forwards are outstanding, the backwards accumulated toward the next optimizer step and their
+  /// summed gradients. Part of a consistent snapshot; tensors are host copies.
+  struct inflight {
+    struct forward_entry {
+      int64_t id = 0, version = 0, tick = 0;
+      activation input;
+    };
+    struct stash_entry {
+      int64_t version = 0, users = 0;
+      std::vector<tensor> weights;  // in parameters() order
+    };
+    std::vector<forward_entry> outstanding;
+    std::vector<stash_entry> stash;
+    int64_t accumulated = 0;
+    std::vector<tensor> grads;  // in parameters() order; empty when accumulated is 0
+    stage_stats stats;          // its record since the last reset_stats
+  };
+  /// Throws std::logic_error for a backprop stage with a live tape (nothing else is in flight then).
+  inflight export_inflight();
+  /// Replaces what is in flight with `from` (shapes checked).
+  void import_inflight(const inflight& from);
+
   /// Bytes of parameters, of optimizer state (gradients + momentum) and of BN running statistics.
   std::size_t parameter_bytes();
   std::size_t optimizer_state_bytes();

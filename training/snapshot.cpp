@@ -1,0 +1,192 @@
+// Snapshots as files: per stage its tensors by name, the rest in the file's metadata as JSON.
+//   param/, momentum/, buffer/          the stage's state (as in a checkpoint)
+//   kept/<i>/x1|x2                      the input kept for outstanding forward i
+//   stash/<v>/<p>                       stashed weight version v, parameter p
+//   grad/<p>                            gradients accumulated toward the next optimizer step
+//   forward/x1|x2, backward/{rebuilt,grad}.x1|x2, eval/x1|x2   the messages across the cut
+#include "training/snapshot.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "compute/serialize/atomic_file.hpp"
+#include "compute/serialize/safetensors.hpp"
+#include "training/report_codec.hpp"
+
+namespace petra {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* format_name = "petra-snapshot-1";
+
+void put(named_tensors& out, const std::string& name, const activation& a) {
+  if (a.x1.defined()) out.emplace_back(name + "x1", a.x1);
+  if (a.x2.defined()) out.emplace_back(name + "x2", a.x2);
+}
+
+activation take(const safetensors_file& f, const std::string& name) {
+  activation a;
+  if (f.contains(name + "x1")) a.x1 = f.find(name + "x1");
+  if (f.contains(name + "x2")) a.x2 = f.find(name + "x2");
+  return a;
+}
+
+void write_stage(const std::string& path, const stage_cut& c) {
+  named_tensors tensors;
+  for (const named_tensor& t : c.state.tensors) tensors.emplace_back(t.name, t.value);
+  json outstanding = json::array(), stash = json::array();
+  for (std::size_t i = 0; i < c.inflight.outstanding.size(); ++i) {
+    const auto& e = c.inflight.outstanding[i];
+    outstanding.push_back({{"id", e.id}, {"version", e.version}, {"tick", e.tick}});
+    put(tensors, "kept/" + std::to_string(i) + "/", e.input);
+  }
+  for (const auto& e : c.inflight.stash) {
+    stash.push_back({{"version", e.version}, {"users", e.users}, {"tensors", e.weights.size()}});
+    for (std::size_t p = 0; p < e.weights.size(); ++p)
+      tensors.emplace_back("stash/" + std::to_string(e.version) + "/" + std::to_string(p), e.weights[p]);
+  }
+  for (std::size_t p = 0; p < c.inflight.grads.size(); ++p)
+    tensors.emplace_back("grad/" + std::to_string(p), c.inflight.grads[p]);
+  put(tensors, "forward/", c.forward.x);
+  put(tensors, "backward/rebuilt.", c.backward.rebuilt);
+  put(tensors, "backward/grad.", c.backward.grad);
+  put(tensors, "eval/", c.eval.images);
+  const json meta = {{"stage", c.state.stage},
+                     {"optimizer_steps", c.state.optimizer_steps},
+                     {"state_tensors", c.state.tensors.size()},
+                     {"outstanding", outstanding},
+                     {"stash", stash},
+                     {"accumulated", c.inflight.accumulated},
+                     {"grads", c.inflight.grads.size()},
+                     {"stats", stats_to_json(c.inflight.stats)},
+                     {"forward_id", c.forward.id},
+                     {"backward_id", c.backward.id},
+                     {"eval", {{"epoch", c.eval.epoch}, {"index", c.eval.index}, {"labels", c.eval.labels}}}};
+  save_safetensors(path, tensors, {{"format", format_name}, {"stage", meta.dump()}});
+}
+
+stage_cut read_stage(const std::string& path, std::size_t expect) {
+  const safetensors_file f = load_safetensors(path);
+  auto format = f.metadata.find("format");
+  if (format == f.metadata.end() || format->second != format_name || !f.metadata.count("stage"))
+    throw std::runtime_error("'" + path + "' is not a petra snapshot stage file");
+  stage_cut c;
+  try {
+    const json meta = json::parse(f.metadata.at("stage"));
+    c.state.stage = meta.at("stage").get<int32_t>();
+    if (c.state.stage != static_cast<int32_t>(expect))
+      throw std::runtime_error("it holds stage " + std::to_string(c.state.stage + 1) + ", expected " +
+                               std::to_string(expect + 1));
+    c.state.optimizer_steps = meta.at("optimizer_steps").get<int64_t>();
+    const auto state_tensors = meta.at("state_tensors").get<std::size_t>();
+    if (state_tensors > f.tensors.size()) throw std::runtime_error("fewer tensors than its state names");
+    for (std::size_t i = 0; i < state_tensors; ++i)
+      c.state.tensors.push_back({f.tensors[i].first, f.tensors[i].second});
+    std::size_t i = 0;
+    for (const json& e : meta.at("outstanding")) {
+      c.inflight.outstanding.push_back({e.at("id").get<int64_t>(), e.at("version").get<int64_t>(),
+                                        e.at("tick").get<int64_t>(),
+                                        take(f, "kept/" + std::to_string(i++) + "/")});
+    }
+    for (const json& e : meta.at("stash")) {
+      stage::inflight::stash_entry s;
+      s.version = e.at("version").get<int64_t>();
+      s.users = e.at("users").get<int64_t>();
+      for (std::size_t p = 0; p < e.at("tensors").get<std::size_t>(); ++p)
+        s.weights.push_back(f.find("stash/" + std::to_string(s.version) + "/" + std::to_string(p)));
+      c.inflight.stash.push_back(std::move(s));
+    }
+    c.inflight.accumulated = meta.at("accumulated").get<int64_t>();
+    for (std::size_t p = 0; p < meta.at("grads").get<std::size_t>(); ++p)
+      c.inflight.grads.push_back(f.find("grad/" + std::to_string(p)));
+    c.inflight.stats = stats_from_json(meta.at("stats"));
+    c.forward.id = meta.at("forward_id").get<int64_t>();
+    c.forward.x = take(f, "forward/");
+    c.backward.id = meta.at("backward_id").get<int64_t>();
+    c.backward.rebuilt = take(f, "backward/rebuilt.");
+    c.backward.grad = take(f, "backward/grad.");
+    const json& eval = meta.at("eval");
+    c.eval.epoch = eval.at("epoch").get<int32_t>();
+    c.eval.index = eval.at("index").get<int64_t>();
+    c.eval.labels = eval.at("labels").get<std::vector<int32_t>>();
+    c.eval.images = take(f, "eval/");
+  } catch (const std::exception& e) {
+    throw std::runtime_error("snapshot file '" + path + "' is damaged: " + e.what());
+  }
+  return c;
+}
+
+}  // namespace
+
+std::string snapshot_manifest(const std::string& run_dir) {
+  return (fs::path(run_dir) / "snapshot.json").string();
+}
+
+void write_snapshot(const std::string& run_dir, const std::string& name, const pipeline_cut& cut,
+                    const std::map<std::string, std::string>& metadata) {
+  const fs::path root = fs::path(run_dir) / "snapshots";
+  const fs::path dir = root / name;
+  std::error_code ec;
+  fs::remove_all(dir, ec);  // what a killed earlier write of the same name left
+  fs::create_directories(dir);
+  json files = json::array();
+  for (std::size_t j = 0; j < cut.stages.size(); ++j) {
+    const std::string file = "stage-" + std::to_string(j + 1) + ".safetensors";
+    write_stage((dir / file).string(), cut.stages[j]);
+    files.push_back((fs::path("snapshots") / name / file).string());
+  }
+  json labels = json::array();
+  for (const auto& [id, l] : cut.labels) labels.push_back({{"id", id}, {"labels", l}});
+  const json manifest = {{"format", format_name},
+                         {"tick", cut.tick},
+                         {"stages", files},
+                         {"labels", labels},
+                         {"totals", totals_to_json(cut.totals)},
+                         {"in_flight", cut.in_flight},
+                         {"driver", cut.driver},
+                         {"metadata", metadata}};
+  write_file_atomically(snapshot_manifest(run_dir), [&](std::ostream& out) { out << manifest.dump(1); });
+  for (const auto& entry : fs::directory_iterator(root, ec))  // older snapshots: the manifest moved on
+    if (entry.path().filename() != name) fs::remove_all(entry.path(), ec);
+}
+
+snapshot read_snapshot(const std::string& run_dir, std::size_t stage_count) {
+  snapshot out;
+  out.manifest = snapshot_manifest(run_dir);
+  json manifest;
+  try {
+    std::ifstream in(out.manifest);
+    if (!in) throw std::runtime_error("cannot open it");
+    manifest = json::parse(in);
+    if (manifest.at("format").get<std::string>() != format_name)
+      throw std::runtime_error("not a petra snapshot");
+  } catch (const std::exception& e) {
+    throw std::runtime_error("snapshot manifest '" + out.manifest + "': " + e.what());
+  }
+  auto cut = std::make_shared<pipeline_cut>();
+  try {
+    out.metadata = manifest.at("metadata").get<std::map<std::string, std::string>>();
+    cut->tick = manifest.at("tick").get<int64_t>();
+    for (const json& l : manifest.at("labels"))
+      cut->labels[l.at("id").get<int64_t>()] = l.at("labels").get<std::vector<int32_t>>();
+    cut->totals = totals_from_json(manifest.at("totals"));
+    cut->in_flight = manifest.at("in_flight").get<int64_t>();
+    cut->driver = manifest.at("driver").get<std::string>();
+  } catch (const std::exception& e) {
+    throw std::runtime_error("snapshot manifest '" + out.manifest + "' is damaged: " + e.what());
+  }
+  const auto files = manifest.at("stages").get<std::vector<std::string>>();
+  if (files.size() != stage_count)
+    throw std::runtime_error("snapshot '" + out.manifest + "' holds " + std::to_string(files.size()) +
+                             " stages but the pipeline has " + std::to_string(stage_count));
+  for (std::size_t j = 0; j < files.size(); ++j)
+    cut->stages.push_back(read_stage((fs::path(run_dir) / files[j]).string(), j));
+  out.cut = std::move(cut);
+  return out;
+}
+
+}  // namespace petra
