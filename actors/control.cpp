@@ -63,6 +63,8 @@ void control_channel::begin_attempt(std::size_t stages, progress_fn progress, ep
   windows_seen_ = 0;
   last_loss_ = loss_report{};
   phase_ends_ = 0;
+  cuts_.clear();
+  cuts_fn_ = {};
 }
 
 void control_channel::count_kill(int32_t stage) {
@@ -112,17 +114,47 @@ void control_channel::on_fault(const fault_event& e) {
 }
 
 void control_channel::on_epoch_part(const stage_epoch_report& r) {
-  if (epochs_ && r.generation == generation_) epochs_->add_stage(r.epoch, r.report);
+  if (!epochs_ || r.generation != generation_) return;
+  to_shadows(static_cast<std::size_t>(r.report.stage),
+             [&](epoch_collector& e) { e.add_stage(r.epoch, r.report); });
+  epochs_->add_stage(r.epoch, r.report);
 }
 
 void control_channel::on_epoch_part(const epoch_loss_report& r) {
   if (!epochs_ || !current(caf::actor_cast<caf::actor_addr>(self_->current_sender()))) return;
+  to_shadows(faults_.size(), [&](epoch_collector& e) { e.add_loss(r.epoch, totals_of(r.totals)); });
   epochs_->add_loss(r.epoch, totals_of(r.totals));
 }
 
 void control_channel::on_epoch_part(const eval_report& r) {
-  if (epochs_ && current(caf::actor_cast<caf::actor_addr>(self_->current_sender())))
-    epochs_->add_wave(r.epoch, r.loss_sum, r.correct, r.samples);
+  if (!epochs_ || !current(caf::actor_cast<caf::actor_addr>(self_->current_sender()))) return;
+  to_shadows(faults_.size(),
+             [&](epoch_collector& e) { e.add_wave(r.epoch, r.loss_sum, r.correct, r.samples); });
+  epochs_->add_wave(r.epoch, r.loss_sum, r.correct, r.samples);
+}
+
+void control_channel::on_cut_part(cut_part& p) {
+  // Each producer's part follows every epoch part it sent before the cut and precedes those after:
+  // a cut's shadow starts as the epochs when its first part came (nothing after the cut is in them
+  // yet) and takes the parts of the producers whose part of it is not in yet.
+  if (!cuts_fn_ || !epochs_ || !current(caf::actor_cast<caf::actor_addr>(self_->current_sender()))) return;
+  const std::size_t J = faults_.size();
+  const std::size_t producer = p.stage < 0 ? J : static_cast<std::size_t>(p.stage);
+  if (producer > J) return;
+  auto it = cuts_.find(p.tick);
+  if (it == cuts_.end())
+    it = cuts_.emplace(p.tick, pending_cut{std::vector<std::optional<cut_part>>(J + 1), 0, epochs_->shadow()})
+             .first;
+  pending_cut& c = it->second;
+  if (c.parts[producer]) return;
+  c.parts[producer] = std::move(p);
+  if (++c.in <= J) return;
+  std::vector<cut_part> parts;
+  for (auto& part : c.parts) parts.push_back(std::move(*part));
+  const nlohmann::json epochs = c.shadow.save();
+  const int64_t tick = it->first;
+  cuts_.erase(it);
+  cuts_fn_(tick, parts, epochs);
 }
 
 void control_channel::count(fault_counts& f, fault_kind kind) {
@@ -176,10 +208,35 @@ void control_channel::on_phase_done(const phase_done& d) {
   if (d.generation == generation_) ++phase_ends_;
 }
 
+void control_channel::finish_cuts(int32_t lost) {
+  // A cut still waiting for parts of live actors when the attempt fails: they were sent before the
+  // failure or come at once; a cut that needs the lost producer's part is given up.
+  const std::size_t J = faults_.size();
+  const std::size_t producer = lost < 0 ? J : static_cast<std::size_t>(lost);
+  auto completable = [&] {
+    for (const auto& [tick, c] : cuts_)
+      if (producer >= c.parts.size() || c.parts[producer]) return true;
+    return false;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  bool waiting = true;
+  while (waiting && cuts_fn_ && completable()) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) break;
+    self_->receive(
+        [&](cut_part& p) { on_cut_part(p); }, [&](stage_epoch_report& r) { on_epoch_part(r); },
+        [&](epoch_loss_report& r) { on_epoch_part(r); }, [&](eval_report& r) { on_epoch_part(r); },
+        [&](caf::message&) {},
+        caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left)) >> [&] { waiting = false; });
+  }
+}
+
 void control_channel::on_failure(const failure_report& f) {
   const auto sender = caf::actor_cast<caf::actor_addr>(self_->current_sender());
   if (!current(sender)) return;  // from a pipeline already torn down
-  throw with_counts(run_failure(kind_of(f.code), f.stage, f.tick, f.what));
+  run_failure failure = with_counts(run_failure(kind_of(f.code), f.stage, f.tick, f.what));
+  finish_cuts(f.stage);
+  throw failure;
 }
 
 void control_channel::on_down(const caf::down_msg& down) {
@@ -192,8 +249,10 @@ void control_channel::on_down(const caf::down_msg& down) {
   const int32_t stage = stage_of(down.source);
   const std::string what = (stage >= 0 ? "stage actor lost: " : "actor lost: ") + system_.render(down.reason);
   const bool crash = has_code(down.reason, petra_errc::injected_crash);
-  throw with_counts(
+  run_failure failure = with_counts(
       run_failure(crash ? failure_kind::injected_crash : failure_kind::lost_actor, stage, -1, what));
+  finish_cuts(stage);
+  throw failure;
 }
 
 void control_channel::on_error(const caf::error& err) {

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,15 @@ class control_channel {
   /// Starts counting an attempt: faults, windows and phase ends from zero; the parts of the epochs
   /// that end in it go to `epochs`.
   void begin_attempt(std::size_t stages, progress_fn progress, epoch_collector* epochs);
+  /// Called when every part of a cut is in (the stages' in stage order, the loss actor's last),
+  /// with the open epochs as they stood at the cut (epoch_collector::save).
+  using cut_fn =
+      std::function<void(int64_t tick, std::vector<messages::cut_part>& parts, const nlohmann::json& epochs)>;
+  /// Where the attempt's cuts go (none: parts are dropped).
+  void on_cuts(cut_fn fn) {
+    cuts_fn_ = std::move(fn);
+    cuts_.clear();
+  }
   /// The faults injected since the previous call (an epoch's), per stage.
   std::vector<fault_counts> take_epoch_faults();
   /// Counts a fault injected by the coordinator itself (a node kill) at `stage`.
@@ -101,7 +112,7 @@ class control_channel {
         [&](messages::loss_report& r) { on_progress(r); }, [&](messages::window_report& w) { on_window(w); },
         [&](messages::stage_epoch_report& r) { on_epoch_part(r); },
         [&](messages::epoch_loss_report& r) { on_epoch_part(r); },
-        [&](messages::eval_report& r) { on_epoch_part(r); },
+        [&](messages::eval_report& r) { on_epoch_part(r); }, [&](messages::cut_part& p) { on_cut_part(p); },
         [&](messages::phase_done& d) { on_phase_done(d); },
         [&](messages::failure_report& f) { on_failure(f); }, [&](caf::down_msg& down) { on_down(down); },
         [&](caf::error& err) { on_error(err); }, [&](caf::message&) {},  // a reply nobody waits for any more
@@ -116,6 +127,17 @@ class control_channel {
   void on_epoch_part(const messages::stage_epoch_report& r);
   void on_epoch_part(const messages::epoch_loss_report& r);
   void on_epoch_part(const messages::eval_report& r);
+  void on_cut_part(messages::cut_part& p);
+  /// When the attempt fails: waits (2 s at most) for the parts of pending cuts that do not need
+  /// the `lost` producer (a stage, or −1 for the loss actor).
+  void finish_cuts(int32_t lost);
+  /// A part of an epoch from `producer` (a stage, or stages_ for the loss actor) to every pending
+  /// cut that producer has not reached yet.
+  template <class F>
+  void to_shadows(std::size_t producer, F feed) {
+    for (auto& [tick, c] : cuts_)
+      if (!c.parts[producer]) feed(c.shadow);
+  }
   static void count(fault_counts& f, messages::fault_kind kind);
   void notify();
   void on_phase_done(const messages::phase_done& d);
@@ -146,6 +168,13 @@ class control_channel {
   std::size_t windows_seen_ = 0;
   messages::loss_report last_loss_;  // the phase's totals so far
   std::size_t phase_ends_ = 0;
+  struct pending_cut {
+    std::vector<std::optional<messages::cut_part>> parts;  // the stages', then the loss actor's
+    std::size_t in = 0;
+    epoch_collector shadow;  // the epochs as the parts sent before the cut make them
+  };
+  std::map<int64_t, pending_cut> cuts_;  // by tick
+  cut_fn cuts_fn_;
 };
 
 }  // namespace petra

@@ -8,8 +8,10 @@
 #include "actors/caf_config.hpp"
 #include "actors/pipeline.hpp"
 #include "training/input_schedule.hpp"
+#include "training/loss_cut.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
+#include "training/snapshot.hpp"
 
 namespace petra {
 namespace {
@@ -45,8 +47,14 @@ class actor_runtime : public pipeline_runtime {
     pipeline_.build();
   }
 
+  /// Lockstep cuts a running pipeline; not with injected link delays (a message would cross the
+  /// cut more than a tick ahead), nor async (no common tick).
+  bool takes_cuts() const override {
+    return config_.runtime.mode == config::runtime_mode::lockstep && lockstep_link_delays() == 0;
+  }
+
   phase_result train(const phase_request& request, const progress_fn& progress, const epoch_fn& on_epoch,
-                     const cut_fn&) override {
+                     const cut_fn& on_cut) override {
     const auto J = static_cast<int64_t>(stages_);
     const bool lockstep = config_.runtime.mode == config::runtime_mode::lockstep;
     const int64_t extra =
@@ -60,6 +68,10 @@ class actor_runtime : public pipeline_runtime {
                     spacing,       request.attempt, pipeline_.generation(), ++phase_};
     plan.per_epoch = per_epoch_;
     plan.eval_items = shape.eval_items;
+    if (takes_cuts()) {
+      for (int64_t index : request.cut_before) plan.cut_ticks.push_back(index * spacing);
+      if (request.resume) plan.start_tick = request.resume->tick;
+    }
     phase_result out;
     epoch_collector epochs(stages_, wave, [&](epoch_result& e) {
       e.faults = control_.take_epoch_faults();
@@ -76,9 +88,14 @@ class actor_runtime : public pipeline_runtime {
       control_channel& c;
       ~detach() { c.begin_attempt(c.faults().size(), {}, nullptr); }  // the collector lives in this call only
     } detach_epochs{control_};
+    cut_spacing_ = spacing;
+    control_.on_cuts([&](int64_t tick, std::vector<cut_part>& parts, const nlohmann::json& open) {
+      if (on_cut) on_cut(tick / spacing, assemble_cut(tick, parts, open));
+    });
     const auto begin = training::trace_clock::now();
     if (request.attempt == 0) pipeline_.send_node_kills();
     try {
+      if (plan.start_tick > 0) resume_from(*request.resume, epochs);
       control_.gather<plan_atom>(pipeline_.stages(), control_timeout, plan_atom_v, plan);
       control_.ask<plan_atom>(pipeline_.loader(), control_timeout, plan_atom_v, plan);
       control_.await_phase_ends(stages_, [&] { throw stalled(); });
@@ -89,7 +106,11 @@ class actor_runtime : public pipeline_runtime {
       out.completed =
           control_.ask<stage_status>(pipeline_.stages().front(), control_timeout, status_atom_v).completed;
       // The epochs' last parts (an evaluation wave's score) may still be on their way.
-      control_.await_epochs(epochs, static_cast<std::size_t>((request.first + request.count) / per_epoch_));
+      // (Resumed from a cut: those that ended before it and were complete there are logged already.)
+      int64_t ending = (request.first + request.count) / per_epoch_;
+      if (request.resume && plan.start_tick > 0)
+        ending -= (request.first + plan.start_tick / spacing) / per_epoch_ - open_at_resume_;
+      control_.await_epochs(epochs, static_cast<std::size_t>(std::max<int64_t>(0, ending)));
       out.ticks = lockstep ? plan.ticks : 0;
       first_stage_steps_ = out.stages.front().weight_version;
       const int64_t first_id = static_cast<int64_t>(request.epoch) * per_epoch_ + request.first;
@@ -99,6 +120,7 @@ class actor_runtime : public pipeline_runtime {
       return out;
     } catch (run_failure& failure) {
       if (failure.kind() == failure_kind::injected_crash) pipeline_.crash_fired();
+      if (failure.faults.empty()) failure.faults = control_.faults();  // a stall's: counted until now
       failure.completed = completed_so_far();
       throw;
     }
@@ -162,13 +184,67 @@ class actor_runtime : public pipeline_runtime {
     return sum;
   }
 
+  /// A cut from its parts: each stage's decoded, the loss actor's and the open epochs kept for the
+  /// resume (the runtime's own record, opaque to the trainer).
+  pipeline_cut assemble_cut(int64_t tick, std::vector<cut_part>& parts, const nlohmann::json& open) {
+    pipeline_cut cut;
+    cut.tick = tick;
+    for (std::size_t j = 0; j < stages_; ++j)
+      cut.stages.push_back(decode_stage_cut(parts[j].tensors, parts[j].meta, j,
+                                            "stage " + std::to_string(j + 1) + "'s part of a cut"));
+    const training::loss_cut loss = training::decode_loss_cut(parts[stages_].meta);
+    if (loss.waiting > 0)
+      throw std::runtime_error("the cut before tick " + std::to_string(tick) +
+                               " found logits at the loss actor whose labels had not come");
+    cut.totals = loss.totals;
+    // Back at stage 1 before tick `tick`: the micro-batches that entered 2(J−1) ticks or more before.
+    const int64_t J = static_cast<int64_t>(stages_);
+    const int64_t spacing = cut_spacing_;
+    cut.completed = tick >= 2 * (J - 1) + 1 ? (tick - 1 - 2 * (J - 1)) / spacing + 1 : 0;
+    for (const auto& l : loss.labels)
+      if (l.eval_epoch < 0) cut.labels[l.id] = l.labels;
+    cut.driver = nlohmann::json{{"epochs", open}, {"loss", parts[stages_].meta}}.dump();
+    return cut;
+  }
+
+  /// Before a phase that resumes from `cut`: every stage and the loss actor get their part back,
+  /// the epochs open at the cut go back into the collector.
+  void resume_from(const pipeline_cut& cut, epoch_collector& epochs) {
+    nlohmann::json driver;
+    try {
+      driver = nlohmann::json::parse(cut.driver);
+      epochs.load(driver.at("epochs"));
+      open_at_resume_ = static_cast<int64_t>(driver.at("epochs").size());
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(std::string("the snapshot's record of the actor runtime is damaged: ") +
+                               e.what());
+    }
+    if (cut.stages.size() != stages_)
+      throw std::runtime_error("the snapshot holds " + std::to_string(cut.stages.size()) +
+                               " stages, the pipeline " + std::to_string(stages_));
+    for (std::size_t j = 0; j < stages_; ++j) {
+      encoded_stage_cut e = encode_stage_cut(cut.stages[j]);
+      control_.ask<restore_atom>(
+          pipeline_.stages()[j], control_timeout, restore_atom_v,
+          cut_part{static_cast<int32_t>(j), cut.tick, 0, std::move(e.tensors), std::move(e.meta)});
+    }
+    control_.ask<restore_atom>(pipeline_.loss(), control_timeout, restore_atom_v,
+                               cut_part{-1, cut.tick, 0, {}, driver.at("loss").get<std::string>()});
+    first_stage_steps_ = cut.stages.front().state.optimizer_steps;
+  }
+
   /// Micro-batches stage 1 finished in the failed attempt, when it can still say.
   int64_t completed_so_far() {
-    try {
-      return control_.ask<stage_status>(pipeline_.stages().front(), status_timeout, status_atom_v).completed;
-    } catch (const run_failure&) {
-      return 0;
+    // An ask ends at the first event of the failing pipeline still queued (the lost actor's down, a
+    // second failure report): ask again while stage 1 answers at all.
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      try {
+        return control_.ask<stage_status>(pipeline_.stages().front(), status_timeout, status_atom_v).completed;
+      } catch (const run_failure& e) {
+        if (e.stage() == 0) break;  // stage 1 itself is gone
+      }
     }
+    return 0;
   }
 
   /// Nothing progressed for faults.stall_seconds: which link lost a message, or which stage hangs.
@@ -228,6 +304,8 @@ class actor_runtime : public pipeline_runtime {
   std::size_t stages_;
   int64_t phase_ = 0;
   int64_t first_stage_steps_ = 0;
+  int64_t open_at_resume_ = 0;
+  int64_t cut_spacing_ = 1;  // the running phase's  // epochs open at the cut the running phase resumed from
 };
 
 }  // namespace

@@ -132,9 +132,10 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
         st.plan = plan;
         st.schedule.emplace(*st.feed, plan.eval_items > 0 ? st.waves.get() : nullptr, plan.spacing);
         st.schedule->start(plan.epoch, plan.first_micro_batch, plan.micro_batches);
+        if (plan.start_tick > 0) st.schedule->skip_to(plan.start_tick);  // resuming from a cut
         st.more = true;
         st.credits = st.window;
-        st.tick = 0;
+        st.tick = plan.start_tick;
         st.ready.clear();
         feed_while_credit(self);
         return plan_atom_v;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "messages/errors.hpp"
+#include "training/loss_cut.hpp"
 
 namespace petra {
 namespace {
@@ -34,6 +35,16 @@ struct loss_actor_state {
 };
 
 using self_ptr = loss_actor::stateful_pointer<loss_actor_state>;
+
+run_totals as_totals(const loss_report& r) {
+  run_totals t;
+  t.micro_batches = r.micro_batches, t.samples = r.samples, t.correct = r.correct, t.loss_sum = r.loss_sum;
+  return t;
+}
+
+loss_report report_of(const run_totals& t) {
+  return loss_report{t.micro_batches, t.samples, t.correct, t.loss_sum};
+}
 
 loss_data compute_loss(loss_actor_state& st, const stamp& s, const tensor& logits,
                        const std::vector<int32_t>& labels, bool train) {
@@ -165,6 +176,34 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
           return compute_loss(self->state, logits.s, logits.logits, labels.labels, false);
         } catch (const std::exception& e) {
           return caf::make_error(petra_errc::bad_request, std::string("evaluation loss: ") + e.what());
+        }
+      },
+      [=](cut_atom, int64_t tick) {
+        // The last stage's marker: every logits message it sent before the cut is in. The labels
+        // kept (also those of micro-batches the loader sent after the cut: it sends them again),
+        // the totals so far and the epochs' partial sums make the loss side's part.
+        auto& st = self->state;
+        training::loss_cut part;
+        for (const auto& [key, labels] : st.labels) part.labels.push_back({key.first, key.second, labels});
+        part.waiting = static_cast<int64_t>(st.waiting.size());
+        part.totals = as_totals(st.totals);
+        for (const auto& [epoch, e] : st.epochs) part.epochs.push_back({epoch, as_totals(e)});
+        for (const auto& [epoch, w] : st.waves)
+          part.waves.push_back({epoch, w.first.loss_sum, w.first.correct, w.first.samples, w.second});
+        self->send(st.coordinator, cut_part{-1, tick, 0, {}, training::encode(part)});
+      },
+      [=](restore_atom, const cut_part& from) -> caf::result<restore_atom> {
+        auto& st = self->state;
+        try {
+          const training::loss_cut part = training::decode_loss_cut(from.meta);
+          for (const auto& l : part.labels) st.labels[{l.eval_epoch, l.id}] = l.labels;
+          st.totals = report_of(part.totals);
+          for (const auto& e : part.epochs) st.epochs[e.epoch] = report_of(e.totals);
+          for (const auto& w : part.waves)
+            st.waves[w.epoch] = {eval_report{w.epoch, w.loss_sum, w.correct, w.samples}, w.items};
+          return restore_atom_v;
+        } catch (const std::exception& e) {
+          return caf::make_error(petra_errc::bad_request, std::string("loss actor: ") + e.what());
         }
       },
       [=](report_atom) {

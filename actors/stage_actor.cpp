@@ -3,6 +3,8 @@
 // coordinator and the actor quits with petra's error code).
 #include "actors/stage_actor.hpp"
 
+#include <type_traits>
+
 #include "actors/stage_async.hpp"
 #include "actors/stage_lockstep.hpp"
 #include "compute/pipeline/stage_state.hpp"
@@ -55,6 +57,19 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
         stage_core& c = self->state.core;
         try {
           return snapshot_stage(*c.ctx.compute, *c.ctx.device);
+        } catch (const std::exception& e) {
+          return stage_error(self->state, e);
+        }
+      },
+      [=](restore_atom, const cut_part& part) -> caf::result<restore_atom> {
+        try {
+          if constexpr (std::is_same_v<State, lockstep_state>) {
+            resume_from(self, part);
+            return restore_atom_v;
+          } else {
+            throw std::invalid_argument(
+                "the async protocol takes no cuts: it resumes from drained checkpoints");
+          }
         } catch (const std::exception& e) {
           return stage_error(self->state, e);
         }

@@ -1,6 +1,10 @@
 // The lockstep protocol.
 #include "actors/stage_lockstep.hpp"
 
+#include <algorithm>
+
+#include "training/snapshot.hpp"
+
 namespace petra::detail {
 namespace {
 
@@ -66,6 +70,42 @@ void end_tick(lockstep_self self, const backward_data& in) {
   ++c.tick;
 }
 
+activation on_host(stage_core& c, activation& a) {
+  a = take_in(c, a);  // once: the tick uses the same tensors
+  return {a.x1.defined() ? c.ctx.device->to_host(a.x1) : tensor{},
+          a.x2.defined() ? c.ctx.device->to_host(a.x2) : tensor{}};
+}
+
+/// The stage's part of the cut before tick t: its state and what it holds in flight, with the
+/// messages it holds for tick t (sent before the cut by its neighbours), to the coordinator; the
+/// last stage marks the cut to the loss actor, behind every logits message it sent before.
+void send_cut_part(lockstep_self self, int64_t t, forward_data* f, backward_data* b) {
+  stage_core& c = self->state.core;
+  stage_cut part = cut_stage(*c.ctx.compute, *c.ctx.device);
+  if (c.is_first()) f = nullptr;  // the loader's message for tick t: it sends it again on resume
+  if (f && f->x.defined()) part.forward = cut_forward{f->s.micro_batch, on_host(c, f->x)};
+  if (b && b->grad.defined()) {
+    part.backward.id = b->s.micro_batch;
+    part.backward.rebuilt = on_host(c, b->rebuilt);
+    part.backward.grad = on_host(c, b->grad);
+  }
+  if (f && f->eval_index >= 0) {
+    part.eval.epoch = f->eval_epoch;
+    part.eval.index = f->eval_index;
+    part.eval.images = on_host(c, f->eval_x);
+  }
+  encoded_stage_cut e = encode_stage_cut(part);
+  if (c.is_last()) self->send(c.links.loss, cut_atom_v, t);
+  self->send(c.links.coordinator,
+             cut_part{c.ctx.index, t, c.plan.phase, std::move(e.tensors), std::move(e.meta)});
+}
+
+bool cut_due(const stage_core& c, int64_t t) {
+  const auto& ticks = c.plan.cut_ticks;
+  return !(c.plan.start_tick > 0 && t == c.plan.start_tick) &&
+         std::binary_search(ticks.begin(), ticks.end(), t);
+}
+
 /// Runs tick `tick` if its inputs are there. False when it must wait (for an input or the loss).
 bool run_tick(lockstep_self self) {
   lockstep_state& st = self->state;
@@ -75,6 +115,9 @@ bool run_tick(lockstep_self self) {
   auto b = st.backwards.find(t);
   if ((needs_forward(c, t) && f == st.forwards.end()) || (needs_backward(c, t) && b == st.backwards.end()))
     return false;
+  if (cut_due(c, t))
+    send_cut_part(self, t, f != st.forwards.end() ? &f->second : nullptr,
+                  b != st.backwards.end() ? &b->second : nullptr);
   maybe_crash(c);
   forward_data fin = f != st.forwards.end() ? std::move(f->second) : forward_data{};
   backward_data bin = b != st.backwards.end() ? std::move(b->second) : backward_data{};
@@ -130,6 +173,22 @@ void on_plan(lockstep_self self, const phase_plan& plan) {
   begin_phase(st.core, plan);
   st.forwards.clear();
   st.backwards.clear();
+  if (plan.start_tick > 0) {  // resuming from a cut: its messages for the cut's tick
+    stage_core& c = st.core;
+    c.tick = plan.start_tick;
+    if (st.resume) {  // markers where the part holds no message: every tick but the loader's needs one
+      const stage_cut& part = *st.resume;
+      const int32_t j = c.ctx.index;
+      forward_data f{stamp{part.forward.id, c.tick, 0, j - 1, plan.phase}, part.forward.x};
+      if (part.eval.index >= 0)
+        f.eval_epoch = part.eval.epoch, f.eval_index = part.eval.index, f.eval_x = part.eval.images;
+      if (!c.is_first()) st.forwards.emplace(c.tick, std::move(f));
+      if (!c.is_last())
+        st.backwards.emplace(c.tick, backward_data{stamp{part.backward.id, c.tick, 0, j + 1, plan.phase},
+                                                   part.backward.rebuilt, part.backward.grad});
+    }
+  }
+  st.resume.reset();
   auto forwards = std::move(st.core.early_forward);
   auto backwards = std::move(st.core.early_backward);
   st.core.early_forward.clear();
@@ -176,6 +235,15 @@ void on_loss(lockstep_self self, loss_data in) {
     return fail_with(self, c, e, in.s.micro_batch);
   }
   advance(self);
+}
+
+void resume_from(lockstep_self self, const cut_part& part) {
+  stage_core& c = self->state.core;
+  const std::string where = "stage " + std::to_string(c.ctx.index + 1) + "'s part of the cut before tick " +
+                            std::to_string(part.tick);
+  stage_cut cut = decode_stage_cut(part.tensors, part.meta, static_cast<std::size_t>(c.ctx.index), where);
+  restore_stage_cut(*c.ctx.compute, *c.ctx.device, cut);
+  self->state.resume = std::move(cut);
 }
 
 stage_status status_of(const lockstep_state& st) {

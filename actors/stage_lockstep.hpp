@@ -3,8 +3,10 @@
 #pragma once
 
 #include <map>
+#include <optional>
 
 #include "actors/stage_core.hpp"
+#include "compute/pipeline/cut.hpp"
 
 namespace petra::detail {
 
@@ -12,6 +14,7 @@ struct lockstep_state {
   stage_core core;
   std::map<int64_t, forward_data> forwards;    // by tick
   std::map<int64_t, backward_data> backwards;  // by tick
+  std::optional<stage_cut> resume;             // restored from a cut: its messages, for the next plan
   static inline const char* name = "petra.stage.lockstep";
 };
 
@@ -23,5 +26,8 @@ void on_backward(lockstep_self self, backward_data in);
 void on_loss(lockstep_self self, loss_data in);
 void advance(lockstep_self self);
 stage_status status_of(const lockstep_state& st);
+/// Restores the stage from its part of a cut; the next plan (start_tick = the cut's tick) resumes
+/// there with the part's messages for that tick.
+void resume_from(lockstep_self self, const cut_part& part);
 
 }  // namespace petra::detail

@@ -21,22 +21,26 @@ using credit_sink = caf::typed_actor<caf::reacts_to<atoms::credit_atom, int64_t>
 
 /// What the coordinator is to the actors of its pipeline: phase ends, failures, injected faults and
 /// the loss actor's progress arrive here.
-using coordinator_actor = caf::typed_actor<caf::reacts_to<phase_done>, caf::reacts_to<failure_report>,
-                                           caf::reacts_to<fault_event>, caf::reacts_to<loss_report>,
-                                           caf::reacts_to<window_report>, caf::reacts_to<stage_epoch_report>,
-                                           caf::reacts_to<epoch_loss_report>, caf::reacts_to<eval_report>>;
+using coordinator_actor =
+    caf::typed_actor<caf::reacts_to<phase_done>, caf::reacts_to<failure_report>, caf::reacts_to<fault_event>,
+                     caf::reacts_to<loss_report>, caf::reacts_to<window_report>,
+                     caf::reacts_to<stage_epoch_report>, caf::reacts_to<epoch_loss_report>,
+                     caf::reacts_to<eval_report>, caf::reacts_to<cut_part>>;
 
 /// The loss actor: labels from the loader; logits from the last stage, answered with a loss_data
 /// message to the wired last stage; evaluation logits of the waves (scored per epoch, an eval_report
 /// to the coordinator when a wave is complete, a credit back to the loader per batch); evaluation
-/// logits with their labels on request; its totals per phase. wire: (last stage, coordinator,
-/// loader, micro-batches per epoch, batches per evaluation wave).
+/// logits with their labels on request; its totals per phase; the last stage's marker of a cut
+/// (the loss actor's part goes to the coordinator) and, to resume, its part of a cut back. wire:
+/// (last stage, coordinator, loader, micro-batches per epoch, batches per evaluation wave).
 using loss_actor =
     caf::typed_actor<caf::replies_to<atoms::wire_atom, loss_sink, coordinator_actor, credit_sink, int64_t,
                                      int64_t>::with<atoms::wire_atom>,
                      caf::reacts_to<labels_data>, caf::reacts_to<logits_data>,
                      caf::replies_to<atoms::eval_atom, logits_data, labels_data>::with<loss_data>,
-                     caf::replies_to<atoms::report_atom>::with<loss_report>>;
+                     caf::replies_to<atoms::report_atom>::with<loss_report>,
+                     caf::reacts_to<atoms::cut_atom, int64_t>,
+                     caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>>;
 
 /// The data loader: a plan starts feeding a phase to the first stage (and labels to the loss
 /// actor); credits come back from the first stage.
@@ -70,7 +74,8 @@ using stage_actor =
                      caf::replies_to<atoms::report_atom>::with<stage_report>,
                      caf::replies_to<atoms::status_atom>::with<stage_status>,
                      caf::replies_to<atoms::state_atom>::with<stage_snapshot>,
-                     caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>>;
+                     caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>,
+                     caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>>;
 
 /// A node: a process that hosts stages for a coordinator. spawn: (the resolved config as YAML,
 /// stage index, optimizer steps per epoch) → the new stage actor. kill: the node process kills

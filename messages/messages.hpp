@@ -82,6 +82,19 @@ struct phase_plan {
   int64_t phase = 0;       // numbers the phases of a run; every message carries it
   int64_t per_epoch = 0;   // micro-batches per epoch (ids of epoch e: e·per_epoch ...)
   int64_t eval_items = 0;  // evaluation batches that pass each stage in this phase (all its waves)
+  std::vector<int64_t> cut_ticks;  // lockstep: a consistent cut before each of these ticks
+  int64_t start_tick = 0;          // lockstep: > 0 when the phase resumes from a cut before it
+};
+
+/// One part of a consistent cut, to the coordinator: a stage's (its state, what it holds in
+/// flight, its messages for the cut's tick) or, with stage −1, the loss actor's (labels not used
+/// yet, totals so far). Also the same part back to its owner when a phase resumes from the cut.
+struct cut_part {
+  int32_t stage = -1;
+  int64_t tick = -1;
+  int64_t phase = 0;
+  std::vector<named_tensor> tensors;
+  std::string meta;  // JSON
 };
 
 /// The faults one stage injects (DESIGN.md §6), from the run's `faults` config.

@@ -88,7 +88,11 @@ typename Inspector::result_type inspect(Inspector& f, eval_data& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_plan& x) {
   return f(caf::meta::type_name("phase_plan"), x.epoch, x.micro_batches, x.ticks, x.first_micro_batch,
-           x.spacing, x.attempt, x.generation, x.phase, x.per_epoch, x.eval_items);
+           x.spacing, x.attempt, x.generation, x.phase, x.per_epoch, x.eval_items, x.cut_ticks, x.start_tick);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cut_part& x) {
+  return f(caf::meta::type_name("cut_part"), x.stage, x.tick, x.phase, x.tensors, x.meta);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_faults& x) {

@@ -16,7 +16,9 @@ void accounting::add_phase(int64_t completed_micro_batches, const std::vector<fa
   duplicates_discarded += sum.duplicates_discarded;
 }
 
-void accounting::add_failure(const run_failure& failure, int64_t undone, int64_t count, double seconds) {
+void accounting::add_failure(const run_failure& failure, int64_t kept, int64_t undone, int64_t count,
+                             double seconds) {
+  completed += kept;
   const fault_counts sum = total(failure.faults);
   faults_injected += sum.injected();
   duplicates_discarded += sum.duplicates_discarded;

@@ -22,7 +22,9 @@ struct accounting {
   /// A phase that succeeded, with its per-stage fault counts.
   void add_phase(int64_t completed_micro_batches, const std::vector<fault_counts>& faults);
   /// A failed attempt of a phase of `count` micro-batches, replayed after `seconds` of recovery.
-  void add_failure(const run_failure& failure, int64_t undone, int64_t count, double seconds);
+  /// `kept` of its completed micro-batches precede the point it restarts from (a snapshot), the
+  /// `undone` others are undone.
+  void add_failure(const run_failure& failure, int64_t kept, int64_t undone, int64_t count, double seconds);
   nlohmann::json json() const;
 };
 

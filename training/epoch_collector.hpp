@@ -35,6 +35,12 @@ class epoch_collector {
   void add_loss(int epoch, const run_totals& totals);
   /// `items` batches of the epoch's wave: Σ of their samples' losses, correct predictions, samples.
   void add_eval(int epoch, double loss_sum, int64_t correct, int64_t samples, int64_t items);
+  /// A copy that hands nothing on (what the epochs were at a cut, fed the parts sent before it).
+  epoch_collector shadow() const {
+    epoch_collector c = *this;
+    c.on_complete_ = [](epoch_result&) {};
+    return c;
+  }
   /// The epochs still open (a snapshot's part), and their restore into an empty collector.
   nlohmann::json save() const;
   void load(const nlohmann::json& open);

@@ -1,8 +1,10 @@
 // Run directory.
 #include "training/run_dir.hpp"
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 namespace petra {
@@ -49,6 +51,18 @@ std::string default_run_name(const std::string& stem, const std::string& method)
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
   return stem + "-" + method + "-" + stamp;
+}
+
+int run_dir::last_logged_epoch() const {
+  std::ifstream in(file("metrics.jsonl"));
+  int last = 0;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("event", "") == "epoch" && j.contains("epoch") &&
+        j["epoch"].is_number_integer())
+      last = std::max(last, j["epoch"].get<int>());
+  }
+  return last;
 }
 
 }  // namespace petra

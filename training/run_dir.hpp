@@ -18,6 +18,9 @@ class run_dir {
 
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
+  /// The highest epoch of the epoch lines metrics.jsonl holds (0 for none; a line a killed process
+  /// left half-written is skipped): a resumed run does not log them again.
+  int last_logged_epoch() const;
   /// Appends one JSON object as a line of metrics.jsonl, flushed at once.
   void log(const nlohmann::json& record);
 

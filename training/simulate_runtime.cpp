@@ -105,7 +105,7 @@ class simulate_runtime : public pipeline_runtime {
       }
     }
     static_cast<run_totals&>(out) = sim_.run(hooks, phase.resume.get());
-    out.completed = out.micro_batches;
+    out.completed = out.micro_batches - (phase.resume ? phase.resume->completed : 0);  // in this attempt
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (placed_stage& p : stages_) {
       stage_report r = stage_report::of(*p.compute);

@@ -35,7 +35,9 @@ activation take(const safetensors_file& f, const std::string& name) {
   return a;
 }
 
-void write_stage(const std::string& path, const stage_cut& c) {
+}  // namespace
+
+encoded_stage_cut encode_stage_cut(const stage_cut& c) {
   named_tensors tensors;
   for (const named_tensor& t : c.state.tensors) tensors.emplace_back(t.name, t.value);
   json outstanding = json::array(), stash = json::array();
@@ -66,17 +68,20 @@ void write_stage(const std::string& path, const stage_cut& c) {
                      {"forward_id", c.forward.id},
                      {"backward_id", c.backward.id},
                      {"eval", {{"epoch", c.eval.epoch}, {"index", c.eval.index}, {"labels", c.eval.labels}}}};
-  save_safetensors(path, tensors, {{"format", format_name}, {"stage", meta.dump()}});
+  encoded_stage_cut out;
+  for (auto& [name, t] : tensors) out.tensors.push_back({name, t});
+  out.meta = meta.dump();
+  return out;
 }
 
-stage_cut read_stage(const std::string& path, std::size_t expect) {
-  const safetensors_file f = load_safetensors(path);
-  auto format = f.metadata.find("format");
-  if (format == f.metadata.end() || format->second != format_name || !f.metadata.count("stage"))
-    throw std::runtime_error("'" + path + "' is not a petra snapshot stage file");
+stage_cut decode_stage_cut(const std::vector<named_tensor>& tensors, const std::string& meta_text,
+                           std::size_t expect, const std::string& where) {
+  safetensors_file f;  // the lookups by name
+  f.path = where;
+  for (const named_tensor& t : tensors) f.tensors.emplace_back(t.name, t.value);
   stage_cut c;
   try {
-    const json meta = json::parse(f.metadata.at("stage"));
+    const json meta = json::parse(meta_text);
     c.state.stage = meta.at("stage").get<int32_t>();
     if (c.state.stage != static_cast<int32_t>(expect))
       throw std::runtime_error("it holds stage " + std::to_string(c.state.stage + 1) + ", expected " +
@@ -115,9 +120,28 @@ stage_cut read_stage(const std::string& path, std::size_t expect) {
     c.eval.labels = eval.at("labels").get<std::vector<int32_t>>();
     c.eval.images = take(f, "eval/");
   } catch (const std::exception& e) {
-    throw std::runtime_error("snapshot file '" + path + "' is damaged: " + e.what());
+    throw std::runtime_error("snapshot part '" + where + "' is damaged: " + e.what());
   }
   return c;
+}
+
+namespace {
+
+void write_stage(const std::string& path, const stage_cut& c) {
+  const encoded_stage_cut e = encode_stage_cut(c);
+  named_tensors tensors;
+  for (const named_tensor& t : e.tensors) tensors.emplace_back(t.name, t.value);
+  save_safetensors(path, tensors, {{"format", format_name}, {"stage", e.meta}});
+}
+
+stage_cut read_stage(const std::string& path, std::size_t expect) {
+  const safetensors_file f = load_safetensors(path);
+  auto format = f.metadata.find("format");
+  if (format == f.metadata.end() || format->second != format_name || !f.metadata.count("stage"))
+    throw std::runtime_error("'" + path + "' is not a petra snapshot stage file");
+  std::vector<named_tensor> tensors;
+  for (const auto& [name, t] : f.tensors) tensors.push_back({name, t});
+  return decode_stage_cut(tensors, f.metadata.at("stage"), expect, path);
 }
 
 }  // namespace
@@ -147,6 +171,7 @@ void write_snapshot(const std::string& run_dir, const std::string& name, const p
                          {"labels", labels},
                          {"totals", totals_to_json(cut.totals)},
                          {"in_flight", cut.in_flight},
+                         {"completed", cut.completed},
                          {"driver", cut.driver},
                          {"metadata", metadata}};
   write_file_atomically(snapshot_manifest(run_dir), [&](std::ostream& out) { out << manifest.dump(1); });
@@ -175,6 +200,7 @@ snapshot read_snapshot(const std::string& run_dir, std::size_t stage_count) {
       cut->labels[l.at("id").get<int64_t>()] = l.at("labels").get<std::vector<int32_t>>();
     cut->totals = totals_from_json(manifest.at("totals"));
     cut->in_flight = manifest.at("in_flight").get<int64_t>();
+    cut->completed = manifest.at("completed").get<int64_t>();
     cut->driver = manifest.at("driver").get<std::string>();
   } catch (const std::exception& e) {
     throw std::runtime_error("snapshot manifest '" + out.manifest + "' is damaged: " + e.what());

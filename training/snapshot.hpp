@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "compute/pipeline/cut.hpp"
 
@@ -20,6 +21,17 @@ struct snapshot {
   std::map<std::string, std::string> metadata;
   std::shared_ptr<const pipeline_cut> cut;
 };
+
+/// A stage's part of a cut as named host tensors and JSON (what its file holds, what a stage actor
+/// sends the coordinator).
+struct encoded_stage_cut {
+  std::vector<named_tensor> tensors;
+  std::string meta;
+};
+encoded_stage_cut encode_stage_cut(const stage_cut& c);
+/// The part of stage `expect` (0-based); throws std::runtime_error naming `where` when damaged.
+stage_cut decode_stage_cut(const std::vector<named_tensor>& tensors, const std::string& meta,
+                           std::size_t expect, const std::string& where);
 
 /// The manifest's path in `run_dir`.
 std::string snapshot_manifest(const std::string& run_dir);

@@ -38,7 +38,8 @@ class run {
         dir_(dir),
         bar_(p.cfg.output.progress),
         J_(stage_sizes(p.cfg).size()),
-        steps_(p.cfg.output.metrics_every_steps, p.opt, dir) {}
+        steps_(p.cfg.output.metrics_every_steps, p.opt, dir),
+        last_logged_epoch_(options.resume.empty() ? 0 : dir.last_logged_epoch()) {}
 
   int go() {
     const auto run_start = clock_type::now();
@@ -51,7 +52,11 @@ class run {
       // A run resumed from a snapshot continues the phase the snapshot was taken in.
       const bool resumed = g == (p_.epoch - 1) * per_epoch + p_.position && p_.resume_cut;
       const int64_t next = resumed ? g + p_.resume_count : next_phase_end(g, end);
-      phase_request request{static_cast<int>(g / per_epoch) + 1, g % per_epoch, next - g, 0, waves()};
+      phase_request request;
+      request.epoch = static_cast<int>(g / per_epoch) + 1;
+      request.first = g % per_epoch;
+      request.count = next - g;
+      request.evaluation_waves = waves();
       request.cut_before = cuts_in(g, next);
       if (resumed) request.resume = p_.resume_cut;
       resume_position_ = resumed ? p_.resume_position : g;
@@ -185,8 +190,9 @@ class run {
         attempt.resume = to_snapshot ? read_snapshot(dir_.path(), J_).cut : request.resume;
         const int64_t restart_at = to_snapshot ? snapshot_position_ : resume_position_;
         const int64_t replay = phase_start + request.count - restart_at;
-        const int64_t kept = (attempt.resume ? attempt.resume->totals.micro_batches : 0) -
-                             (base ? base->totals.micro_batches : 0);  // completed before the restart point
+        const int64_t kept =
+            std::min<int64_t>(e.completed, (attempt.resume ? attempt.resume->completed : 0) -
+                                               (base ? base->completed : 0));  // before the restart point
         std::printf(
             "\n%s; rolling back to the %s at micro-batch %lld of the run and replaying %lld micro-batches\n",
             e.what(), attempt.resume ? "snapshot" : "checkpoint", static_cast<long long>(restart_at),
@@ -196,7 +202,8 @@ class run {
         if (!attempt.resume) p_.runtime->restore(read_checkpoint(dir_.file("checkpoint.safetensors"), J_));
         drained_epochs_.clear();
         const double seconds = seconds_since(t0);
-        account_.add_failure(e, std::max<int64_t>(0, e.completed - kept), replay, seconds);
+        account_.add_failure(e, std::max<int64_t>(0, kept), std::max<int64_t>(0, e.completed - kept), replay,
+                             seconds);
         dir_.log({{"event", "failure"},
                   {"epoch", request.epoch},
                   {"position", request.first},

@@ -43,6 +43,7 @@ struct pipeline_cut {
   std::map<int64_t, std::vector<int32_t>> labels;
   run_totals totals;
   int64_t in_flight = 0;  // training micro-batches not back at stage 1, evaluation batches not scored
+  int64_t completed = 0;  // of the phase, backward finished at stage 1 before the cut
   std::string driver;     // what the runtime driving the pipeline keeps of its own (opaque here)
 };
 

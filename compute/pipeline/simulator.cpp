@@ -111,6 +111,7 @@ run_totals simulator::run(const simulator_hooks& hooks, const pipeline_cut* from
       cut.labels = labels;
       cut.totals = totals;
       cut.in_flight = in_flight;
+      cut.completed = totals.micro_batches;
       for (std::size_t j = 0; j < J; ++j) {
         backend& be = stages_[j]->compute_backend();
         stage_cut c = cut_stage(*stages_[j], be);

@@ -125,18 +125,37 @@ TEST_CASE("crash at a tick: rollback to the last checkpoint, replay, bit-identic
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs;
   REQUIRE(train_command({"tiny", dirs.sets("clean", {}), "", 0}) == 0);
+  // Snapshots every 8 micro-batches (ticks 8, 16, 24): tick 4 comes before the first.
   REQUIRE(train_command({"tiny", dirs.sets("crash", {"faults.crash_at_tick=[-1,-1,4,-1]"}), "", 0}) == 0);
   CHECK(differing(dirs.weights("clean"), dirs.weights("crash")) == 0);
   const auto summary = dirs.summary("crash");
   CHECK(summary["micro_batches"]["restarts"] == 1);
-  CHECK(summary["micro_batches"]["replayed"] == 8);
+  CHECK(summary["micro_batches"]["replayed"] == 32);
   CHECK(summary["micro_batches"]["completed"] == 32);
+  CHECK(dirs.first_event("crash", "failure")["restored_from"] == "checkpoint");
   CHECK(summary["micro_batches"]["faults_injected"] == 1);  // the crash, in the attempt that failed
   const auto failure = dirs.first_event("crash", "failure");
   CHECK(failure["kind"] == "injected crash");
   CHECK(failure["stage"] == 3);
   CHECK(failure["tick"] == 4);
   CHECK(failure["faults_injected"] == 1);
+}
+
+TEST_CASE("crash after a snapshot: rollback to the snapshot, replay from it, bit-identical to a clean run") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  run_dirs dirs;
+  REQUIRE(train_command({"tiny", dirs.sets("clean", {}), "", 0}) == 0);
+  REQUIRE(train_command({"tiny", dirs.sets("crash", {"faults.crash_at_tick=[-1,-1,20,-1]"}), "", 0}) == 0);
+  CHECK(differing(dirs.weights("clean"), dirs.weights("crash")) == 0);
+  const auto summary = dirs.summary("crash");
+  const auto failure = dirs.first_event("crash", "failure");
+  CHECK(failure["restored_from"] == "snapshot");
+  CHECK(summary["micro_batches"]["restarts"] == 1);
+  CHECK(summary["micro_batches"]["replayed"] == 16);  // from the snapshot before micro-batch 16
+  CHECK(summary["micro_batches"]["completed"] == 32);
+  // Stage 1 finished micro-batches 0..9 before tick 16 (each is back 2(J − 1) = 6 ticks after it
+  // entered): kept; those it finished from tick 16 to the crash are undone.
+  CHECK(summary["micro_batches"]["rolled_back"] == failure["completed_before_failure"].get<int64_t>() - 10);
 }
 
 TEST_CASE("a dropped message stalls the phase; the stall is noticed and the phase replayed") {

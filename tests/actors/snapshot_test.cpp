@@ -138,3 +138,27 @@ TEST_CASE("a run killed (SIGKILL) while it snapshots resumes from the last whole
   CHECK(epoch_lines(dir / "straight") == epoch_lines(run));
   fs::remove_all(dir);
 }
+
+TEST_CASE("lockstep: stop right after a snapshot, resume = uninterrupted, bit for bit") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  for (const char* method : {"petra", "delayed+weights", "delayed+inputs+weights", "backprop"})
+    for (int stop : {3, 4, 6}) {
+      CAPTURE(method);
+      CAPTURE(stop);
+      stop_and_resume("lockstep", method, stop);
+    }
+}
+
+TEST_CASE("lockstep with snapshots = simulate with snapshots, bit for bit") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  const fs::path dir = fs::temp_directory_path() / ("petra-snapshot-eq-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  for (const char* mode : {"simulate", "lockstep"}) {
+    petra::train_options run{"tiny", base_sets(dir, mode, "petra"), "", 0};
+    run.sets.push_back(std::string("output.name=") + mode);
+    REQUIRE(app::train_command(run) == 0);
+  }
+  CHECK(differing(final_weights(dir / "simulate"), final_weights(dir / "lockstep")) == 0);
+  CHECK(epoch_lines(dir / "simulate") == epoch_lines(dir / "lockstep"));
+  fs::remove_all(dir);
+}
