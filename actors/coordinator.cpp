@@ -239,7 +239,8 @@ class actor_runtime : public pipeline_runtime {
     // second failure report): ask again while stage 1 answers at all.
     for (int attempt = 0; attempt < 4; ++attempt) {
       try {
-        return control_.ask<stage_status>(pipeline_.stages().front(), status_timeout, status_atom_v).completed;
+        return control_.ask<stage_status>(pipeline_.stages().front(), status_timeout, status_atom_v)
+            .completed;
       } catch (const run_failure& e) {
         if (e.stage() == 0) break;  // stage 1 itself is gone
       }
