@@ -7,6 +7,7 @@
 
 #include "actors/caf_config.hpp"
 #include "actors/pipeline.hpp"
+#include "actors/stall.hpp"
 #include "training/input_schedule.hpp"
 #include "training/loss_cut.hpp"
 #include "training/runtime_support.hpp"
@@ -64,8 +65,15 @@ class actor_runtime : public pipeline_runtime {
     const int64_t wave = request.evaluation_waves ? wave_size_ : 0;
     const input_schedule::shape shape =
         input_schedule::plan(per_epoch_, wave, spacing, request.first, request.count, stages_);
-    phase_plan plan{request.epoch, request.count,   shape.ticks + extra,    request.first,
-                    spacing,       request.attempt, pipeline_.generation(), ++phase_};
+    phase_plan plan;
+    plan.epoch = request.epoch;
+    plan.micro_batches = request.count;
+    plan.ticks = shape.ticks + extra;
+    plan.first_micro_batch = request.first;
+    plan.spacing = spacing;
+    plan.attempt = request.attempt;
+    plan.generation = pipeline_.generation();
+    plan.phase = ++phase_;
     plan.per_epoch = per_epoch_;
     plan.eval_items = shape.eval_items;
     if (takes_cuts()) {
@@ -98,7 +106,11 @@ class actor_runtime : public pipeline_runtime {
       if (plan.start_tick > 0) resume_from(*request.resume, epochs);
       control_.gather<plan_atom>(pipeline_.stages(), control_timeout, plan_atom_v, plan);
       control_.ask<plan_atom>(pipeline_.loader(), control_timeout, plan_atom_v, plan);
-      control_.await_phase_ends(stages_, [&] { throw stalled(); });
+      control_.await_phase_ends(stages_, [&] {
+        throw diagnose_stall(control_, pipeline_.stages(),
+                             config_.runtime.mode == config::runtime_mode::lockstep,
+                             config_.faults.stall_seconds);
+      });
       static_cast<run_totals&>(out) =
           totals_of(control_.ask<loss_report>(pipeline_.loss(), control_timeout, report_atom_v));
       out.stages = control_.gather<stage_report>(pipeline_.stages(), control_timeout, report_atom_v);
@@ -246,50 +258,6 @@ class actor_runtime : public pipeline_runtime {
       }
     }
     return 0;
-  }
-
-  /// Nothing progressed for faults.stall_seconds: which link lost a message, or which stage hangs.
-  run_failure stalled() {
-    const std::string limit = std::to_string(config_.faults.stall_seconds) + " s (faults.stall_seconds)";
-    std::vector<stage_status> status;
-    try {
-      status = control_.gather<stage_status>(pipeline_.stages(), status_timeout, status_atom_v);
-    } catch (const run_failure& e) {
-      return run_failure(failure_kind::stall, e.stage(), -1, "no progress for " + limit + "; " + e.what());
-    }
-    const bool lockstep = config_.runtime.mode == config::runtime_mode::lockstep;
-    for (std::size_t j = 0; j < status.size(); ++j) {
-      const stage_status& s = status[j];
-      const auto stage = static_cast<int32_t>(j);
-      if (lockstep && s.waiting_forward && j > 0 && status[j - 1].tick >= s.tick)
-        return run_failure(failure_kind::stall, stage, s.tick,
-                           "no progress for " + limit + ": its forward input of tick " +
-                               std::to_string(s.tick) + " never came although stage " + std::to_string(j) +
-                               " is at tick " + std::to_string(status[j - 1].tick) + ": lost on the link " +
-                               std::to_string(j) + " -> " + std::to_string(j + 1));
-      if (lockstep && s.waiting_backward && j + 1 < status.size() && status[j + 1].tick >= s.tick)
-        return run_failure(failure_kind::stall, stage, s.tick,
-                           "no progress for " + limit + ": its backward input of tick " +
-                               std::to_string(s.tick) + " never came although stage " +
-                               std::to_string(j + 2) + " is at tick " + std::to_string(status[j + 1].tick) +
-                               ": lost on the link " + std::to_string(j + 2) + " -> " +
-                               std::to_string(j + 1));
-    }
-    if (!lockstep)
-      for (std::size_t j = status.size(); j-- > 0;)
-        if (status[j].waiting_backward)
-          return run_failure(failure_kind::stall, static_cast<int32_t>(j), -1,
-                             "no progress for " + limit +
-                                 ": it waits for the backward of its oldest micro-batch: "
-                                 "a message between stage " +
-                                 std::to_string(j + 1) + " and stage " + std::to_string(j + 2) + " was lost");
-    std::string where;
-    for (const stage_status& s : status)
-      where += (where.empty() ? "" : ", ") + std::string("stage ") + std::to_string(s.stage + 1) +
-               (s.in_phase ? " at tick " + std::to_string(s.tick) : " done");
-    return run_failure(failure_kind::stall, -1, -1,
-                       "no progress for " + limit + " and no stage is waiting for a lost message (" + where +
-                           "): a stage hangs");
   }
 
   config::run_config config_;

@@ -56,13 +56,16 @@ bool run_pipeline(const std::string& mode, int phases, int64_t count, std::vecto
   }
   const optimizer_settings opt = optimizer_for(cfg.training, per_epoch / cfg.training.accumulation);
   auto runner = make_actor_runtime(cfg, data, opt);
-  runner->train({1, 0, std::min<int64_t>(count, 24), 0}, {});  // warm-up: oneDNN primitives, buffer pools
+  runner->train(phase_request::of(1, 0, std::min<int64_t>(count, 24)),
+                {});  // warm-up: oneDNN primitives, buffer pools
   for (int p = 0; p < phases; ++p) {
     const auto t0 = clock_type::now();
-    const phase_result totals = runner->train({p + 2, 0, count, 0}, {});
+    const phase_result totals = runner->train(phase_request::of(p + 2, 0, count), {});
     const double wall = seconds_since(t0);
     double sum_busy = 0, max_busy = 0;
-    for (const stage_report& s : totals.stages)
+    // The phase is one epoch: the stages' records of it are the epoch's (they start afresh there).
+    const auto& reports = totals.epochs.empty() ? totals.stages : totals.epochs.back().stages;
+    for (const stage_report& s : reports)
       sum_busy += s.busy_seconds, max_busy = std::max(max_busy, s.busy_seconds);
     const double n = static_cast<double>(count);
     const double ideal = std::max(sum_busy / cores, max_busy);

@@ -32,6 +32,13 @@ struct phase_request {
   bool evaluation_waves = false;
   std::vector<int64_t> cut_before;
   std::shared_ptr<const pipeline_cut> resume;
+
+  /// `count` micro-batches from `first` of `epoch`: a first attempt, drained epochs, no cuts.
+  static phase_request of(int epoch, int64_t first, int64_t count) {
+    phase_request r;
+    r.epoch = epoch, r.first = first, r.count = count;
+    return r;
+  }
 };
 
 /// What a phase did, as measured by whoever ran it.

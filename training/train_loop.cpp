@@ -10,6 +10,7 @@
 #include "training/accounting.hpp"
 #include "training/prepared_run.hpp"
 #include "training/progress.hpp"
+#include "training/restore_points.hpp"
 #include "training/run_dir.hpp"
 #include "training/setup.hpp"
 #include "training/snapshot.hpp"
@@ -20,11 +21,6 @@ namespace petra {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-/// train_options::stop_after_snapshots reached: the run ends there, nothing more written.
-struct stopped_at_snapshot {
-  int64_t position;
-};
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -39,25 +35,26 @@ class run {
         bar_(p.cfg.output.progress),
         J_(stage_sizes(p.cfg).size()),
         steps_(p.cfg.output.metrics_every_steps, p.opt, dir),
+        points_(p, options, dir),
         last_logged_epoch_(options.resume.empty() ? 0 : dir.last_logged_epoch()) {}
 
   int go() {
     const auto run_start = clock_type::now();
     epoch_clock_ = run_start;
-    if (options_.resume.empty()) checkpoint_at(p_.epoch, p_.position);  // the first rollback target
+    if (options_.resume.empty()) points_.checkpoint(p_.epoch, p_.position);  // the first rollback target
     const int64_t per_epoch = p_.per_epoch;
     const int64_t end =
         p_.cfg.training.epochs * per_epoch;  // positions count from epoch 1's first micro-batch
     for (int64_t g = (p_.epoch - 1) * per_epoch + p_.position; g < end;) {
       // A run resumed from a snapshot continues the phase the snapshot was taken in.
       const bool resumed = g == (p_.epoch - 1) * per_epoch + p_.position && p_.resume_cut;
-      const int64_t next = resumed ? g + p_.resume_count : next_phase_end(g, end);
+      const int64_t next = resumed ? g + p_.resume_count : points_.phase_end(g, end);
       phase_request request;
       request.epoch = static_cast<int>(g / per_epoch) + 1;
       request.first = g % per_epoch;
       request.count = next - g;
       request.evaluation_waves = waves();
-      request.cut_before = cuts_in(g, next);
+      request.cut_before = points_.cuts_in(g, next);
       if (resumed) request.resume = p_.resume_cut;
       resume_position_ = resumed ? p_.resume_position : g;
       const auto t0 = clock_type::now();
@@ -75,7 +72,7 @@ class run {
       drained_epochs_.clear();
       g = next;
       const int epoch = static_cast<int>((g - 1) / per_epoch) + 1;  // the epoch g ends or lies in
-      checkpoint_at(epoch, g - (epoch - 1) * per_epoch);
+      points_.checkpoint(epoch, g - (epoch - 1) * per_epoch);
       if (options_.stop_after_epoch > 0 && g == options_.stop_after_epoch * per_epoch && g < end) {
         std::printf("stopped after epoch %d as asked; continue with: petra train --resume %s\n", epoch,
                     dir_.path().c_str());
@@ -90,62 +87,6 @@ class run {
  private:
   /// Epochs evaluated on the live weights by waves inside the stream (no drain at epoch ends).
   bool waves() const { return !p_.cfg.training.drain_at_epoch_end; }
-
-  /// Where the phase that starts at position `g` ends: the pipeline drains there. Every
-  /// output.checkpoint_every_steps when the runtime takes no cuts, at a --stop-after-epoch point, at the end
-  /// of training, and, when training.drain_at_epoch_end is set, at every epoch end.
-  int64_t next_phase_end(int64_t g, int64_t end) const {
-    const config::run_config& cfg = p_.cfg;
-    const int64_t per_epoch = p_.per_epoch;
-    const int64_t epoch_end = (g / per_epoch + 1) * per_epoch;
-    int64_t next = end;
-    if (cfg.output.checkpoint_every_steps > 0 && !p_.runtime->takes_cuts()) {
-      const int64_t size =
-          static_cast<int64_t>(cfg.output.checkpoint_every_steps) * cfg.training.accumulation;
-      next = waves() ? (g / size + 1) * size
-                     : std::min(epoch_end, epoch_end - per_epoch + ((g % per_epoch) / size + 1) * size);
-    }
-    if (!waves() || (options_.stop_after_epoch > 0 && epoch_end == options_.stop_after_epoch * per_epoch))
-      next = std::min(next, epoch_end);
-    return std::min(next, end);
-  }
-
-  /// The micro-batches of the phase [g, next) before which a runtime that takes cuts snapshots the
-  /// running pipeline: every output.checkpoint_every_steps optimizer steps and, when epochs do not
-  /// drain, at every epoch end (the epoch-end checkpoint).
-  std::vector<int64_t> cuts_in(int64_t g, int64_t next) const {
-    std::vector<int64_t> out;
-    if (!p_.runtime->takes_cuts()) return out;
-    const int64_t size =
-        static_cast<int64_t>(p_.cfg.output.checkpoint_every_steps) * p_.cfg.training.accumulation;
-    for (int64_t at = g + 1; at < next; ++at)
-      if ((size > 0 && at % size == 0) || (waves() && at % p_.per_epoch == 0)) out.push_back(at - g);
-    return out;
-  }
-
-  /// A snapshot of the running pipeline, before micro-batch `index` of the phase entered.
-  void snapshot_at(const phase_request& phase, int64_t index, const pipeline_cut& cut) {
-    const int64_t g = (phase.epoch - 1) * p_.per_epoch + phase.first + index;
-    const int epoch = static_cast<int>((g - 1) / p_.per_epoch) + 1;  // the epoch g ends or lies in
-    write_snapshot(dir_.path(), "step-" + std::to_string(g), cut,
-                   {{"epoch", std::to_string(epoch)},
-                    {"position", std::to_string(g - (epoch - 1) * p_.per_epoch)},
-                    {"global_position", std::to_string(g)},
-                    {"phase_epoch", std::to_string(phase.epoch)},
-                    {"phase_first", std::to_string(phase.first)},
-                    {"phase_count", std::to_string(phase.count)},
-                    {"method", p_.method.str()}});
-    snapshot_position_ = g;
-    if (++snapshots_written_ == options_.stop_after_snapshots) throw stopped_at_snapshot{g};
-  }
-
-  void checkpoint_at(int epoch, int64_t position) {
-    write_checkpoint(dir_.file("checkpoint.safetensors"), p_.runtime->snapshot(),
-                     {{"epoch", std::to_string(epoch)},
-                      {"position", std::to_string(position)},
-                      {"method", p_.method.str()},
-                      {"config", config::to_yaml(p_.cfg)}});
-  }
 
   /// One phase, replayed from the last checkpoint after each failure, up to faults.max_restarts.
   phase_result run_phase(const phase_request& request) {
@@ -175,7 +116,9 @@ class run {
     };
     const int64_t phase_start = (request.epoch - 1) * p_.per_epoch + request.first;
     for (phase_request attempt = request;; ++attempt.attempt) {
-      const cut_fn on_cut = [&](int64_t index, const pipeline_cut& cut) { snapshot_at(request, index, cut); };
+      const cut_fn on_cut = [&](int64_t index, const pipeline_cut& cut) {
+        points_.snapshot(request, index, cut);
+      };
       try {
         phase_result result = p_.runtime->train(attempt, progress, on_epoch, on_cut);
         account_.add_phase(result.completed, result.faults);
@@ -185,10 +128,10 @@ class run {
         const auto t0 = clock_type::now();
         // Back to the last snapshot of this phase, else to where the phase started (its cut or
         // the checkpoint); what the attempt completed after that point is undone and replayed.
-        const bool to_snapshot = snapshot_position_ > phase_start;
+        const bool to_snapshot = points_.last_snapshot() > phase_start;
         const std::shared_ptr<const pipeline_cut> base = attempt.resume;
         attempt.resume = to_snapshot ? read_snapshot(dir_.path(), J_).cut : request.resume;
-        const int64_t restart_at = to_snapshot ? snapshot_position_ : resume_position_;
+        const int64_t restart_at = to_snapshot ? points_.last_snapshot() : resume_position_;
         const int64_t replay = phase_start + request.count - restart_at;
         const int64_t kept =
             std::min<int64_t>(e.completed, (attempt.resume ? attempt.resume->completed : 0) -
@@ -285,12 +228,11 @@ class run {
   progress bar_;
   std::size_t J_;
   step_lines steps_;
+  restore_points points_;
   accounting account_;
   run_totals run_done_;                       // the phases finished so far in this process
   std::vector<epoch_result> drained_epochs_;  // ended in the running phase, to evaluate when it drained
   int last_logged_epoch_ = 0;
-  int snapshots_written_ = 0;
-  int64_t snapshot_position_ = -1;      // of the last snapshot written (global micro-batch index)
   int64_t resume_position_ = 0;         // where the running phase started: the last checkpoint or resumed cut
   clock_type::time_point epoch_clock_;  // since the previous epoch line
   double eval_seconds_ = 0;             // drained evaluations since then (not training time)

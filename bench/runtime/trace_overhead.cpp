@@ -37,15 +37,15 @@ void part_trace(int phases, int64_t count) {
   training_data data_off, data_on;
   auto off = runtime_for(false, count, phases, data_off);
   auto on = runtime_for(true, count, phases, data_on);
-  off->train({1, 0, std::min<int64_t>(count, 24), 0}, {});  // warm-up
-  on->train({1, 0, std::min<int64_t>(count, 24), 0}, {});
+  off->train(phase_request::of(1, 0, std::min<int64_t>(count, 24)), {});  // warm-up
+  on->train(phase_request::of(1, 0, std::min<int64_t>(count, 24)), {});
   std::vector<double> wall_off, wall_on, ratio;
   for (int p = 0; p < phases; ++p) {
     auto t0 = clock_type::now();
-    off->train({1, 0, count, 0}, {});
+    off->train(phase_request::of(1, 0, count), {});
     wall_off.push_back(seconds_since(t0) / static_cast<double>(count));
     t0 = clock_type::now();
-    on->train({1, 0, count, 0}, {});
+    on->train(phase_request::of(1, 0, count), {});
     wall_on.push_back(seconds_since(t0) / static_cast<double>(count));
     ratio.push_back(wall_on.back() / wall_off.back() - 1);
   }

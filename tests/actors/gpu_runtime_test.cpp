@@ -155,7 +155,7 @@ TEST_CASE("GPU: async on cuda:0 completes with bounded mailboxes and returns eve
   std::vector<int64_t> bytes_after_first;
   for (int epoch = 1; epoch <= 2; ++epoch) {
     CAPTURE(epoch);
-    const phase_result r = runtime->train({epoch, 0, per_epoch, 0}, {});
+    const phase_result r = runtime->train(phase_request::of(epoch, 0, per_epoch), {});
     CHECK(r.completed == per_epoch);
     CHECK(std::isfinite(r.mean_loss()));
     REQUIRE(r.stages.size() == 8);

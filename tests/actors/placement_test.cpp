@@ -78,8 +78,8 @@ TEST_CASE(
     training_data data = load_training_data(c);
     const int64_t per_epoch = data.train_feed->micro_batches_per_epoch();
     auto runtime = make_runtime(c, data, optimizer_for(c.training, per_epoch / c.training.accumulation));
-    const phase_result first = runtime->train({1, 0, per_epoch, 0}, {});
-    const phase_result second = runtime->train({2, 0, per_epoch, 0}, {});
+    const phase_result first = runtime->train(phase_request::of(1, 0, per_epoch), {});
+    const phase_result second = runtime->train(phase_request::of(2, 0, per_epoch), {});
     for (std::size_t j = 0; j < 8; ++j) {
       CHECK(first.stages[j].device_bytes == second.stages[j].device_bytes);
       if (name == "all-sim0") CHECK(second.stages[j].device_bytes > 0);

@@ -70,7 +70,7 @@ inline trained train_once(const config::run_config& c, int64_t count = 0) {
   const optimizer_settings opt = optimizer_for(c.training, per_epoch / c.training.accumulation);
   std::unique_ptr<pipeline_runtime> t = make_runtime(c, data, opt);
   trained out;
-  out.totals = t->train({1, 0, count ? count : per_epoch, 0}, {});
+  out.totals = t->train(phase_request::of(1, 0, count ? count : per_epoch), {});
   // The stages' records: of the epoch when it ended in the phase (they start afresh there).
   const bool ended = !out.totals.epochs.empty();
   const auto& reports = ended ? out.totals.epochs.back().stages : out.totals.stages;

@@ -54,7 +54,7 @@ TEST_CASE("a node killed mid-run: the coordinator notices and the run fails, nam
   failure_kind kind = failure_kind::stall;
   int32_t stage = -1;
   try {
-    t->train({1, 0, per_epoch, 0}, {});
+    t->train(phase_request::of(1, 0, per_epoch), {});
   } catch (const run_failure& e) {
     message = e.what();
     kind = e.kind();
