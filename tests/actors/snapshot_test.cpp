@@ -162,3 +162,25 @@ TEST_CASE("lockstep with snapshots = simulate with snapshots, bit for bit") {
   CHECK(epoch_lines(dir / "simulate") == epoch_lines(dir / "lockstep"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("lockstep with a stage on a petra node: stop after a snapshot, resume = one process straight") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  const fs::path dir = fs::temp_directory_path() / ("petra-snapshot-node-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  node_process node;
+  const auto sets = base_sets(dir, "lockstep", "petra");
+  petra::train_options straight{"tiny", sets, "", 0};
+  straight.sets.push_back("output.name=straight");
+  REQUIRE(app::train_command(straight) == 0);
+  // Stage 2's part of every cut crosses the network to the coordinator and back on resume.
+  petra::train_options first{"tiny", sets, "", 0};
+  first.sets.push_back("output.name=stopped");
+  first.sets.push_back("pipeline.nodes=[local," + node.address() + ",local,local]");
+  first.stop_after_snapshots = 4;
+  REQUIRE(app::train_command(first) == 0);
+  petra::train_options resume{"", {}, (dir / "stopped").string(), 0};
+  REQUIRE(app::train_command(resume) == 0);
+  CHECK(differing(final_weights(dir / "straight"), final_weights(dir / "stopped")) == 0);
+  CHECK(epoch_lines(dir / "straight") == epoch_lines(dir / "stopped"));
+  fs::remove_all(dir);
+}
