@@ -1,6 +1,8 @@
 // The coordinator's mailbox.
 #include "actors/control.hpp"
 
+#include <algorithm>
+
 #include "datasets/dataset.hpp"
 
 namespace petra {
@@ -88,7 +90,31 @@ void control_channel::await_epochs(const epoch_collector& epochs, std::size_t co
 void control_channel::drain() {
   bool more = true;
   while (more)
-    self_->receive([](caf::message&) {}, caf::after(std::chrono::milliseconds(50)) >> [&] { more = false; });
+    self_->receive(
+        drop_the_rest(), caf::after(std::chrono::milliseconds(50)) >> [&] { more = false; });
+}
+
+std::vector<caf::actor_addr> control_channel::await_gone(std::vector<caf::actor_addr> actors,
+                                                         std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto exists = [](const caf::actor_addr& a) { return caf::actor_cast<caf::strong_actor_ptr>(a) != nullptr; };
+  for (;;) {
+    // What is queued here holds its senders: drop it, then see who is left.
+    bool more = true;
+    while (more)
+      self_->receive(
+          drop_the_rest(), caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
+    actors.erase(
+        std::remove_if(actors.begin(), actors.end(), [&](const caf::actor_addr& a) { return !exists(a); }),
+        actors.end());
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (actors.empty() || left <= std::chrono::steady_clock::duration::zero()) return actors;
+    self_->receive(
+        drop_the_rest(),
+        caf::after(std::min<std::chrono::milliseconds>(
+            std::chrono::milliseconds(10), std::chrono::duration_cast<std::chrono::milliseconds>(left))) >>
+            [] {});
+  }
 }
 
 bool control_channel::current(const caf::actor_addr& who) const { return watched_.count(who) > 0; }
@@ -226,7 +252,6 @@ void control_channel::finish_cuts(int32_t lost) {
     self_->receive(
         [&](cut_part& p) { on_cut_part(p); }, [&](stage_epoch_report& r) { on_epoch_part(r); },
         [&](epoch_loss_report& r) { on_epoch_part(r); }, [&](eval_report& r) { on_epoch_part(r); },
-        [&](caf::message&) {},
         caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left)) >> [&] { waiting = false; });
   }
 }

@@ -101,6 +101,13 @@ class control_channel {
 
   /// Drops whatever is queued (a torn-down pipeline's leftovers).
   void drain();
+  /// Waits (at most `timeout`) until every one of `actors` has terminated and no longer exists,
+  /// dropping whatever they or others sent here meanwhile. A message in this mailbox keeps its
+  /// sender alive, and a detached actor that outlives its actor system blocks that system's
+  /// destructor (CAF 0.17 waits for its thread): the runtime calls this before it goes away.
+  /// Returns the actors still referenced when time ran out.
+  std::vector<caf::actor_addr> await_gone(std::vector<caf::actor_addr> actors,
+                                          std::chrono::milliseconds timeout);
 
  private:
   /// Handles one message: `handlers...` first, then the pipeline's events; `on_timeout` when
@@ -115,10 +122,16 @@ class control_channel {
         [&](messages::eval_report& r) { on_epoch_part(r); }, [&](messages::cut_part& p) { on_cut_part(p); },
         [&](messages::phase_done& d) { on_phase_done(d); },
         [&](messages::failure_report& f) { on_failure(f); }, [&](caf::down_msg& down) { on_down(down); },
-        [&](caf::error& err) { on_error(err); }, [&](caf::message&) {},  // a reply nobody waits for any more
+        [&](caf::error& err) { on_error(err); }, drop_the_rest(),  // e.g. a reply nobody waits for any more
         caf::after(timeout) >> [&] { on_timeout(); });
   }
 
+  /// A blocking receive's catch-all (CAF 0.17): what no handler before it matches is dropped. A
+  /// handler of `caf::message&` is not one: it matches nothing, and unmatched messages would stay
+  /// queued, each holding its sender alive.
+  static auto drop_the_rest() {
+    return caf::others >> [](caf::message_view&) -> caf::result<caf::message> { return caf::message{}; };
+  }
   bool current(const caf::actor_addr& who) const;
   int32_t stage_of(const caf::actor_addr& who) const;
   void on_fault(const messages::fault_event& e);

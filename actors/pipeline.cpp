@@ -2,6 +2,7 @@
 #include "actors/pipeline.hpp"
 
 #include <algorithm>
+#include <iostream>
 
 #include "actors/loader_actor.hpp"
 #include "actors/loss_actor.hpp"
@@ -44,9 +45,20 @@ actor_pipeline::actor_pipeline(const config::run_config& c, const optimizer_sett
 }
 
 actor_pipeline::~actor_pipeline() {
+  // Every local actor must be gone before the actor system is: see control_channel::await_gone.
+  std::vector<caf::actor_addr> local;
+  for (std::size_t j = 0; j < stages_.size(); ++j)
+    if (placement_[j] == "local") local.push_back(stages_[j].address());
   for (auto& s : stages_) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
-  if (loss_) caf::anon_send_exit(loss_, caf::exit_reason::user_shutdown);
-  if (loader_) caf::anon_send_exit(loader_, caf::exit_reason::user_shutdown);
+  if (loss_) local.push_back(loss_.address()), caf::anon_send_exit(loss_, caf::exit_reason::user_shutdown);
+  if (loader_)
+    local.push_back(loader_.address()), caf::anon_send_exit(loader_, caf::exit_reason::user_shutdown);
+  stages_.clear();
+  loss_ = nullptr;
+  loader_ = nullptr;
+  const auto left = control_.await_gone(std::move(local), std::chrono::seconds(10));
+  if (!left.empty())
+    std::cerr << "petra: " << left.size() << " actor(s) still referenced 10 s after the pipeline stopped\n";
 }
 
 void actor_pipeline::build() {
