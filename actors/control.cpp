@@ -97,23 +97,12 @@ void control_channel::drain() {
 std::vector<caf::actor_addr> control_channel::await_gone(std::vector<caf::actor_addr> actors,
                                                          std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto exists = [](const caf::actor_addr& a) { return caf::actor_cast<caf::strong_actor_ptr>(a) != nullptr; };
-  for (;;) {
-    // What is queued here holds its senders: drop it, then see who is left.
-    bool more = true;
-    while (more)
-      self_->receive(
-          drop_the_rest(), caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
-    actors.erase(
-        std::remove_if(actors.begin(), actors.end(), [&](const caf::actor_addr& a) { return !exists(a); }),
-        actors.end());
-    const auto left = deadline - std::chrono::steady_clock::now();
-    if (actors.empty() || left <= std::chrono::steady_clock::duration::zero()) return actors;
+  auto gone = [](const caf::actor_addr& a) { return caf::actor_cast<caf::strong_actor_ptr>(a) == nullptr; };
+  for (;;) {  // what is queued here holds its senders: drop it, then see who is left
     self_->receive(
-        drop_the_rest(),
-        caf::after(std::min<std::chrono::milliseconds>(
-            std::chrono::milliseconds(10), std::chrono::duration_cast<std::chrono::milliseconds>(left))) >>
-            [] {});
+        drop_the_rest(), caf::after(std::chrono::milliseconds(5)) >> [] {});
+    actors.erase(std::remove_if(actors.begin(), actors.end(), gone), actors.end());
+    if (actors.empty() || std::chrono::steady_clock::now() >= deadline) return actors;
   }
 }
 

@@ -79,9 +79,8 @@ void advance(async_self self) {
   try {
     while (run_step(self)) {
     }
-    mark_idle(
-        c);  // until the next message (or the loss) arrives
-             // Every micro-batch of the phase passes each stage's backward once, and every evaluation batch
+    mark_idle(c);  // until the next message (or the loss) arrives
+    // Every micro-batch of the phase passes each stage's backward once, and every evaluation batch
     // its evaluation: then this stage is done.
     if (!c.awaiting_loss && c.backwards_in_phase >= c.plan.micro_batches && c.evals_done >= c.plan.eval_items)
       finish_phase(self, c);

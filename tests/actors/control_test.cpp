@@ -1,13 +1,14 @@
 // The coordinator's mailbox lets go of the actors that wrote to it. A message queued in a CAF 0.17
 // blocking actor keeps its sender alive, and a detached actor still alive when its actor system is
 // destroyed blocks that destructor forever: the runtime's shutdown depends on both tests below.
+#include "actors/control.hpp"
+
 #include <doctest/doctest.h>
 
 #include <caf/all.hpp>
 #include <string>
 
 #include "actors/caf_config.hpp"
-#include "actors/control.hpp"
 
 using namespace petra;
 
