@@ -53,16 +53,27 @@ std::string default_run_name(const std::string& stem, const std::string& method)
   return stem + "-" + method + "-" + stamp;
 }
 
-int run_dir::last_logged_epoch() const {
-  std::ifstream in(file("metrics.jsonl"));
-  int last = 0;
+namespace {
+
+/// The highest integer `key` of the `event` lines of metrics.jsonl (0 for none; lines a killed
+/// process left half-written are skipped).
+int64_t last_logged(const std::string& path, const std::string& event, const std::string& key) {
+  std::ifstream in(path);
+  int64_t last = 0;
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.value("event", "") == "epoch" && j.contains("epoch") &&
-        j["epoch"].is_number_integer())
-      last = std::max(last, j["epoch"].get<int>());
+    if (j.is_object() && j.value("event", "") == event && j.contains(key) && j[key].is_number_integer())
+      last = std::max(last, j[key].get<int64_t>());
   }
   return last;
 }
+
+}  // namespace
+
+int run_dir::last_logged_epoch() const {
+  return static_cast<int>(last_logged(file("metrics.jsonl"), "epoch", "epoch"));
+}
+
+int64_t run_dir::last_logged_step() const { return last_logged(file("metrics.jsonl"), "step", "step"); }
 
 }  // namespace petra

@@ -3,15 +3,21 @@
 
 namespace petra {
 
-step_lines::step_lines(int every, const optimizer_settings& optimizer, run_dir& dir)
+step_lines::step_lines(int every, const optimizer_settings& optimizer, run_dir& dir, int64_t logged_up_to)
     : every_(every),
       optimizer_(optimizer),
       dir_(dir),
-      next_(every),
+      next_(every > 0 ? (logged_up_to / every + 1) * every : 0),
+      rebase_(logged_up_to > 0),
       start_(std::chrono::steady_clock::now()),
       last_time_(start_) {}
 
 void step_lines::observe(int epoch, const run_totals& run_so_far, const std::vector<stage_window>& stages) {
+  if (rebase_) {
+    rebase_ = false;
+    last_ = run_so_far;
+    last_time_ = std::chrono::steady_clock::now();
+  }
   if (every_ <= 0 || stages.empty() || stages.front().optimizer_steps < next_) return;
   if (run_so_far.micro_batches <= last_.micro_batches) return;  // no loss of the window yet: wait for it
   const int64_t steps = stages.front().optimizer_steps;

@@ -15,8 +15,10 @@ namespace petra {
 
 class step_lines {
  public:
-  /// One line every `every` optimizer steps of stage 1 (0 = never), into `dir`.
-  step_lines(int every, const optimizer_settings& optimizer, run_dir& dir);
+  /// One line every `every` optimizer steps of stage 1 (0 = never), into `dir`. A resumed run
+  /// passes the last step `dir` has a line for: the steps it runs again are not logged twice, and
+  /// its first line's window starts where it resumed.
+  step_lines(int every, const optimizer_settings& optimizer, run_dir& dir, int64_t logged_up_to = 0);
 
   /// Where the run stands: its totals since it started and each stage's latest window. Writes a
   /// line when stage 1's window reached the next multiple of `every` steps.
@@ -28,6 +30,7 @@ class step_lines {
   run_dir& dir_;
   int64_t next_ = 0;
   run_totals last_;
+  bool rebase_ = false;  // resumed: the first observation is the window's start
   std::chrono::steady_clock::time_point start_, last_time_;
 };
 

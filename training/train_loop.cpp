@@ -34,7 +34,8 @@ class run {
         dir_(dir),
         bar_(p.cfg.output.progress),
         J_(stage_sizes(p.cfg).size()),
-        steps_(p.cfg.output.metrics_every_steps, p.opt, dir),
+        steps_(p.cfg.output.metrics_every_steps, p.opt, dir,
+               options.resume.empty() ? 0 : dir.last_logged_step()),
         points_(p, options, dir),
         last_logged_epoch_(options.resume.empty() ? 0 : dir.last_logged_epoch()) {}
 
