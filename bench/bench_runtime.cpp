@@ -99,7 +99,7 @@ void part_pipeline(int phases, int64_t count) {
     row("sum of stage busy per micro-batch", pick(&phase_sample::sum_busy), "ms", 1e3);
     row("busiest stage's busy per micro-batch", pick(&phase_sample::max_busy), "ms", 1e3);
     row("ideal wall per micro-batch = max(sum busy / 2, max busy)", pick(&phase_sample::ideal), "ms", 1e3);
-    row("overhead = wall / ideal - 1   (target <= 5 %)", pick(&phase_sample::overhead), "%", 1e2);
+    row("overhead = wall / ideal - 1   (target <= 2 %)", pick(&phase_sample::overhead), "%", 1e2);
   }
   note(
       "busy = stage_report.busy_seconds (wall clock inside forward/backward, reset per phase); the loss and");
