@@ -48,11 +48,7 @@ class actor_runtime : public pipeline_runtime {
     pipeline_.build();
   }
 
-  /// Lockstep cuts a running pipeline; not with injected link delays (a message would cross the
-  /// cut more than a tick ahead), nor async (no common tick).
-  bool takes_cuts() const override {
-    return config_.runtime.mode == config::runtime_mode::lockstep && lockstep_link_delays() == 0;
-  }
+  bool takes_cuts() const override { return actors_take_cuts(config_); }
 
   phase_result train(const phase_request& request, const progress_fn& progress, const epoch_fn& on_epoch,
                      const cut_fn& on_cut) override {
@@ -79,6 +75,7 @@ class actor_runtime : public pipeline_runtime {
     if (takes_cuts()) {
       for (int64_t index : request.cut_before) plan.cut_ticks.push_back(index * spacing);
       if (request.resume) plan.start_tick = request.resume->tick;
+      if (request.resume && !lockstep) plan.in_flight = request.resume->in_flight;  // credits held
     }
     phase_result out;
     epoch_collector epochs(stages_, wave, [&](epoch_result& e) {
@@ -209,10 +206,13 @@ class actor_runtime : public pipeline_runtime {
       throw std::runtime_error("the cut before tick " + std::to_string(tick) +
                                " found logits at the loss actor whose labels had not come");
     cut.totals = loss.totals;
-    // Back at stage 1 before tick `tick`: the micro-batches that entered 2(J−1) ticks or more before.
+    // Lockstep: back at stage 1 before tick `tick`, the micro-batches that entered 2(J−1) ticks or
+    // more before. Async: as stage 1's part says.
     const int64_t J = static_cast<int64_t>(stages_);
-    const int64_t spacing = cut_spacing_;
-    cut.completed = tick >= 2 * (J - 1) + 1 ? (tick - 1 - 2 * (J - 1)) / spacing + 1 : 0;
+    if (config_.runtime.mode == config::runtime_mode::async)
+      count_async_cut(cut, loss.eval_scored);
+    else
+      cut.completed = tick >= 2 * (J - 1) + 1 ? (tick - 1 - 2 * (J - 1)) / cut_spacing_ + 1 : 0;
     for (const auto& l : loss.labels)
       if (l.eval_epoch < 0) cut.labels[l.id] = l.labels;
     cut.driver = nlohmann::json{{"epochs", open}, {"loss", parts[stages_].meta}}.dump();

@@ -2,8 +2,10 @@
 // epoch ends, and the evaluation waves), one message per credit.
 #include "actors/loader_actor.hpp"
 
+#include <algorithm>
 #include <caf/all.hpp>
 #include <deque>
+#include <map>
 #include <optional>
 
 #include "messages/errors.hpp"
@@ -29,8 +31,10 @@ struct loader_actor_state {
   bool more = false;    // the schedule has more to give
   bool failed = false;  // the data failed: the actor is ending
   int64_t credits = 0;
-  int64_t tick = 0;                // the schedule's next tick
-  std::deque<forward_data> ready;  // async: what a tick gave, waiting for credits
+  int64_t tick = 0;                          // the schedule's next tick
+  std::deque<forward_data> ready;            // async: what a tick gave, waiting for credits
+  std::size_t next_cut = 0;                  // async: the plan's next cut, whose marker the loader sends
+  std::map<int64_t, int64_t> early_credits;  // by phase: came before that phase's plan
   static inline const char* name = "petra.loader";
 };
 
@@ -86,28 +90,38 @@ void feed_while_credit(self_ptr self) {
     }
     return;
   }
-  // Async: a training micro-batch and an evaluation batch are messages of their own, a credit each.
-  while (st.credits > 0) {
-    while (st.ready.empty() && st.more) {
-      forward_data both = next_tick(self);
-      if (st.failed) return;
-      if (both.eval_index >= 0) {
-        forward_data eval;
-        eval.s = both.s;
-        eval.s.micro_batch = -1;
-        eval.eval_epoch = both.eval_epoch, eval.eval_index = both.eval_index,
-        eval.eval_x = std::move(both.eval_x);
-        both.eval_index = -1;
-        if (both.s.micro_batch >= 0) st.ready.push_back(std::move(both));
-        st.ready.push_back(std::move(eval));
-      } else if (both.s.micro_batch >= 0) {
-        st.ready.push_back(std::move(both));
-      }
+  // Async: a training micro-batch and an evaluation batch are messages of their own, a credit
+  // each. A cut's marker follows the last message of the ticks before it at once (no credit).
+  for (;;) {
+    if (!st.ready.empty()) {
+      if (st.credits <= 0) return;
+      self->send(st.first_stage, std::move(st.ready.front()));
+      st.ready.pop_front();
+      --st.credits;
+      continue;
     }
-    if (st.ready.empty()) return;
-    self->send(st.first_stage, std::move(st.ready.front()));
-    st.ready.pop_front();
-    --st.credits;
+    if (st.next_cut < st.plan.cut_ticks.size() && st.plan.cut_ticks[st.next_cut] <= st.tick) {
+      forward_data marker;
+      marker.s.tick = st.plan.cut_ticks[st.next_cut++];
+      marker.s.phase = st.plan.phase;
+      self->send(st.first_stage, std::move(marker));
+      continue;
+    }
+    if (!st.more || st.credits <= 0) return;
+    forward_data both = next_tick(self);
+    if (st.failed) return;
+    if (both.eval_index >= 0) {
+      forward_data eval;
+      eval.s = both.s;
+      eval.s.micro_batch = -1;
+      eval.eval_epoch = both.eval_epoch, eval.eval_index = both.eval_index,
+      eval.eval_x = std::move(both.eval_x);
+      both.eval_index = -1;
+      if (both.s.micro_batch >= 0) st.ready.push_back(std::move(both));
+      st.ready.push_back(std::move(eval));
+    } else if (both.s.micro_batch >= 0) {
+      st.ready.push_back(std::move(both));
+    }
   }
 }
 
@@ -134,14 +148,27 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
         st.schedule->start(plan.epoch, plan.first_micro_batch, plan.micro_batches);
         if (plan.start_tick > 0) st.schedule->skip_to(plan.start_tick);  // resuming from a cut
         st.more = true;
-        st.credits = st.window;
+        // Resuming from a cut: what was in flight there holds its credits.
+        st.credits = std::max<int64_t>(0, st.window - plan.in_flight);
+        if (auto early = st.early_credits.find(plan.phase); early != st.early_credits.end())
+          st.credits += early->second;
+        st.early_credits.erase(st.early_credits.begin(), st.early_credits.upper_bound(plan.phase));
         st.tick = plan.start_tick;
         st.ready.clear();
+        st.next_cut = static_cast<std::size_t>(
+            std::upper_bound(plan.cut_ticks.begin(), plan.cut_ticks.end(), plan.start_tick) -
+            plan.cut_ticks.begin());
         feed_while_credit(self);
         return plan_atom_v;
       },
-      [=](credit_atom, int64_t n) {
-        self->state.credits += n;
+      [=](credit_atom, int64_t n, int64_t phase) {
+        auto& st = self->state;
+        if (phase > st.plan.phase) {  // its phase's plan has not come yet (a resumed stage 1 runs at once)
+          st.early_credits[phase] += n;
+          return;
+        }
+        if (phase < st.plan.phase) return;  // a late credit of a phase that ended
+        st.credits += n;
         feed_while_credit(self);
       },
   };

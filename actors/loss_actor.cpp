@@ -27,6 +27,7 @@ struct loss_actor_state {
   loss_report totals;                                                  // the phase's training totals
   std::map<int32_t, loss_report> epochs;                     // per epoch, its micro-batches scored so far
   std::map<int32_t, std::pair<eval_report, int64_t>> waves;  // per epoch, its wave so far and batches in
+  int64_t eval_scored = 0;                                   // evaluation batches of the phase scored
   std::shared_ptr<training::trace_recorder> trace;
   training::trace_track track;
   int32_t stages = 1;
@@ -108,7 +109,8 @@ void score_eval(self_ptr self, const logits_data& in, const std::vector<int32_t>
   wave.loss_sum += loss * static_cast<double>(labels.size());
   wave.correct += correct;
   wave.samples += static_cast<int64_t>(labels.size());
-  if (st.loader) self->send(st.loader, credit_atom_v, int64_t{1});
+  ++st.eval_scored;
+  if (st.loader) self->send(st.loader, credit_atom_v, int64_t{1}, in.s.phase);
   if (++items == st.wave_size) {
     self->send(st.coordinator, wave);
     st.waves.erase(in.eval_epoch);
@@ -174,7 +176,8 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
         }
       },
       [=](cut_atom, int64_t tick) {
-        // The last stage's marker: every logits message it sent before the cut is in. The labels
+        // The last stage's marker (lockstep and async alike): every logits message it sent before
+        // the cut is in. The labels
         // kept (also those of micro-batches the loader sent after the cut: it sends them again),
         // the totals so far and the epochs' partial sums make the loss side's part.
         auto& st = self->state;
@@ -185,6 +188,7 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
         for (const auto& [epoch, e] : st.epochs) part.epochs.push_back({epoch, totals_of(e)});
         for (const auto& [epoch, w] : st.waves)
           part.waves.push_back({epoch, w.first.loss_sum, w.first.correct, w.first.samples, w.second});
+        part.eval_scored = st.eval_scored;
         self->send(st.coordinator, cut_part{-1, tick, 0, {}, training::encode(part)});
       },
       [=](restore_atom, const cut_part& from) -> caf::result<restore_atom> {
@@ -196,6 +200,7 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
           for (const auto& e : part.epochs) st.epochs[e.epoch] = report_of(e.totals);
           for (const auto& w : part.waves)
             st.waves[w.epoch] = {eval_report{w.epoch, w.loss_sum, w.correct, w.samples}, w.items};
+          st.eval_scored = part.eval_scored;
           return restore_atom_v;
         } catch (const std::exception& e) {
           return caf::make_error(petra_errc::bad_request, std::string("loss actor: ") + e.what());
@@ -204,6 +209,7 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
       [=](report_atom) {
         loss_report out = self->state.totals;
         self->state.totals = loss_report{};
+        self->state.eval_scored = 0;
         return out;
       },
   };

@@ -3,8 +3,6 @@
 // coordinator and the actor quits with petra's error code).
 #include "actors/stage_actor.hpp"
 
-#include <type_traits>
-
 #include "actors/stage_async.hpp"
 #include "actors/stage_lockstep.hpp"
 #include "compute/pipeline/stage_state.hpp"
@@ -63,13 +61,8 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
       },
       [=](restore_atom, const cut_part& part) -> caf::result<restore_atom> {
         try {
-          if constexpr (std::is_same_v<State, lockstep_state>) {
-            resume_from(self, part);
-            return restore_atom_v;
-          } else {
-            throw std::invalid_argument(
-                "the async protocol takes no cuts: it resumes from drained checkpoints");
-          }
+          resume_from(self, part);
+          return restore_atom_v;
         } catch (const std::exception& e) {
           return stage_error(self->state, e);
         }

@@ -1,6 +1,8 @@
 // The async protocol.
 #include "actors/stage_async.hpp"
 
+#include "actors/stage_async_cut.hpp"
+
 namespace petra::detail {
 namespace {
 
@@ -23,7 +25,7 @@ void send_backward(async_self self, int64_t id, const activation& rebuilt, const
     return;
   }
   ++st.completed;
-  self->send(c.links.loader, credit_atom_v, int64_t{1});
+  self->send(c.links.loader, credit_atom_v, int64_t{1}, c.plan.phase);
 }
 
 /// One unit of work, backward first (in this stage's FIFO order). False when idle or waiting for the loss.
@@ -91,24 +93,42 @@ void advance(async_self self) {
 
 void on_plan(async_self self, const phase_plan& plan) {
   async_state& st = self->state;
-  begin_phase(st.core, plan);
+  stage_core& c = st.core;
+  begin_phase(c, plan);
   st.forwards.clear();
   st.backwards.clear();
   st.seen_forward.clear();
   st.seen_backward.clear();
   st.completed = 0;
-  auto forwards = std::move(st.core.early_forward);
-  auto backwards = std::move(st.core.early_backward);
-  st.core.early_forward.clear();
-  st.core.early_backward.clear();
+  st.cuts.clear();
+  c.hold_epoch_reports = false;
+  c.held_epoch_reports.clear();
+  // Resuming from a cut: its counts and queues (and the loss answer it recorded, run last).
+  std::optional<loss_data> answer = plan.start_tick > 0 ? restore_queues(self, plan) : std::nullopt;
+  st.resume.reset();
+  auto forwards = std::move(c.early_forward);
+  auto backwards = std::move(c.early_backward);
+  c.early_forward.clear();
+  c.early_backward.clear();
   for (auto& f : forwards) on_forward(self, std::move(f));
   for (auto& b : backwards) on_backward(self, std::move(b));
-  advance(self);
+  if (answer)
+    on_loss(self, std::move(*answer));
+  else
+    advance(self);
 }
 
 void on_forward(async_self self, forward_data in) {
   async_state& st = self->state;
   if (!admit(self, st.core, in, st.core.early_forward)) return;
+  if (is_marker(in)) {
+    try {
+      take_cut(self, in.s.tick);
+    } catch (const std::exception& e) {
+      fail_with(self, st.core, e, -1);
+    }
+    return;
+  }
   // (Evaluation batches are never duplicated: faults spare messages without a micro-batch.)
   if (in.s.micro_batch >= 0 && !st.seen_forward.insert(in.s.micro_batch).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
@@ -120,8 +140,17 @@ void on_forward(async_self self, forward_data in) {
 void on_backward(async_self self, backward_data in) {
   async_state& st = self->state;
   if (!admit(self, st.core, in, st.core.early_backward)) return;
+  if (is_marker(in)) {  // the next stage took its part of the cut: the link's recording ends
+    on_backward_marker(self, in.s.tick);
+    return;
+  }
   if (!st.seen_backward.insert(in.s.micro_batch).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
+  try {
+    record_backward(self, in);
+  } catch (const std::exception& e) {
+    return fail_with(self, st.core, e, in.s.micro_batch);
+  }
   st.backwards.emplace(in.s.micro_batch, std::move(in));
   note_mailbox(st);
   self->send(self, process_atom_v);  // forwards already in the mailbox queue up first; this backward then
@@ -133,6 +162,7 @@ void on_loss(async_self self, loss_data in) {
   if (!c.awaiting_loss || in.s.micro_batch != c.logits_id || in.s.phase != c.plan.phase) return;
   c.awaiting_loss = false;
   try {
+    record_loss_answer(self, in);
     bool slowed = false;
     stage::backward_result r = timed_backward(c, c.logits, activation{in.dlogits, {}}, c.logits_id, slowed);
     count_slowed(self, c, slowed);

@@ -1,12 +1,15 @@
 // The async protocol of a stage actor: messages are handled as they arrive, backward first (in the
 // stage's FIFO order); the first stage returns a credit to the loader per finished micro-batch.
+// Snapshots without a drain follow Chandy–Lamport markers (DESIGN.md §4).
 #pragma once
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "actors/stage_core.hpp"
+#include "compute/pipeline/cut.hpp"
 
 namespace petra::detail {
 
@@ -16,6 +19,16 @@ struct async_state {
   std::map<int64_t, backward_data> backwards;  // by micro-batch: run in this stage's FIFO order
   std::set<int64_t> seen_forward, seen_backward;
   int64_t completed = 0;  // first stage: micro-batches finished this phase
+  // A cut (DESIGN.md §4, Chandy–Lamport): the part taken when its marker came on the forward link,
+  // completed by what arrives on the backward link until the next stage's marker (and, at the
+  // last stage, by the loss actor's answer to the output it awaited).
+  struct pending_cut {
+    stage_cut part;
+    int64_t tick = -1;
+    bool waits_backward = false;
+  };
+  std::deque<pending_cut> cuts;     // in marker order (cuts may overlap: each completes in turn)
+  std::optional<stage_cut> resume;  // the part a resumed phase starts from
   static inline const char* name = "petra.stage.async";
 };
 
@@ -26,6 +39,7 @@ void on_forward(async_self self, forward_data in);
 void on_backward(async_self self, backward_data in);
 void on_loss(async_self self, loss_data in);
 void advance(async_self self);
+void resume_from(async_self self, const cut_part& part);
 stage_status status_of(const async_state& st);
 
 }  // namespace petra::detail

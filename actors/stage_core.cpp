@@ -167,6 +167,12 @@ activation take_in(stage_core& c, const activation& x) {
   return {c.ctx.device->import(x.x1), c.ctx.device->import(x.x2)};
 }
 
+activation on_host(stage_core& c, activation& a) {
+  a = take_in(c, a);  // once: the stage then uses the same tensors
+  return {a.x1.defined() ? c.ctx.device->to_host(a.x1) : tensor{},
+          a.x2.defined() ? c.ctx.device->to_host(a.x2) : tensor{}};
+}
+
 activation hand_out(stage_core& c, const activation& x, const device& consumer, int64_t id) {
   const auto begin = clock_type::now();
   activation out{c.ctx.device->export_for(x.x1, consumer), c.ctx.device->export_for(x.x2, consumer)};

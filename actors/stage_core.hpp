@@ -42,6 +42,8 @@ struct stage_core {
   int64_t backwards_in_phase = 0;
   clock_type::time_point epoch_start;  // its record of the running epoch began
   clock_type::time_point phase_start;
+  bool hold_epoch_reports = false;  // async: a cut's part is pending; reports after it wait for it
+  std::vector<stage_epoch_report> held_epoch_reports;
   std::vector<forward_data> early_forward;  // for a phase not planned here yet
   std::vector<backward_data> early_backward;
 
@@ -87,6 +89,8 @@ int64_t arrival_tick(const stage_core& c, int64_t t, int64_t link_delay);
 /// The hand-over of DESIGN.md §5, the one place the stage actors cross a device boundary: an
 /// activation of a message as this stage's backend can use it (an event wait, or a copy)...
 activation take_in(stage_core& c, const activation& x);
+/// A message's activation as host copies, for a cut (the message keeps it taken in: used once).
+activation on_host(stage_core& c, activation& a);
 /// ...and one of this stage's own, made ready for a consumer computing on `consumer` (the host,
 /// `cpu`, for the loss actor, the coordinator, and any stage in another process); `id` is the
 /// micro-batch it belongs to (for the timeline).
@@ -155,9 +159,13 @@ void after_backward(Self* self, stage_core& c, const stage::backward_result& r, 
                                                   w.staleness_mean, w.inversion_error_mean});
   }
   const int64_t per_epoch = c.plan.per_epoch;
-  if (per_epoch > 0 && (id + 1) % per_epoch == 0)
-    self->send(c.links.coordinator, stage_epoch_report{static_cast<int32_t>(id / per_epoch),
-                                                       c.plan.generation, take_epoch_report(c)});
+  if (per_epoch > 0 && (id + 1) % per_epoch == 0) {
+    stage_epoch_report r{static_cast<int32_t>(id / per_epoch), c.plan.generation, take_epoch_report(c)};
+    if (c.hold_epoch_reports)  // after this stage's part of a cut, which has not gone yet
+      c.held_epoch_reports.push_back(std::move(r));
+    else
+      self->send(c.links.coordinator, std::move(r));
+  }
 }
 
 /// What the stage does with an evaluation batch that reached it: evaluates it and returns the

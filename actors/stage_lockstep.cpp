@@ -66,14 +66,8 @@ void end_tick(lockstep_self self, const backward_data& in) {
       send_backward(self, -1, t, {}, {});
     }
   }
-  if (c.is_first()) self->send(c.links.loader, credit_atom_v, int64_t{1});
+  if (c.is_first()) self->send(c.links.loader, credit_atom_v, int64_t{1}, c.plan.phase);
   ++c.tick;
-}
-
-activation on_host(stage_core& c, activation& a) {
-  a = take_in(c, a);  // once: the tick uses the same tensors
-  return {a.x1.defined() ? c.ctx.device->to_host(a.x1) : tensor{},
-          a.x2.defined() ? c.ctx.device->to_host(a.x2) : tensor{}};
 }
 
 /// The stage's part of the cut before tick t: its state and what it holds in flight, with the
@@ -242,6 +236,7 @@ void resume_from(lockstep_self self, const cut_part& part) {
   const std::string where = "stage " + std::to_string(c.ctx.index + 1) + "'s part of the cut before tick " +
                             std::to_string(part.tick);
   stage_cut cut = decode_stage_cut(part.tensors, part.meta, static_cast<std::size_t>(c.ctx.index), where);
+  if (cut.async.present) throw std::invalid_argument(where + " was taken by the async runtime");
   restore_stage_cut(*c.ctx.compute, *c.ctx.device, cut);
   self->state.resume = std::move(cut);
 }

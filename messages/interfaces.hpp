@@ -16,8 +16,8 @@ using forward_sink = caf::typed_actor<caf::reacts_to<forward_data>>;
 using backward_sink = caf::typed_actor<caf::reacts_to<backward_data>>;
 /// What the last stage is to the loss actor.
 using loss_sink = caf::typed_actor<caf::reacts_to<loss_data>>;
-/// What the loader is to whoever returns its credits.
-using credit_sink = caf::typed_actor<caf::reacts_to<atoms::credit_atom, int64_t>>;
+/// What the loader is to whoever returns its credits: (credits, the phase they belong to).
+using credit_sink = caf::typed_actor<caf::reacts_to<atoms::credit_atom, int64_t, int64_t>>;
 
 /// What the coordinator is to the actors of its pipeline: phase ends, failures, injected faults and
 /// the loss actor's progress arrive here.
@@ -43,11 +43,12 @@ using loss_actor =
                      caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>>;
 
 /// The data loader: a plan starts feeding a phase to the first stage (and labels to the loss
-/// actor); credits come back from the first stage.
+/// actor); credits come back from the first stage (and the loss actor: evaluation batches), stamped
+/// with their phase: a credit that comes before its phase's plan counts there.
 using loader_actor = caf::typed_actor<
     caf::replies_to<atoms::wire_atom, forward_sink, loss_actor, int32_t>::with<atoms::wire_atom>,
     caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
-    caf::reacts_to<atoms::credit_atom, int64_t>>;
+    caf::reacts_to<atoms::credit_atom, int64_t, int64_t>>;
 
 /// Whom a stage talks to: invalid handles where there is none (no previous stage for stage 1, no
 /// next stage for the last one, which talks to the loss actor), and where each neighbour computes:

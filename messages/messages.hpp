@@ -24,7 +24,9 @@ struct stamp {
 };
 
 /// Forward: one activation. In lockstep an undefined activation is the marker of a tick
-/// with nothing to forward (pipeline fill and drain).
+/// with nothing to forward (pipeline fill and drain). In async (where stamps carry tick −1) a
+/// forward or backward message with a tick ≥ 0 and nothing else is the snapshot marker of the cut
+/// before that tick (DESIGN.md §4).
 struct forward_data {
   stamp s;
   activation x;
@@ -82,8 +84,9 @@ struct phase_plan {
   int64_t phase = 0;       // numbers the phases of a run; every message carries it
   int64_t per_epoch = 0;   // micro-batches per epoch (ids of epoch e: e·per_epoch ...)
   int64_t eval_items = 0;  // evaluation batches that pass each stage in this phase (all its waves)
-  std::vector<int64_t> cut_ticks;  // lockstep: a consistent cut before each of these ticks
-  int64_t start_tick = 0;          // lockstep: > 0 when the phase resumes from a cut before it
+  std::vector<int64_t> cut_ticks;  // a consistent cut before each of these ticks
+  int64_t start_tick = 0;          // > 0 when the phase resumes from a cut before it
+  int64_t in_flight = 0;           // async, resuming: loader messages not yet given back as credits
 };
 
 /// One part of a consistent cut, to the coordinator: a stage's (its state, what it holds in

@@ -88,7 +88,8 @@ typename Inspector::result_type inspect(Inspector& f, eval_data& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_plan& x) {
   return f(caf::meta::type_name("phase_plan"), x.epoch, x.micro_batches, x.ticks, x.first_micro_batch,
-           x.spacing, x.attempt, x.generation, x.phase, x.per_epoch, x.eval_items, x.cut_ticks, x.start_tick);
+           x.spacing, x.attempt, x.generation, x.phase, x.per_epoch, x.eval_items, x.cut_ticks, x.start_tick,
+           x.in_flight);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cut_part& x) {

@@ -20,11 +20,9 @@ std::string encode(const loss_cut& part) {
                      {"correct", w.correct},
                      {"samples", w.samples},
                      {"items", w.items}});
-  return nlohmann::json{{"labels", labels},
-                        {"waiting", part.waiting},
-                        {"totals", totals_to_json(part.totals)},
-                        {"epochs", epochs},
-                        {"waves", waves}}
+  return nlohmann::json{
+      {"labels", labels}, {"waiting", part.waiting}, {"totals", totals_to_json(part.totals)},
+      {"epochs", epochs}, {"waves", waves},          {"eval_scored", part.eval_scored}}
       .dump();
 }
 
@@ -43,6 +41,7 @@ loss_cut decode_loss_cut(const std::string& text) {
       out.waves.push_back({w.at("epoch").get<int32_t>(), w.at("loss_sum").get<double>(),
                            w.at("correct").get<int64_t>(), w.at("samples").get<int64_t>(),
                            w.at("items").get<int64_t>()});
+    out.eval_scored = j.value("eval_scored", int64_t{0});
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("the loss side's part of the cut is damaged: ") + e.what());
   }

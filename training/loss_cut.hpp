@@ -30,6 +30,7 @@ struct loss_cut {
   run_totals totals;    // the phase's so far
   std::vector<epoch_entry> epochs;
   std::vector<wave_entry> waves;
+  int64_t eval_scored = 0;  // evaluation batches scored in the phase (async: their credits went back)
 };
 
 std::string encode(const loss_cut& part);

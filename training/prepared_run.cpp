@@ -61,6 +61,14 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
         }
       };
       if (number("global_position") > checkpointed) {
+        // An async cut holds queues and recorded messages, a tick-schedule cut the messages of
+        // one tick: neither resumes in the other's runtime.
+        const bool async_cut = !snap.cut->stages.empty() && snap.cut->stages.front().async.present;
+        if (async_cut != (p.cfg.runtime.mode == config::runtime_mode::async))
+          throw std::invalid_argument("snapshot '" + snap.manifest + "' was taken by " +
+                                      (async_cut ? "the async runtime" : "simulate or lockstep") +
+                                      ": resume it with runtime.mode " +
+                                      (async_cut ? "async" : "simulate or lockstep"));
         p.epoch = static_cast<int>(number("phase_epoch"));
         p.position = number("phase_first");
         p.resume_count = number("phase_count");

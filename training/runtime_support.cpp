@@ -53,4 +53,12 @@ void check_runtime_supports(const config::run_config& c) {
   }
 }
 
+bool actors_take_cuts(const config::run_config& c) {
+  const config::faults_config& f = c.faults;
+  const bool delays = any_set(f.forward_delay, 0) || any_set(f.backward_delay, 0);
+  if (c.runtime.mode == config::runtime_mode::lockstep) return !delays;
+  return c.runtime.mode == config::runtime_mode::async && !delays && !any_set(f.jitter_ms, 0) &&
+         !any_set(f.reorder, 0.0);
+}
+
 }  // namespace petra

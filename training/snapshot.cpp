@@ -4,6 +4,8 @@
 //   stash/<v>/<p>                       stashed weight version v, parameter p
 //   grad/<p>                            gradients accumulated toward the next optimizer step
 //   forward/x1|x2, backward/{rebuilt,grad}.x1|x2, eval/x1|x2   the messages across the cut
+//   queue/<i>/x.x1|x2, queue/<i>/eval.x1|x2, back/<i>/{rebuilt,grad}.x1|x2, loss/{rebuilt,grad}.x1|x2
+//                                       async: the queued and recorded messages
 #include "training/snapshot.hpp"
 
 #include <filesystem>
@@ -35,6 +37,67 @@ activation take(const safetensors_file& f, const std::string& name) {
   return a;
 }
 
+json encode_async(const async_cut& a, named_tensors& tensors) {
+  json queue = json::array(), back = json::array();
+  for (std::size_t i = 0; i < a.forwards.size(); ++i) {
+    const cut_queued& q = a.forwards[i];
+    queue.push_back({{"id", q.id}, {"eval_epoch", q.eval.epoch}, {"eval_index", q.eval.index}});
+    put(tensors, "queue/" + std::to_string(i) + "/x.", q.x);
+    put(tensors, "queue/" + std::to_string(i) + "/eval.", q.eval.images);
+  }
+  for (std::size_t i = 0; i < a.backwards.size(); ++i) {
+    back.push_back(a.backwards[i].id);
+    put(tensors, "back/" + std::to_string(i) + "/rebuilt.", a.backwards[i].rebuilt);
+    put(tensors, "back/" + std::to_string(i) + "/grad.", a.backwards[i].grad);
+  }
+  put(tensors, "loss/rebuilt.", a.loss.rebuilt);
+  put(tensors, "loss/grad.", a.loss.grad);
+  return {{"forwards_done", a.forwards_done},
+          {"backwards_done", a.backwards_done},
+          {"evals_done", a.evals_done},
+          {"queue", queue},
+          {"back", back},
+          {"loss_id", a.loss.id}};
+}
+
+async_cut decode_async(const json& meta, const safetensors_file& f) {
+  async_cut a;
+  a.present = true;
+  a.forwards_done = meta.at("forwards_done").get<int64_t>();
+  a.backwards_done = meta.at("backwards_done").get<int64_t>();
+  a.evals_done = meta.at("evals_done").get<int64_t>();
+  std::size_t i = 0;
+  for (const json& q : meta.at("queue")) {
+    cut_queued e;
+    e.id = q.at("id").get<int64_t>();
+    e.eval.epoch = q.at("eval_epoch").get<int32_t>();
+    e.eval.index = q.at("eval_index").get<int64_t>();
+    e.x = take(f, "queue/" + std::to_string(i) + "/x.");
+    e.eval.images = take(f, "queue/" + std::to_string(i) + "/eval.");
+    if (!e.x.x1.defined() && !e.eval.images.x1.defined())
+      throw std::runtime_error("queued message " + std::to_string(i) + " has no tensor");
+    a.forwards.push_back(std::move(e));
+    ++i;
+  }
+  i = 0;
+  for (const json& id : meta.at("back")) {
+    cut_backward b;
+    b.id = id.get<int64_t>();
+    b.rebuilt = take(f, "back/" + std::to_string(i) + "/rebuilt.");
+    b.grad = take(f, "back/" + std::to_string(i) + "/grad.");
+    if (!b.grad.x1.defined())
+      throw std::runtime_error("recorded backward " + std::to_string(i) + " has no gradient");
+    a.backwards.push_back(std::move(b));
+    ++i;
+  }
+  a.loss.id = meta.at("loss_id").get<int64_t>();
+  a.loss.rebuilt = take(f, "loss/rebuilt.");
+  a.loss.grad = take(f, "loss/grad.");
+  if (a.loss.id >= 0 && (!a.loss.rebuilt.x1.defined() || !a.loss.grad.x1.defined()))
+    throw std::runtime_error("the output awaiting the loss, or the loss's answer, is missing");
+  return a;
+}
+
 }  // namespace
 
 encoded_stage_cut encode_stage_cut(const stage_cut& c) {
@@ -57,17 +120,18 @@ encoded_stage_cut encode_stage_cut(const stage_cut& c) {
   put(tensors, "backward/rebuilt.", c.backward.rebuilt);
   put(tensors, "backward/grad.", c.backward.grad);
   put(tensors, "eval/", c.eval.images);
-  const json meta = {{"stage", c.state.stage},
-                     {"optimizer_steps", c.state.optimizer_steps},
-                     {"state_tensors", c.state.tensors.size()},
-                     {"outstanding", outstanding},
-                     {"stash", stash},
-                     {"accumulated", c.inflight.accumulated},
-                     {"grads", c.inflight.grads.size()},
-                     {"stats", stats_to_json(c.inflight.stats)},
-                     {"forward_id", c.forward.id},
-                     {"backward_id", c.backward.id},
-                     {"eval", {{"epoch", c.eval.epoch}, {"index", c.eval.index}, {"labels", c.eval.labels}}}};
+  json meta = {{"stage", c.state.stage},
+               {"optimizer_steps", c.state.optimizer_steps},
+               {"state_tensors", c.state.tensors.size()},
+               {"outstanding", outstanding},
+               {"stash", stash},
+               {"accumulated", c.inflight.accumulated},
+               {"grads", c.inflight.grads.size()},
+               {"stats", stats_to_json(c.inflight.stats)},
+               {"forward_id", c.forward.id},
+               {"backward_id", c.backward.id},
+               {"eval", {{"epoch", c.eval.epoch}, {"index", c.eval.index}, {"labels", c.eval.labels}}}};
+  if (c.async.present) meta["async"] = encode_async(c.async, tensors);
   encoded_stage_cut out;
   for (auto& [name, t] : tensors) out.tensors.push_back({name, t});
   out.meta = meta.dump();
@@ -119,6 +183,7 @@ stage_cut decode_stage_cut(const std::vector<named_tensor>& tensors, const std::
     c.eval.index = eval.at("index").get<int64_t>();
     c.eval.labels = eval.at("labels").get<std::vector<int32_t>>();
     c.eval.images = take(f, "eval/");
+    if (meta.contains("async")) c.async = decode_async(meta.at("async"), f);
   } catch (const std::exception& e) {
     throw std::runtime_error("snapshot part '" + where + "' is damaged: " + e.what());
   }

@@ -1,6 +1,8 @@
 // A stage's part of a consistent cut.
 #include "compute/pipeline/cut.hpp"
 
+#include <stdexcept>
+
 namespace petra {
 
 stage_cut cut_stage(stage& s, backend& be) {
@@ -13,6 +15,16 @@ stage_cut cut_stage(stage& s, backend& be) {
 void restore_stage_cut(stage& s, backend& be, const stage_cut& from) {
   restore_stage(s, be, from.state);
   s.import_inflight(from.inflight);
+}
+
+void count_async_cut(pipeline_cut& cut, int64_t eval_scored) {
+  if (cut.stages.empty() || !cut.stages.front().async.present)
+    throw std::runtime_error("stage 1's part of the cut is not an async part");
+  const async_cut& first = cut.stages.front().async;
+  // Stage 1 had every message the loader sent before the marker: run, or queued.
+  const auto sent = first.forwards_done + first.evals_done + static_cast<int64_t>(first.forwards.size());
+  cut.completed = first.backwards_done;
+  cut.in_flight = sent - first.backwards_done - eval_scored;
 }
 
 }  // namespace petra

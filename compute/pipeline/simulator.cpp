@@ -87,6 +87,7 @@ run_totals simulator::run(const simulator_hooks& hooks, const pipeline_cut* from
     in_flight = from->in_flight;
     for (std::size_t j = 0; j < J; ++j) {
       const stage_cut& c = from->stages[j];
+      if (c.async.present) throw std::invalid_argument("simulator: the cut was taken by the async runtime");
       backend& be = stages_[j]->compute_backend();
       restore_stage_cut(*stages_[j], be, c);
       auto up = [&](const activation& a) {
