@@ -270,6 +270,7 @@ TEST_CASE("async, one credit: stop right after a snapshot, resume = uninterrupte
       CAPTURE(stop);
       stop_and_resume("async", method, stop, {"runtime.credits=1"});
     }
+  stop_and_resume("async", "backprop", 3);  // one micro-batch in flight: its credits are 1 anyway
   // Stages on simulated devices: the queued and recorded messages cross the hand-over to the host.
   stop_and_resume("async", "petra", 4, {"runtime.credits=1", "pipeline.devices=[sim:0,sim:0,sim:1,cpu]"});
 }
