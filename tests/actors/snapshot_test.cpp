@@ -38,39 +38,29 @@ std::vector<std::string> base_sets(const fs::path& dir, const std::string& mode,
   return sets;
 }
 
-/// The epoch lines of a run's metrics.jsonl without what depends on the clock.
+/// The lines of a run's metrics.jsonl of one event kind ("epoch", "step", "failure"), in file order.
+std::vector<nlohmann::json> event_lines(const fs::path& run, const std::string& event) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(run / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j.value("event", "") == event) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+/// The epoch lines without what depends on the clock.
 std::vector<nlohmann::json> epoch_lines(const fs::path& run) {
   std::vector<nlohmann::json> out;
-  std::ifstream in(run / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    if (j.value("event", "") != "epoch") continue;
+  for (nlohmann::json& j : event_lines(run, "epoch"))
     out.push_back({j["epoch"], j["train_loss"], j["train_accuracy"], j["test_loss"], j["test_accuracy"]});
-  }
   return out;
 }
 
-/// Per epoch line, each stage's forwards and backwards in that epoch.
-std::vector<std::vector<std::pair<int64_t, int64_t>>> stage_counts(const fs::path& run) {
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> out;
-  std::ifstream in(run / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    if (j.value("event", "") != "epoch") continue;
-    out.emplace_back();
-    for (const auto& s : j["stages"]) out.back().emplace_back(s["forwards"], s["backwards"]);
-  }
-  return out;
-}
-
-/// The run's failure lines.
-std::vector<nlohmann::json> failure_lines(const fs::path& run) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(run / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    if (j.value("event", "") == "failure") out.push_back(j);
-  }
+/// The optimizer steps of a run's per-step lines, in file order.
+std::vector<int64_t> step_numbers(const fs::path& run) {
+  std::vector<int64_t> out;
+  for (const nlohmann::json& j : event_lines(run, "step")) out.push_back(j["step"].get<int64_t>());
   return out;
 }
 
@@ -78,26 +68,16 @@ std::vector<nlohmann::json> failure_lines(const fs::path& run) {
 /// stage's epoch record ends with the epoch's last backward: in async, forwards of the next
 /// epoch run before it, so only the two epochs' forwards add up to 64.)
 void check_every_micro_batch_once(const fs::path& run) {
-  const auto counts = stage_counts(run);
-  REQUIRE(counts.size() == 2);
+  const auto epochs = event_lines(run, "epoch");
+  REQUIRE(epochs.size() == 2);
+  REQUIRE(epochs[0]["stages"].size() == 4);
+  REQUIRE(epochs[1]["stages"].size() == 4);
   for (std::size_t j = 0; j < 4; ++j) {
-    REQUIRE(counts[0].size() == 4);
-    REQUIRE(counts[1].size() == 4);
-    CHECK(counts[0][j].first + counts[1][j].first == 64);
-    CHECK(counts[0][j].second == 32);
-    CHECK(counts[1][j].second == 32);
+    const nlohmann::json &first = epochs[0]["stages"][j], &second = epochs[1]["stages"][j];
+    CHECK(first["forwards"].get<int64_t>() + second["forwards"].get<int64_t>() == 64);
+    CHECK(first["backwards"] == 32);
+    CHECK(second["backwards"] == 32);
   }
-}
-
-/// The optimizer steps of a run's per-step lines, in file order.
-std::vector<int64_t> step_numbers(const fs::path& run) {
-  std::vector<int64_t> out;
-  std::ifstream in(run / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    if (j.value("event", "") == "step") out.push_back(j["step"].get<int64_t>());
-  }
-  return out;
 }
 
 trained final_weights(const fs::path& run) {
@@ -315,7 +295,7 @@ TEST_CASE(
   sets.push_back("output.name=crashed");
   petra::train_options run{"tiny", sets, "", 0};
   REQUIRE(app::train_command(run) == 0);
-  const auto failures = failure_lines(dir / "crashed");
+  const auto failures = event_lines(dir / "crashed", "failure");
   REQUIRE(failures.size() == 1);
   CHECK(failures[0]["restored_from"] == "snapshot");
   CHECK(failures[0]["replayed_micro_batches"] == 64 - 40);  // from the cut before 40, not from 32
