@@ -26,6 +26,7 @@ struct async_state {
     stage_cut part;
     int64_t tick = -1;
     bool waits_backward = false;
+    std::vector<stage_epoch_report> reports_after;  // sent after this part, before the next cut's
   };
   std::deque<pending_cut> cuts;     // in marker order (cuts may overlap: each completes in turn)
   std::optional<stage_cut> resume;  // the part a resumed phase starts from

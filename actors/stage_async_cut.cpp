@@ -14,7 +14,9 @@ bool is_marker(const forward_data& f) { return f.s.tick >= 0 && !f.x.defined() &
 bool is_marker(const backward_data& b) { return b.s.tick >= 0 && !b.grad.defined(); }
 
 /// A part is whole once the next stage's marker came back (and the awaited loss answer came):
-/// whole parts go to the coordinator in marker order, then the epoch reports held behind them.
+/// whole parts go to the coordinator in marker order, each followed by the epoch reports this
+/// stage made after it and before the next cut (the coordinator counts a report in a cut when it
+/// comes before the producer's part of it).
 void maybe_send_cut(async_self self) {
   async_state& st = self->state;
   stage_core& c = st.core;
@@ -25,10 +27,11 @@ void maybe_send_cut(async_self self) {
     encoded_stage_cut e = encode_stage_cut(front.part);
     self->send(c.links.coordinator,
                cut_part{c.ctx.index, front.tick, c.plan.phase, std::move(e.tensors), std::move(e.meta)});
+    auto after = std::move(st.cuts.size() > 1 ? front.reports_after : c.held_epoch_reports);
+    for (stage_epoch_report& r : after) self->send(c.links.coordinator, std::move(r));
     st.cuts.pop_front();
   }
   c.hold_epoch_reports = false;
-  for (stage_epoch_report& r : c.held_epoch_reports) self->send(c.links.coordinator, std::move(r));
   c.held_epoch_reports.clear();
 }
 
@@ -60,7 +63,9 @@ void take_cut(async_self self, int64_t t) {
     a.loss.id = c.logits_id;
     a.loss.rebuilt = on_host(c, c.logits);
   }
-  st.cuts.push_back(async_state::pending_cut{std::move(part), t, !c.is_last()});
+  if (!st.cuts.empty()) st.cuts.back().reports_after = std::move(c.held_epoch_reports);  // before this cut
+  c.held_epoch_reports.clear();
+  st.cuts.push_back(async_state::pending_cut{std::move(part), t, !c.is_last(), {}});
   c.hold_epoch_reports = true;
   const stamp marker{-1, t, c.ctx.compute->weight_version(), c.ctx.index, c.plan.phase};
   if (c.is_last())
