@@ -42,9 +42,9 @@ struct stage_core {
   int64_t backwards_in_phase = 0;
   clock_type::time_point epoch_start;  // its record of the running epoch began
   clock_type::time_point phase_start;
-  bool hold_epoch_reports = false;  // async: a cut's part is pending; reports after it wait for it
-  std::vector<stage_epoch_report> held_epoch_reports;
-  std::vector<forward_data> early_forward;  // for a phase not planned here yet
+  bool hold_epoch_reports = false;  // async: a cut's part is pending: epoch reports wait behind it
+  std::vector<stage_epoch_report> held_epoch_reports;  // made since the latest pending cut
+  std::vector<forward_data> early_forward;             // for a phase not planned here yet
   std::vector<backward_data> early_backward;
 
   bool is_first() const { return ctx.index == 0; }
