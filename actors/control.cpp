@@ -67,6 +67,7 @@ void control_channel::begin_attempt(std::size_t stages, progress_fn progress, ep
   phase_ends_ = 0;
   cuts_.clear();
   cuts_fn_ = {};
+  last_cut_done_ = -1;
 }
 
 void control_channel::count_kill(int32_t stage) {
@@ -169,6 +170,7 @@ void control_channel::on_cut_part(cut_part& p) {
   const nlohmann::json epochs = c.shadow.save();
   const int64_t tick = it->first;
   cuts_.erase(it);
+  last_cut_done_ = std::max(last_cut_done_, tick);
   cuts_fn_(tick, parts, epochs);
 }
 

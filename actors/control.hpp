@@ -36,8 +36,12 @@ class control_channel {
   /// The actors of the current pipeline (their loss ends an attempt) and which stage each is
   /// (-1 = not a stage); events of any other actor are stale and dropped.
   void watch(std::vector<caf::actor_addr> actors, std::vector<int32_t> stage_of, int32_t generation);
-  /// Also watches one more actor while a request to it is out (a node).
+  /// Also watches one more actor while a request to it is out (a node), or a rebuilt stage.
   void watch_extra(const caf::actor_addr& who, int32_t stage);
+  /// No longer watches `who` (a lost actor, once its loss is handled): its events are stale.
+  void unwatch(const caf::actor_addr& who) { watched_.erase(who); }
+  /// Whether every cut whose marker went out by `last_marker` (a tick, -1 = none) is complete.
+  bool cuts_settled(int64_t last_marker) const { return cuts_.empty() && last_marker <= last_cut_done_; }
 
   /// Called with the loss actor's totals of the phase so far and each stage's latest window of
   /// optimizer steps (empty when per-step metrics are off).
@@ -187,6 +191,7 @@ class control_channel {
     epoch_collector shadow;  // the epochs as the parts sent before the cut make them
   };
   std::map<int64_t, pending_cut> cuts_;  // by tick
+  int64_t last_cut_done_ = -1;           // the tick of the last cut complete in this attempt
   cut_fn cuts_fn_;
 };
 

@@ -6,6 +6,7 @@
 #include <caf/io/all.hpp>
 
 #include "actors/caf_config.hpp"
+#include "actors/local_recovery.hpp"
 #include "actors/pipeline.hpp"
 #include "actors/stall.hpp"
 #include "training/input_schedule.hpp"
@@ -103,11 +104,18 @@ class actor_runtime : public pipeline_runtime {
       if (plan.start_tick > 0) resume_from(*request.resume, epochs);
       control_.gather<plan_atom>(pipeline_.stages(), control_timeout, plan_atom_v, plan);
       control_.ask<plan_atom>(pipeline_.loader(), control_timeout, plan_atom_v, plan);
-      control_.await_phase_ends(stages_, [&] {
-        throw diagnose_stall(control_, pipeline_.stages(),
-                             config_.runtime.mode == config::runtime_mode::lockstep,
-                             config_.faults.stall_seconds);
-      });
+      for (bool ended = false; !ended;) {
+        try {
+          control_.await_phase_ends(stages_, [&] {
+            throw diagnose_stall(control_, pipeline_.stages(), lockstep, config_.faults.stall_seconds);
+          });
+          ended = true;
+        } catch (run_failure& failure) {
+          if (config_.runtime.mode != config::runtime_mode::async ||
+              !recover_stages(pipeline_, control_, failure, plan, request))
+            throw;
+        }
+      }
       static_cast<run_totals&>(out) =
           totals_of(control_.ask<loss_report>(pipeline_.loss(), control_timeout, report_atom_v));
       out.stages = control_.gather<stage_report>(pipeline_.stages(), control_timeout, report_atom_v);

@@ -28,8 +28,10 @@ struct loader_actor_state {
   int64_t window = 1;
   phase_plan plan;
   std::optional<input_schedule> schedule;
-  bool more = false;    // the schedule has more to give
-  bool failed = false;  // the data failed: the actor is ending
+  bool more = false;         // the schedule has more to give
+  bool failed = false;       // the data failed: the actor is ending
+  bool held = false;         // stage-local recovery: nothing is sent until it ends
+  int64_t last_marker = -1;  // async: the tick of the last cut marker sent in the phase
   int64_t credits = 0;
   int64_t tick = 0;                          // the schedule's next tick
   std::deque<forward_data> ready;            // async: what a tick gave, waiting for credits
@@ -83,6 +85,7 @@ forward_data next_tick(self_ptr self) {
 
 void feed_while_credit(self_ptr self) {
   auto& st = self->state;
+  if (st.held) return;
   if (st.lockstep) {  // one message per tick, markers included, as long as the phase's ticks last
     for (; !st.failed && st.credits > 0 && st.tick < st.plan.ticks; --st.credits) {
       forward_data out = next_tick(self);
@@ -102,7 +105,7 @@ void feed_while_credit(self_ptr self) {
     }
     if (st.next_cut < st.plan.cut_ticks.size() && st.plan.cut_ticks[st.next_cut] <= st.tick) {
       forward_data marker;
-      marker.s.tick = st.plan.cut_ticks[st.next_cut++];
+      marker.s.tick = st.last_marker = st.plan.cut_ticks[st.next_cut++];
       marker.s.phase = st.plan.phase;
       self->send(st.first_stage, std::move(marker));
       continue;
@@ -154,6 +157,8 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
           st.credits += early->second;
         st.early_credits.erase(st.early_credits.begin(), st.early_credits.upper_bound(plan.phase));
         st.tick = plan.start_tick;
+        st.held = false;
+        st.last_marker = -1;
         st.ready.clear();
         st.next_cut = static_cast<std::size_t>(
             std::upper_bound(plan.cut_ticks.begin(), plan.cut_ticks.end(), plan.start_tick) -
@@ -170,6 +175,16 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
         if (phase < st.plan.phase) return;  // a late credit of a phase that ended
         st.credits += n;
         feed_while_credit(self);
+      },
+      [=](hold_atom) {
+        auto& st = self->state;
+        st.held = true;
+        return st.last_marker;
+      },
+      [=](recover_atom) {
+        self->state.held = false;
+        feed_while_credit(self);
+        return recover_atom_v;
       },
   };
 }

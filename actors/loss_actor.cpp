@@ -3,6 +3,7 @@
 
 #include <caf/all.hpp>
 #include <map>
+#include <set>
 
 #include "actors/control.hpp"
 #include "messages/errors.hpp"
@@ -28,6 +29,7 @@ struct loss_actor_state {
   std::map<int32_t, loss_report> epochs;                     // per epoch, its micro-batches scored so far
   std::map<int32_t, std::pair<eval_report, int64_t>> waves;  // per epoch, its wave so far and batches in
   int64_t eval_scored = 0;                                   // evaluation batches of the phase scored
+  std::set<int64_t> cancelled;  // micro-batches lost in a stage-local recovery: late logits are dropped
   std::shared_ptr<training::trace_recorder> trace;
   training::trace_track track;
   int32_t stages = 1;
@@ -158,6 +160,7 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
       },
       [=](logits_data& in) {
         auto& st = self->state;
+        if (in.eval_epoch < 0 && st.cancelled.count(in.s.micro_batch) > 0) return;
         const auto key = std::make_pair(in.eval_epoch, in.s.micro_batch);
         auto it = st.labels.find(key);
         if (it == st.labels.end()) {
@@ -210,7 +213,18 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
         loss_report out = self->state.totals;
         self->state.totals = loss_report{};
         self->state.eval_scored = 0;
+        self->state.cancelled.clear();
         return out;
+      },
+      [=](hold_atom) { return self->state.eval_scored; },
+      [=](recover_atom, const recovery_order& order) {
+        auto& st = self->state;
+        for (int64_t id : order.cancel) {
+          st.cancelled.insert(id);
+          st.labels.erase({-1, id});
+          st.waiting.erase({-1, id});
+        }
+        return recover_atom_v;
       },
   };
 }

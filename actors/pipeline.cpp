@@ -95,29 +95,80 @@ void actor_pipeline::build() {
   control_.self()->monitor(loss_);
   control_.self()->monitor(loader_);
 
-  const coordinator_actor coordinator = control_.handle();
+  for (int32_t j = 0; j < count; ++j) {
+    rewire(j);
+    control_.ask<faults_atom>(stages_[j], control_timeout, faults_atom_v, faults_of(j));
+  }
+  rewire_loss();
+  control_.ask<wire_atom>(loader_, control_timeout, wire_atom_v, forward_sink{stages_.front()}, loss_,
+                          credits);
+}
+
+void actor_pipeline::rewire(int32_t j) {
+  const auto count = static_cast<int32_t>(stages_.size());
   // A neighbour in the same process gets tensors on its own device; any other through the host.
   auto device_for = [&](int32_t from, int32_t to) {
     return placement_[from] == placement_[to] ? device_of(config_, static_cast<std::size_t>(to)) : device{};
   };
-  for (int32_t j = 0; j < count; ++j) {
-    stage_links links;
-    if (j > 0) links.prev = stages_[j - 1], links.prev_device = device_for(j, j - 1);
-    if (j + 1 < count) links.next = stages_[j + 1], links.next_device = device_for(j, j + 1);
-    links.loss = loss_;
-    links.loader = loader_;
-    links.coordinator = coordinator;
-    links.count = count;
-    control_.ask<wire_atom>(stages_[j], control_timeout, wire_atom_v, links);
-    control_.ask<faults_atom>(stages_[j], control_timeout, faults_atom_v, faults_of(j));
-  }
+  stage_links links;
+  if (j > 0) links.prev = stages_[j - 1], links.prev_device = device_for(j, j - 1);
+  if (j + 1 < count) links.next = stages_[j + 1], links.next_device = device_for(j, j + 1);
+  links.loss = loss_;
+  links.loader = loader_;
+  links.coordinator = control_.handle();
+  links.count = count;
+  control_.ask<wire_atom>(stages_[j], control_timeout, wire_atom_v, links);
+}
+
+void actor_pipeline::rewire_loss() {
   // In async the loss actor returns an evaluation batch's credit; in lockstep credits count ticks.
   const credit_sink eval_credits =
       config_.runtime.mode == config::runtime_mode::async ? credit_sink{loader_} : credit_sink{};
-  control_.ask<wire_atom>(loss_, control_timeout, wire_atom_v, loss_sink{stages_.back()}, coordinator,
+  control_.ask<wire_atom>(loss_, control_timeout, wire_atom_v, loss_sink{stages_.back()}, control_.handle(),
                           eval_credits, feed_->micro_batches_per_epoch(), waves_->micro_batches_per_epoch());
-  control_.ask<wire_atom>(loader_, control_timeout, wire_atom_v, forward_sink{stages_.front()}, loss_,
-                          credits);
+}
+
+std::vector<int32_t> actor_pipeline::lost_with(int32_t j) {
+  const std::string where = placement_[static_cast<std::size_t>(j)];
+  if (where == "local" || reachable(where)) return {j};
+  std::vector<int32_t> out;
+  for (std::size_t i = 0; i < placement_.size(); ++i)
+    if (placement_[i] == where) out.push_back(static_cast<int32_t>(i));
+  return out;
+}
+
+bool actor_pipeline::on_cpu(int32_t j) const {
+  return device_of(config_, static_cast<std::size_t>(j)).type == device_type::cpu;
+}
+
+void actor_pipeline::respawn(int32_t j) {
+  const std::size_t i = static_cast<std::size_t>(j);
+  control_.unwatch(stages_[i].address());
+  control_.self()->demonitor(stages_[i].address());
+  if (placement_[i] != "local" && !reachable(placement_[i])) move_to_spare(placement_[i]);
+  if (placement_[i] == "local") {
+    auto placed = build_placed_stages(config_, optimizer_, [&](std::size_t k) { return k == i; });
+    stages_[i] = spawn_stage_actor(control_.self()->system(),
+                                   stage_context{placed[i].device, placed[i].compute, j, config_.runtime.mode,
+                                                 trace_, "coordinator", config_.output.metrics_every_steps});
+  } else {
+    stages_[i] = spawn_remote_stage(placement_[i], j);
+  }
+  control_.watch_extra(stages_[i].address(), j);
+  control_.self()->monitor(stages_[i]);
+  rewire(j);
+  control_.ask<faults_atom>(stages_[i], control_timeout, faults_atom_v, faults_of(j));
+}
+
+void actor_pipeline::move_to_spare(std::string lost) {
+  auto spare =
+      std::find_if(spares_.begin(), spares_.end(), [&](const std::string& s) { return reachable(s); });
+  if (spare == spares_.end())
+    throw run_failure(failure_kind::unreachable, -1, -1,
+                      "node " + lost + " is lost and no spare node (pipeline.spare_nodes) answers");
+  for (auto& w : placement_)
+    if (w == lost) w = *spare;
+  spares_.erase(spare);
 }
 
 void actor_pipeline::tear_down() {
@@ -135,18 +186,8 @@ void actor_pipeline::tear_down() {
 
 void actor_pipeline::recover() {
   tear_down();
-  for (auto& where : placement_) {
-    if (where == "local" || reachable(where)) continue;
-    auto spare =
-        std::find_if(spares_.begin(), spares_.end(), [&](const std::string& s) { return reachable(s); });
-    if (spare == spares_.end())
-      throw run_failure(failure_kind::unreachable, -1, -1,
-                        "node " + where + " is lost and no spare node (pipeline.spare_nodes) answers");
-    const std::string lost = where;
-    for (auto& w : placement_)
-      if (w == lost) w = *spare;
-    spares_.erase(spare);
-  }
+  for (std::size_t j = 0; j < placement_.size(); ++j)
+    if (placement_[j] != "local" && !reachable(placement_[j])) move_to_spare(placement_[j]);
   build();
 }
 
@@ -193,6 +234,7 @@ node_actor actor_pipeline::connect(const std::string& where, int32_t j) {
 bool actor_pipeline::reachable(const std::string& where) {
   auto node = connect_node(control_.self()->system(), where, config_.tls);
   if (!node) {
+    if (auto known = nodes_.find(where); known != nodes_.end()) control_.unwatch(known->second.address());
     nodes_.erase(where);
     return false;
   }

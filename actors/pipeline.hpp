@@ -30,6 +30,17 @@ class actor_pipeline {
   void tear_down();
   /// After a failure: tears down, moves the stages of unreachable nodes to spare nodes, builds again.
   void recover();
+  /// Stage-local recovery: the stages lost with stage j (every stage of its node when the node is gone).
+  std::vector<int32_t> lost_with(int32_t j);
+  /// Whether stage j computes on the CPU (only those are rebuilt alone: a simulated or GPU device is
+  /// shared with other stages).
+  bool on_cpu(int32_t j) const;
+  /// Builds stage j again in place of a lost one (on a spare node when its node is gone): wired to its
+  /// neighbours, with its faults, monitored. Its neighbours still point at the lost one: rewire them.
+  void respawn(int32_t j);
+  /// Sends stage j its links again; the loss actor its last stage.
+  void rewire(int32_t j);
+  void rewire_loss();
   /// faults.kill_node: each listed node is told to kill itself that many seconds from now; each
   /// kill counts as a fault of the first stage it holds. Once per run.
   void send_node_kills();
@@ -49,6 +60,8 @@ class actor_pipeline {
   messages::stage_actor spawn_remote_stage(const std::string& where, int32_t j);
   messages::node_actor connect(const std::string& where, int32_t j);
   bool reachable(const std::string& where);
+  /// Moves every stage of the lost node `lost` to a spare node (run_failure when none answers).
+  void move_to_spare(std::string lost);  // a copy: it rewrites the placements it may refer to
   messages::stage_faults faults_of(int32_t j) const;
 
   config::run_config config_;

@@ -67,6 +67,21 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
           return stage_error(self->state, e);
         }
       },
+      [=](hold_atom) -> caf::result<recovery_order> {
+        try {
+          return on_hold(self);
+        } catch (const std::exception& e) {
+          return stage_error(self->state, e);
+        }
+      },
+      [=](recover_atom, const recovery_order& order) -> caf::result<recover_atom> {
+        try {
+          on_recover(self, order);
+          return recover_atom_v;
+        } catch (const std::exception& e) {
+          return stage_error(self->state, e);
+        }
+      },
       [=](restore_atom, const stage_snapshot& from) -> caf::result<restore_atom> {
         stage_core& c = self->state.core;
         try {

@@ -59,7 +59,8 @@ bool run_step(async_self self) {
   bool slowed = false;
   activation out = timed_forward(c, in.x, id, slowed);
   count_slowed(self, c, slowed);
-  ++c.tick;           // async "ticks" count this stage's forwards: the delay is in forwards
+  ++c.tick;  // async "ticks" count this stage's forwards: the delay is in forwards
+  st.last_forwarded = id;
   if (c.is_last()) {  // the backward follows when the loss actor answers
     c.logits = out;
     c.logits_id = id;
@@ -77,7 +78,7 @@ bool run_step(async_self self) {
 void advance(async_self self) {
   async_state& st = self->state;
   stage_core& c = st.core;
-  if (!c.in_phase || c.awaiting_loss) return;
+  if (!c.in_phase || c.awaiting_loss || st.held) return;
   try {
     while (run_step(self)) {
     }
@@ -101,6 +102,10 @@ void on_plan(async_self self, const phase_plan& plan) {
   st.seen_backward.clear();
   st.completed = 0;
   st.cuts.clear();
+  st.held = false;
+  st.drop_upto = -1;
+  st.cancelled.clear();
+  st.last_forwarded = -1;
   c.hold_epoch_reports = false;
   c.held_epoch_reports.clear();
   // Resuming from a cut: its counts and queues (and the loss answer it recorded, run last).
@@ -129,6 +134,7 @@ void on_forward(async_self self, forward_data in) {
     }
     return;
   }
+  if (forgotten(st, in.s.micro_batch)) return;  // lost in a stage-local recovery
   // (Evaluation batches are never duplicated: faults spare messages without a micro-batch.)
   if (in.s.micro_batch >= 0 && !st.seen_forward.insert(in.s.micro_batch).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
@@ -144,6 +150,7 @@ void on_backward(async_self self, backward_data in) {
     on_backward_marker(self, in.s.tick);
     return;
   }
+  if (forgotten(st, in.s.micro_batch)) return;
   if (!st.seen_backward.insert(in.s.micro_batch).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
   try {
@@ -159,7 +166,9 @@ void on_backward(async_self self, backward_data in) {
 
 void on_loss(async_self self, loss_data in) {
   stage_core& c = self->state.core;
-  if (!c.awaiting_loss || in.s.micro_batch != c.logits_id || in.s.phase != c.plan.phase) return;
+  if (!c.awaiting_loss || in.s.micro_batch != c.logits_id || in.s.phase != c.plan.phase ||
+      forgotten(self->state, in.s.micro_batch))
+    return;
   c.awaiting_loss = false;
   try {
     record_loss_answer(self, in);

@@ -30,6 +30,12 @@ struct async_state {
   };
   std::deque<pending_cut> cuts;     // in marker order (cuts may overlap: each completes in turn)
   std::optional<stage_cut> resume;  // the part a resumed phase starts from
+  // Stage-local recovery (DESIGN.md §6): held while the coordinator rebuilds lost stages; then the
+  // micro-batches lost with them are forgotten here, and their late messages dropped.
+  bool held = false;
+  int64_t drop_upto = -1;       // every micro-batch up to this one (stages after the lost ones)
+  std::set<int64_t> cancelled;  // these (stages before the lost ones)
+  int64_t last_forwarded = -1;  // the last training micro-batch this stage forwarded
   static inline const char* name = "petra.stage.async";
 };
 
@@ -42,5 +48,11 @@ void on_loss(async_self self, loss_data in);
 void advance(async_self self);
 void resume_from(async_self self, const cut_part& part);
 stage_status status_of(const async_state& st);
+/// Stage-local recovery: stops working and says where the stage stands...
+recovery_order on_hold(async_self self);
+/// ...then forgets what the order says, takes over its counts, and goes on.
+void on_recover(async_self self, const recovery_order& order);
+/// A micro-batch lost in a recovery: its late messages are dropped.
+bool forgotten(const async_state& st, int64_t id);
 
 }  // namespace petra::detail

@@ -241,6 +241,12 @@ void resume_from(lockstep_self self, const cut_part& part) {
   self->state.resume = std::move(cut);
 }
 
+recovery_order on_hold(lockstep_self) {
+  throw std::invalid_argument("the lockstep runtime recovers by a global rollback, not stage by stage");
+}
+
+void on_recover(lockstep_self self, const recovery_order&) { on_hold(self); }
+
 stage_status status_of(const lockstep_state& st) {
   const stage_core& c = st.core;
   stage_status s;

@@ -26,6 +26,9 @@ void on_backward(lockstep_self self, backward_data in);
 void on_loss(lockstep_self self, loss_data in);
 void advance(lockstep_self self);
 stage_status status_of(const lockstep_state& st);
+/// Lockstep rolls back globally after a failure: stage-local recovery is refused.
+recovery_order on_hold(lockstep_self self);
+void on_recover(lockstep_self self, const recovery_order& order);
 /// Restores the stage from its part of a cut; the next plan (start_tick = the cut's tick) resumes
 /// there with the part's messages for that tick.
 void resume_from(lockstep_self self, const cut_part& part);

@@ -129,7 +129,8 @@ struct faults_config {
       kill_node;         // "node@seconds" (host:port or a name of nodes:): it exits that long after the start
   uint64_t seed = 1;     // for the random faults
   int max_restarts = 3;  // recoveries from the last checkpoint before the run gives up
-  int stall_seconds = 60;  // a phase with no progress this long is a lost message: recover
+  std::string recovery = "local";  // local: async rebuilds only the lost stages where it can | global
+  int stall_seconds = 60;          // a phase with no progress this long is a lost message: recover
 };
 
 /// A `petra node` the run may place stages on, named in `nodes:` so that pipeline.nodes and

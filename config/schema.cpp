@@ -94,6 +94,7 @@ section schema(run_config& config) {
             {"kill_node", &config.faults.kill_node},
             {"seed", &config.faults.seed},
             {"max_restarts", &config.faults.max_restarts},
+            {"recovery", &config.faults.recovery},
             {"stall_seconds", &config.faults.stall_seconds}},
            {}},
           {"output",

@@ -291,6 +291,7 @@ void validate_faults(const faults_config& faults, const pipeline_config& pipelin
                                              "'; a spare is host:port of a running `petra node`" +
                                              or_a_defined_name(nodes));
   check.at_least("faults.max_restarts", faults.max_restarts, 0, "0 means a failure ends the run");
+  check.one_of("faults.recovery", faults.recovery, {"local", "global"});
   check.at_least("faults.stall_seconds", faults.stall_seconds, 1, "at least one second");
 }
 

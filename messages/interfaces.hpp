@@ -32,7 +32,9 @@ using coordinator_actor =
 /// to the coordinator when a wave is complete, a credit back to the loader per batch); evaluation
 /// logits with their labels on request; its totals per phase; the last stage's marker of a cut
 /// (the loss actor's part goes to the coordinator) and, to resume, its part of a cut back. wire:
-/// (last stage, coordinator, loader, micro-batches per epoch, batches per evaluation wave).
+/// (last stage, coordinator, loader, micro-batches per epoch, batches per evaluation wave). Stage-
+/// local recovery: hold → the evaluation batches of the phase scored so far; recover → forgets the
+/// labels of the cancelled micro-batches and drops their logits should any still come.
 using loss_actor =
     caf::typed_actor<caf::replies_to<atoms::wire_atom, loss_sink, coordinator_actor, credit_sink, int64_t,
                                      int64_t>::with<atoms::wire_atom>,
@@ -40,15 +42,20 @@ using loss_actor =
                      caf::replies_to<atoms::eval_atom, logits_data, labels_data>::with<loss_data>,
                      caf::replies_to<atoms::report_atom>::with<loss_report>,
                      caf::reacts_to<atoms::cut_atom, int64_t>,
-                     caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>>;
+                     caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>,
+                     caf::replies_to<atoms::hold_atom>::with<int64_t>,
+                     caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
 
 /// The data loader: a plan starts feeding a phase to the first stage (and labels to the loss
 /// actor); credits come back from the first stage (and the loss actor: evaluation batches), stamped
-/// with their phase: a credit that comes before its phase's plan counts there.
+/// with their phase: a credit that comes before its phase's plan counts there. Stage-local
+/// recovery: hold stops the feed (answer: the tick of the last cut marker sent, -1 = none), recover
+/// resumes it.
 using loader_actor = caf::typed_actor<
     caf::replies_to<atoms::wire_atom, forward_sink, loss_actor, int32_t>::with<atoms::wire_atom>,
     caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
-    caf::reacts_to<atoms::credit_atom, int64_t, int64_t>>;
+    caf::reacts_to<atoms::credit_atom, int64_t, int64_t>, caf::replies_to<atoms::hold_atom>::with<int64_t>,
+    caf::replies_to<atoms::recover_atom>::with<atoms::recover_atom>>;
 
 /// Whom a stage talks to: invalid handles where there is none (no previous stage for stage 1, no
 /// next stage for the last one, which talks to the loss actor), and where each neighbour computes:
@@ -64,7 +71,8 @@ struct stage_links {
   int32_t count = 1;  // J
 };
 
-/// A pipeline stage.
+/// A pipeline stage. Stage-local recovery (async): hold stops it (the answer says where it stands);
+/// recover tells it what to forget and count, and it goes on.
 using stage_actor =
     caf::typed_actor<caf::reacts_to<forward_data>, caf::reacts_to<backward_data>, caf::reacts_to<loss_data>,
                      caf::reacts_to<atoms::process_atom>,
@@ -76,7 +84,9 @@ using stage_actor =
                      caf::replies_to<atoms::status_atom>::with<stage_status>,
                      caf::replies_to<atoms::state_atom>::with<stage_snapshot>,
                      caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>,
-                     caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>>;
+                     caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>,
+                     caf::replies_to<atoms::hold_atom>::with<recovery_order>,
+                     caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
 
 /// A node: a process that hosts stages for a coordinator. spawn: (the resolved config as YAML,
 /// stage index, optimizer steps per epoch) → the new stage actor. kill: the node process kills

@@ -100,6 +100,21 @@ struct cut_part {
   std::string meta;  // JSON
 };
 
+/// Stage-local recovery (async runtime, DESIGN.md §6). A held stage's answer says where it stands:
+/// the last micro-batch it forwarded (drop_upto), its training forwards, backwards and evaluation
+/// batches of the phase, and its outstanding micro-batches whose backward had not come (cancel: lost
+/// with the stages after it). An order to a stage says what to forget and what to count, then it
+/// goes on: the micro-batches in `cancel`, every micro-batch up to `drop_upto`, and the counts it
+/// takes over (-1 = keep its own).
+struct recovery_order {
+  int64_t phase = 0;
+  int64_t drop_upto = -1;
+  int64_t forwards_done = -1;
+  int64_t backwards_done = -1;
+  int64_t evals_done = -1;
+  std::vector<int64_t> cancel;
+};
+
 /// The faults one stage injects (DESIGN.md §6), from the run's `faults` config.
 struct stage_faults {
   int64_t forward_delay = 0;      // on its forward link (ticks in lockstep, ms in async)

@@ -120,6 +120,11 @@ typename Inspector::result_type inspect(Inspector& f, stage_status& x) {
            x.waiting_backward);
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, recovery_order& x) {
+  return f(caf::meta::type_name("recovery_order"), x.phase, x.drop_upto, x.forwards_done, x.backwards_done,
+           x.evals_done, x.cancel);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, window_report& x) {
   return f(caf::meta::type_name("window_report"), x.stage, x.generation, x.optimizer_steps, x.staleness_mean,
            x.inversion_error_mean);

@@ -1,6 +1,8 @@
 // Run accounting.
 #include "training/accounting.hpp"
 
+#include <cstdio>
+
 namespace petra {
 
 fault_counts total(const std::vector<fault_counts>& per_stage) {
@@ -28,6 +30,37 @@ void accounting::add_failure(const run_failure& failure, int64_t kept, int64_t u
   recovery_seconds += seconds;
 }
 
+void accounting::add_local(const local_recovery& r) {
+  lost += r.lost;
+  local_recoveries += 1;
+  recovery_seconds += r.seconds;
+}
+
+nlohmann::json local_recovery_line(const local_recovery& r, int epoch, int64_t position) {
+  std::printf("\n%s; rebuilt %zu stage(s) from the %s, %lld micro-batches lost\n", r.what.c_str(),
+              r.stages.size(), r.from.c_str(), static_cast<long long>(r.lost));
+  std::fflush(stdout);
+  nlohmann::json rebuilt = nlohmann::json::array();
+  for (int32_t j : r.stages) rebuilt.push_back(j + 1);
+  return {{"event", "failure"},           {"epoch", epoch},
+          {"position", position},         {"kind", to_string(r.kind)},
+          {"stage", r.stage + 1},         {"what", r.what},
+          {"recovery", "local"},          {"stages_rebuilt", rebuilt},
+          {"restored_from", r.from},      {"lost_micro_batches", r.lost},
+          {"recovery_seconds", r.seconds}};
+}
+
+void accounting::print() const {
+  if (restarts || local_recoveries || faults_injected || duplicates_discarded)
+    std::printf(
+        "micro-batches: %lld completed, %lld lost in %lld stage-local recoveries, %lld replayed after %lld "
+        "rollbacks (%lld undone), %.2f s recovering; %lld faults injected, %lld duplicates discarded\n",
+        static_cast<long long>(completed), static_cast<long long>(lost),
+        static_cast<long long>(local_recoveries), static_cast<long long>(replayed),
+        static_cast<long long>(restarts), static_cast<long long>(rolled_back), recovery_seconds,
+        static_cast<long long>(faults_injected), static_cast<long long>(duplicates_discarded));
+}
+
 nlohmann::json accounting::json() const {
   return {{"completed", completed},
           {"replayed", replayed},
@@ -35,7 +68,9 @@ nlohmann::json accounting::json() const {
           {"restarts", restarts},
           {"faults_injected", faults_injected},
           {"duplicates_discarded", duplicates_discarded},
-          {"recovery_seconds", recovery_seconds}};
+          {"recovery_seconds", recovery_seconds},
+          {"lost", lost},
+          {"local_recoveries", local_recoveries}};
 }
 
 }  // namespace petra

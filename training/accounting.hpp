@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "training/faults.hpp"
+#include "training/runtime.hpp"
 
 namespace petra {
 
@@ -18,6 +19,8 @@ struct accounting {
   int64_t faults_injected = 0;  // in every attempt, failed ones included
   int64_t duplicates_discarded = 0;
   double recovery_seconds = 0;  // from a failure to the pipeline ready again
+  int64_t lost = 0;             // cancelled in stage-local recoveries: never completed
+  int64_t local_recoveries = 0;
 
   /// A phase that succeeded, with its per-stage fault counts.
   void add_phase(int64_t completed_micro_batches, const std::vector<fault_counts>& faults);
@@ -25,8 +28,16 @@ struct accounting {
   /// `kept` of its completed micro-batches precede the point it restarts from (a snapshot), the
   /// `undone` others are undone.
   void add_failure(const run_failure& failure, int64_t kept, int64_t undone, int64_t count, double seconds);
+  /// A stage-local recovery (it ends no attempt).
+  void add_local(const local_recovery& r);
   nlohmann::json json() const;
+  /// The summary's line of it, when anything happened.
+  void print() const;
 };
+
+/// The metrics line of a stage-local recovery in the phase that started at (epoch, position); the
+/// terminal gets its line too.
+nlohmann::json local_recovery_line(const local_recovery& r, int epoch, int64_t position);
 
 /// Σ over stages.
 fault_counts total(const std::vector<fault_counts>& per_stage);

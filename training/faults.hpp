@@ -46,6 +46,7 @@ class run_failure : public std::runtime_error {
   int64_t tick() const { return tick_; }
   std::vector<fault_counts> faults;  // per stage, in the failed attempt
   int64_t completed = 0;             // micro-batches whose backward finished at stage 1 before it
+  std::string not_local;  // why the runtime could not rebuild only the lost stages ("" = not tried)
 
  private:
   failure_kind kind_;

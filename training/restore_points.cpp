@@ -5,6 +5,7 @@
 
 #include "config/config.hpp"
 #include "training/checkpoint.hpp"
+#include "training/setup.hpp"
 #include "training/snapshot.hpp"
 
 namespace petra {
@@ -50,6 +51,13 @@ void restore_points::snapshot(const phase_request& phase, int64_t index, const p
                   {"method", p_.method.str()}});
   last_snapshot_ = g;
   if (++written_ == options_.stop_after_snapshots) throw stopped_at_snapshot{g};
+}
+
+restored_stage restore_points::stage_state(std::size_t j) const {
+  const std::size_t J = stage_sizes(p_.cfg).size();
+  if (last_snapshot_ >= 0 || p_.resume_cut)
+    return {read_snapshot(dir_.path(), J).cut->stages.at(j).state, "snapshot"};
+  return {read_checkpoint(dir_.file("checkpoint.safetensors"), J).stages.at(j), "checkpoint"};
 }
 
 void restore_points::checkpoint(int epoch, int64_t position) {

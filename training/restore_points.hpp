@@ -36,6 +36,10 @@ class restore_points {
   /// Writes checkpoint.safetensors: every stage's state, drained, at (epoch, position).
   void checkpoint(int epoch, int64_t position);
 
+  /// Stage-local recovery: stage j's state in the last snapshot of the run (written by this process
+  /// or resumed from), else in the last checkpoint.
+  restored_stage stage_state(std::size_t j) const;
+
   /// The position of the last snapshot this process wrote (−1: none).
   int64_t last_snapshot() const { return last_snapshot_; }
 

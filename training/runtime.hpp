@@ -4,6 +4,8 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "compute/pipeline/cut.hpp"
@@ -24,6 +26,24 @@ namespace petra {
 /// (takes_cuts) cuts the running pipeline before each micro-batch of `cut_before` (counted from
 /// the phase's first, ascending, each in 1 .. count−1) enters, and with `resume` continues the phase
 /// from a cut an earlier attempt or process took.
+/// The state a stage rebuilt alone starts from (stage-local recovery, DESIGN.md §6): its part of
+/// the last snapshot, or of the last checkpoint.
+struct restored_stage {
+  stage_snapshot state;
+  std::string from;  // "snapshot" | "checkpoint"
+};
+
+/// A failure the runtime recovered from by rebuilding only the lost stages.
+struct local_recovery {
+  failure_kind kind = failure_kind::lost_actor;
+  int32_t stage = -1;  // where it was noticed (0-based)
+  std::string what;
+  std::vector<int32_t> stages;  // rebuilt (0-based)
+  std::string from;             // where their state came from
+  int64_t lost = 0;             // micro-batches whose backward was lost with them: not completed
+  double seconds = 0;           // from the failure to the pipeline running again
+};
+
 struct phase_request {
   int epoch = 1;
   int64_t first = 0;
@@ -32,6 +52,11 @@ struct phase_request {
   bool evaluation_waves = false;
   std::vector<int64_t> cut_before;
   std::shared_ptr<const pipeline_cut> resume;
+  /// Stage-local recovery (a runtime that can: async): the state of a stage to rebuild, or nullopt to
+  /// roll back globally. Empty: every failure ends the attempt.
+  std::function<std::optional<restored_stage>(std::size_t stage)> local_state;
+  /// Told of each stage-local recovery.
+  std::function<void(const local_recovery&)> on_local_recovery;
 
   /// `count` micro-batches from `first` of `epoch`: a first attempt, drained epochs, no cuts.
   static phase_request of(int epoch, int64_t first, int64_t count) {

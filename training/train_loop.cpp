@@ -120,12 +120,23 @@ class run {
       const cut_fn on_cut = [&](int64_t index, const pipeline_cut& cut) {
         points_.snapshot(request, index, cut);
       };
+      if (p_.cfg.faults.recovery == "local") {  // rebuild only the lost stages where the runtime can
+        attempt.local_state = [&](std::size_t j) -> std::optional<restored_stage> {
+          if (account_.restarts + account_.local_recoveries >= p_.cfg.faults.max_restarts)
+            return std::nullopt;
+          return points_.stage_state(j);
+        };
+        attempt.on_local_recovery = [&](const local_recovery& r) {
+          account_.add_local(r);
+          dir_.log(local_recovery_line(r, request.epoch, request.first));
+        };
+      }
       try {
         phase_result result = p_.runtime->train(attempt, progress, on_epoch, on_cut);
         account_.add_phase(result.completed, result.faults);
         return result;
       } catch (const run_failure& e) {
-        if (attempt.attempt >= p_.cfg.faults.max_restarts) throw;
+        if (attempt.attempt + account_.local_recoveries >= p_.cfg.faults.max_restarts) throw;
         const auto t0 = clock_type::now();
         // Back to the last snapshot of this phase, else to where the phase started (its cut or
         // the checkpoint); what the attempt completed after that point is undone and replayed.
@@ -161,6 +172,7 @@ class run {
                   {"duplicates_discarded", total(e.faults).duplicates_discarded},
                   {"recovery_seconds", seconds},
                   {"restored_from", attempt.resume ? "snapshot" : "checkpoint"},
+                  {"recovery", e.not_local.empty() ? "global" : "global (" + e.not_local + ")"},
                   {"replayed_micro_batches", replay}});
       }
     }
@@ -212,15 +224,7 @@ class run {
               {"images_per_s", images_per_s}});
     std::printf("done: test accuracy %.2f%%, wall %.1f s, %.0f img/s training -> %s\n",
                 100 * last_test_accuracy_, wall, images_per_s, dir_.path().c_str());
-    if (account_.restarts || account_.faults_injected || account_.duplicates_discarded)
-      std::printf(
-          "micro-batches: %lld completed, %lld replayed after %lld rollbacks (%lld undone, %.2f s "
-          "recovering); "
-          "%lld faults injected, %lld duplicates discarded\n",
-          static_cast<long long>(account_.completed), static_cast<long long>(account_.replayed),
-          static_cast<long long>(account_.restarts), static_cast<long long>(account_.rolled_back),
-          account_.recovery_seconds, static_cast<long long>(account_.faults_injected),
-          static_cast<long long>(account_.duplicates_discarded));
+    account_.print();
   }
 
   prepared_run& p_;

@@ -178,6 +178,28 @@ void stage::release_stash(int64_t version) {
   }
 }
 
+std::vector<int64_t> stage::outstanding_ids() const {
+  std::vector<int64_t> ids;
+  for (const pending& p : outstanding_) ids.push_back(p.id);
+  return ids;
+}
+
+std::vector<int64_t> stage::drop(const std::function<bool(int64_t)>& lost) {
+  std::vector<int64_t> dropped;
+  std::deque<pending> kept;
+  for (pending& p : outstanding_) {
+    if (!lost(p.id)) {
+      kept.push_back(std::move(p));
+      continue;
+    }
+    dropped.push_back(p.id);
+    if (options_.stash_weights) release_stash(p.version);
+  }
+  outstanding_ = std::move(kept);
+  if (options_.taped && !dropped.empty()) taped_ = tape{};
+  return dropped;
+}
+
 void stage::update_fifo_stats() {
   std::size_t held = 0, bytes = 0;
   for (const pending& p : outstanding_) {

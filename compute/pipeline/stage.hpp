@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -80,6 +81,12 @@ class stage {
   std::size_t outstanding() const { return outstanding_.size(); }
   /// The micro-batch whose backward must come next (-1 when none is outstanding).
   int64_t next_backward_id() const { return outstanding_.empty() ? -1 : outstanding_.front().id; }
+  /// The outstanding forwards' micro-batches, oldest first.
+  std::vector<int64_t> outstanding_ids() const;
+  /// Forgets the outstanding forwards of the micro-batches `lost` says true for (stage-local
+  /// recovery: their backward will never come): their kept inputs, their stashed weights, a
+  /// backprop stage's tape. Nothing is accumulated or stepped. Returns the ids dropped, oldest first.
+  std::vector<int64_t> drop(const std::function<bool(int64_t)>& lost);
 
   /// What the stage holds for the micro-batches in flight, beyond its weights: each outstanding
   /// forward (with the input it keeps, if any), the stashed weight versions and how many of their

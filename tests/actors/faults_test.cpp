@@ -206,3 +206,33 @@ TEST_CASE("SIGKILL of a node mid-run: detected, its stage moves to the spare nod
   CHECK(failure["kind"] == "lost actor");
   CHECK(failure["stage"] == 2);
 }
+
+TEST_CASE(
+    "async: SIGKILL of a node with two stages: only they are rebuilt on the spare, nothing else goes back") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  run_dirs dirs;
+  node_process doomed, spare;
+  // No snapshots until the epoch ends (none then pending): the two stages start again from the
+  // checkpoint the run began with.
+  const auto killed =
+      dirs.sets("killed", {"runtime.mode=async", "output.checkpoint_every_steps=0",
+                           "pipeline.nodes=[local," + doomed.address() + "," + doomed.address() + ",local]",
+                           "pipeline.spare_nodes=[" + spare.address() + "]",
+                           "faults.kill_node=[" + doomed.address() + "@0.3]", "data.train_limit=8192",
+                           "training.epochs=1"});
+  REQUIRE(train_command({"tiny", killed, "", 0}) == 0);
+  CHECK(doomed.wait_signal() == SIGKILL);
+  const auto failure = dirs.first_event("killed", "failure");
+  MESSAGE("failure: " << failure.dump());
+  CHECK(failure["kind"] == "lost actor");
+  CHECK(failure["recovery"] == "local");
+  CHECK(failure["stages_rebuilt"] == nlohmann::json::array({2, 3}));
+  CHECK(failure["restored_from"] == "checkpoint");
+  const auto summary = dirs.summary("killed");
+  const nlohmann::json& counted = summary["micro_batches"];
+  CHECK(counted["restarts"] == 0);
+  CHECK(counted["local_recoveries"] == 1);
+  CHECK(counted["lost"] == failure["lost_micro_batches"]);
+  CHECK(counted["completed"].get<int64_t>() + counted["lost"].get<int64_t>() == 8192 / 8);
+  CHECK(counted["faults_injected"].get<int64_t>() >= 1);  // the kill
+}

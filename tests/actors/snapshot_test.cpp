@@ -292,13 +292,74 @@ TEST_CASE(
   // then: with 2J − 1 = 7 credits, 50 enters only after 43 finished at stage 1, and every part of
   // that cut went out before 40's backward passed its stage.
   sets.push_back("faults.crash_at_tick=[-1,-1,50,-1]");
+  sets.push_back("faults.recovery=global");
   sets.push_back("output.name=crashed");
   petra::train_options run{"tiny", sets, "", 0};
   REQUIRE(app::train_command(run) == 0);
   const auto failures = event_lines(dir / "crashed", "failure");
   REQUIRE(failures.size() == 1);
+  CHECK(failures[0]["recovery"] == "global");
   CHECK(failures[0]["restored_from"] == "snapshot");
   CHECK(failures[0]["replayed_micro_batches"] == 64 - 40);  // from the cut before 40, not from 32
   check_every_micro_batch_once(dir / "crashed");
+  fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "async: a crashed stage is rebuilt alone from its snapshot; the others keep their state, every "
+    "micro-batch is completed or counted lost") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  const fs::path dir = fs::temp_directory_path() / ("petra-local-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  for (const std::string method : {"petra", "delayed+inputs+weights"}) {
+    CAPTURE(method);
+    auto sets = base_sets(dir, "async", method);
+    // Snapshots at epoch ends only: stage 3 throws at its forward of micro-batch 45, long after the
+    // cut before 32 was whole (its markers passed every stage before 32 did) and before the next.
+    sets.push_back("output.checkpoint_every_steps=0");
+    sets.push_back("faults.crash_at_tick=[-1,-1,45,-1]");
+    sets.push_back("output.name=" + method);
+    petra::train_options run{"tiny", sets, "", 0};
+    REQUIRE(app::train_command(run) == 0);
+    const auto failures = event_lines(dir / method, "failure");
+    REQUIRE(failures.size() == 1);
+    CHECK(failures[0]["recovery"] == "local");
+    CHECK(failures[0]["stages_rebuilt"] == nlohmann::json::array({3}));
+    CHECK(failures[0]["restored_from"] == "snapshot");
+    const int64_t lost = failures[0]["lost_micro_batches"].get<int64_t>();
+    CHECK(lost >= 1);
+    CHECK(lost <= 7);  // at most the 2J − 1 credits were in flight
+    const auto summary = event_lines(dir / method, "summary");
+    REQUIRE(summary.size() == 1);
+    const nlohmann::json& counted = summary[0]["micro_batches"];
+    CHECK(counted["completed"].get<int64_t>() + counted["lost"].get<int64_t>() == 64);
+    CHECK(counted["lost"] == lost);
+    CHECK(counted["local_recoveries"] == 1);
+    CHECK(counted["restarts"] == 0);
+    CHECK(counted["replayed"] == 0);
+    const auto epochs = event_lines(dir / method, "epoch");
+    REQUIRE(epochs.size() == 2);
+    // Stage 3 went back to its state before micro-batch 32 and lost the steps it took after it;
+    // stages 2 and 4 kept theirs.
+    const auto steps = [&](std::size_t j) { return epochs[1]["stages"][j]["weight_version"].get<int64_t>(); };
+    CHECK(steps(2) < steps(1));
+    CHECK(steps(2) < steps(3));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("async: a lost stage 1 is not rebuilt alone: the run rolls back, saying why") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  const fs::path dir = fs::temp_directory_path() / ("petra-local-first-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto sets = base_sets(dir, "async", "petra");
+  sets.push_back("faults.crash_at_tick=[50,-1,-1,-1]");
+  sets.push_back("output.name=first");
+  petra::train_options run{"tiny", sets, "", 0};
+  REQUIRE(app::train_command(run) == 0);
+  const auto failures = event_lines(dir / "first", "failure");
+  REQUIRE(failures.size() == 1);
+  CHECK(failures[0]["recovery"].get<std::string>().find("stage 1 is lost") != std::string::npos);
+  check_every_micro_batch_once(dir / "first");
   fs::remove_all(dir);
 }

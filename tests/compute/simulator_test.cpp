@@ -174,6 +174,25 @@ TEST_CASE("mismatched backward order is refused") {
                        doctest::Contains("oldest outstanding forward is 7"), std::logic_error);
 }
 
+TEST_CASE("a dropped micro-batch leaves nothing behind: the others' backwards run in order") {
+  const method_options m = method_of(method_kind::delayed, true, true);  // FIFO and stash both held
+  pipeline_fixture f(m, 0.05, 1);
+  stage& s = *f.stages[3];
+  std::mt19937 rng(1);
+  const activation x = random_activation({{4, 4, 8, 8}, {4, 4, 8, 8}}, rng);
+  activation y;
+  for (int64_t id = 0; id < 3; ++id) y = s.forward(x, id, id);
+  const activation dy = random_activation({y.x1.shape(), y.x2.shape()}, rng);
+  s.backward(y, dy, 0, 3);  // a step: micro-batches 1 and 2 hold a stashed version each
+  CHECK(s.drop([](int64_t id) { return id == 5; }).empty());
+  CHECK(s.drop([](int64_t id) { return id == 1; }) == std::vector<int64_t>{1});
+  CHECK(s.outstanding_ids() == std::vector<int64_t>{2});
+  CHECK(s.next_backward_id() == 2);  // 1 is gone
+  s.backward(y, dy, 2, 4);
+  CHECK(s.outstanding() == 0);
+  CHECK(s.export_inflight().stash.empty());  // every stashed version released
+}
+
 TEST_CASE("measured FIFO and stash bytes equal the memory model's runtime bytes") {
   const method_options m = method_of(method_kind::delayed, true, true);
   const int k = 2;

@@ -1,0 +1,136 @@
+// Stage-local recovery: hold, check, rebuild, forget, go on.
+#include "actors/local_recovery.hpp"
+
+#include <algorithm>
+
+namespace petra {
+
+using namespace messages;
+using namespace atoms;
+
+namespace {
+
+constexpr auto control_timeout = std::chrono::seconds(60);
+
+struct local_outcome {
+  bool done = false;
+  std::string why_not;          // when not done: why only a global rollback can recover
+  std::vector<int32_t> stages;  // rebuilt
+  std::string from;
+  int64_t lost = 0;
+};
+
+local_outcome refused(std::string why) {
+  local_outcome out;
+  out.why_not = std::move(why);
+  return out;
+}
+
+std::string stage_name(int32_t j) { return "stage " + std::to_string(j + 1); }
+
+local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const run_failure& failure,
+                      const phase_plan& plan,
+                      const std::function<std::optional<restored_stage>(std::size_t)>& state_of) {
+  const failure_kind kind = failure.kind();
+  if (failure.stage() < 0 || (kind != failure_kind::injected_crash && kind != failure_kind::lost_actor &&
+                              kind != failure_kind::stage_exception))
+    return refused("the failure is not a lost or failed stage");
+  std::vector<int32_t> lost = pipeline.lost_with(failure.stage());
+  std::sort(lost.begin(), lost.end());
+  // What the lost stages still send (the failure report behind their loss, or the loss behind the
+  // report) is no news.
+  for (int32_t j : lost) control.unwatch(pipeline.stages()[static_cast<std::size_t>(j)].address());
+  const int32_t a = lost.front(), b = lost.back();
+  const auto J = static_cast<int32_t>(pipeline.stages().size());
+  if (b - a + 1 != static_cast<int32_t>(lost.size())) return refused("the lost stages are not neighbours");
+  if (a == 0) return refused("stage 1 is lost (it holds the run's count of completed micro-batches)");
+  for (int32_t j : lost)
+    if (!pipeline.on_cpu(j)) return refused(stage_name(j) + " computes on a device other stages share");
+
+  // Hold the feed and the stage before the lost ones: what went into the lost stages is fixed now.
+  const auto last_marker = control.ask<int64_t>(pipeline.loader(), control_timeout, hold_atom_v);
+  const stage_actor before = pipeline.stages()[static_cast<std::size_t>(a - 1)];
+  const recovery_order where = control.ask<recovery_order>(before, control_timeout, hold_atom_v);
+  const auto scored = control.ask<int64_t>(pipeline.loss(), control_timeout, hold_atom_v);
+  if (!control.cuts_settled(last_marker)) return refused("a snapshot was being taken");
+  if (where.evals_done > scored) return refused("evaluation batches were inside the lost stages");
+  for (int64_t id : where.cancel)
+    if (plan.per_epoch > 0 && (id + 1) % plan.per_epoch == 0)
+      return refused("micro-batch " + std::to_string(id) + ", an epoch's last, was inside the lost stages");
+  std::vector<restored_stage> states;
+  for (int32_t j : lost) {
+    std::optional<restored_stage> s = state_of(static_cast<std::size_t>(j));
+    if (!s) return refused("no saved state of " + stage_name(j));
+    states.push_back(std::move(*s));
+  }
+
+  // Rebuild the lost stages: their saved state, the running phase, every micro-batch that entered
+  // them before forgotten and counted as passed.
+  for (int32_t j : lost) pipeline.respawn(j);
+  recovery_order rebuilt;
+  rebuilt.phase = plan.phase;
+  rebuilt.drop_upto = where.drop_upto;
+  rebuilt.forwards_done = where.forwards_done;
+  rebuilt.backwards_done = where.forwards_done;
+  rebuilt.evals_done = where.evals_done;
+  for (std::size_t i = 0; i < lost.size(); ++i) {
+    const stage_actor& s = pipeline.stages()[static_cast<std::size_t>(lost[i])];
+    pipeline.rewire(lost[i]);
+    control.ask<restore_atom>(s, control_timeout, restore_atom_v, states[i].state);
+    control.ask<plan_atom>(s, control_timeout, plan_atom_v, plan);
+    control.ask<recover_atom>(s, control_timeout, recover_atom_v, rebuilt);
+  }
+  // The stages after them forget the same micro-batches; the one right after sends to the new one.
+  recovery_order after = rebuilt;
+  after.forwards_done = after.evals_done = -1;
+  for (int32_t j = b + 1; j < J; ++j) {
+    if (j == b + 1) pipeline.rewire(j);
+    control.ask<recover_atom>(pipeline.stages()[static_cast<std::size_t>(j)], control_timeout, recover_atom_v,
+                              after);
+  }
+  recovery_order cancel;
+  cancel.phase = plan.phase;
+  cancel.cancel = where.cancel;
+  control.ask<recover_atom>(pipeline.loss(), control_timeout, recover_atom_v, cancel);
+  if (b == J - 1) pipeline.rewire_loss();
+  // The stages before them cancel the lost micro-batches (stage 1 returns their credits); the one
+  // right before sends to the new one and goes on; then the feed.
+  pipeline.rewire(a - 1);
+  for (int32_t j = a - 1; j >= 0; --j)
+    control.ask<recover_atom>(pipeline.stages()[static_cast<std::size_t>(j)], control_timeout, recover_atom_v,
+                              cancel);
+  control.ask<recover_atom>(pipeline.loader(), control_timeout, recover_atom_v);
+
+  local_outcome out;
+  out.done = true;
+  out.stages = lost;
+  out.from = states.front().from;
+  out.lost = static_cast<int64_t>(where.cancel.size());
+  return out;
+}
+
+}  // namespace
+
+bool recover_stages(actor_pipeline& pipeline, control_channel& control, run_failure& failure,
+                    const phase_plan& plan, const phase_request& request) {
+  if (!request.local_state) return false;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (failure.kind() == failure_kind::injected_crash) pipeline.crash_fired();
+  const local_outcome r = rebuild(pipeline, control, failure, plan, request.local_state);
+  if (!r.done) {
+    failure.not_local = r.why_not;
+    return false;
+  }
+  local_recovery report;
+  report.kind = failure.kind();
+  report.stage = failure.stage();
+  report.what = failure.what();
+  report.stages = r.stages;
+  report.from = r.from;
+  report.lost = r.lost;
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (request.on_local_recovery) request.on_local_recovery(report);
+  return true;
+}
+
+}  // namespace petra

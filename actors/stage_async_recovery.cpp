@@ -1,0 +1,64 @@
+// Stage-local recovery of an async stage (DESIGN.md §6): the stage before the lost ones is held
+// while they are rebuilt and says which of its micro-batches went into them and will not come
+// back; every stage then forgets those, and the stages after the lost ones (and the rebuilt)
+// forget everything up to the last micro-batch that entered them before the failure.
+#include "actors/stage_async.hpp"
+
+namespace petra::detail {
+
+bool forgotten(const async_state& st, int64_t id) {
+  return id >= 0 && (id <= st.drop_upto || st.cancelled.count(id) > 0);
+}
+
+recovery_order on_hold(async_self self) {
+  async_state& st = self->state;
+  stage_core& c = st.core;
+  if (!c.in_phase) throw std::invalid_argument("held outside a phase");
+  st.held = true;
+  recovery_order out;
+  out.phase = c.plan.phase;
+  out.drop_upto = st.last_forwarded;
+  out.forwards_done = c.tick;
+  out.backwards_done = c.backwards_in_phase;
+  out.evals_done = c.evals_done;
+  // Outstanding here with no backward queued: its backward was in (or behind) the lost stages.
+  for (int64_t id : c.ctx.compute->outstanding_ids())
+    if (st.backwards.count(id) == 0) out.cancel.push_back(id);
+  return out;
+}
+
+void on_recover(async_self self, const recovery_order& order) {
+  async_state& st = self->state;
+  stage_core& c = st.core;
+  if (!c.in_phase || order.phase != c.plan.phase)
+    throw std::invalid_argument("a recovery order for phase " + std::to_string(order.phase) +
+                                (c.in_phase ? ", the stage runs phase " + std::to_string(c.plan.phase)
+                                            : std::string(", the stage is between phases")));
+  st.cancelled.insert(order.cancel.begin(), order.cancel.end());
+  st.drop_upto = std::max(st.drop_upto, order.drop_upto);
+  const std::vector<int64_t> dropped = c.ctx.compute->drop([&](int64_t id) { return forgotten(st, id); });
+  for (auto f = st.forwards.begin(); f != st.forwards.end();)
+    f = forgotten(st, f->s.micro_batch) ? st.forwards.erase(f) : std::next(f);
+  for (auto b = st.backwards.begin(); b != st.backwards.end();)
+    b = forgotten(st, b->first) ? st.backwards.erase(b) : std::next(b);
+  if (c.awaiting_loss && forgotten(st, c.logits_id)) {
+    c.awaiting_loss = false;
+    c.logits = activation{};
+    c.logits_id = -1;
+  }
+  if (order.backwards_done < 0) {
+    // A stage before the lost ones: a cancelled micro-batch has passed it for good; stage 1 gives
+    // its credit back (it is lost, not completed).
+    c.backwards_in_phase += static_cast<int64_t>(dropped.size());
+    if (c.is_first() && !dropped.empty())
+      self->send(c.links.loader, credit_atom_v, static_cast<int64_t>(dropped.size()), c.plan.phase);
+  } else {
+    c.backwards_in_phase = order.backwards_done;
+  }
+  if (order.forwards_done >= 0) c.tick = order.forwards_done;
+  if (order.evals_done >= 0) c.evals_done = order.evals_done;
+  st.held = false;
+  advance(self);
+}
+
+}  // namespace petra::detail
