@@ -67,7 +67,12 @@ void control_channel::begin_attempt(std::size_t stages, progress_fn progress, ep
   phase_ends_ = 0;
   cuts_.clear();
   cuts_fn_ = {};
-  last_cut_done_ = -1;
+  abandoned_upto_ = -1;
+}
+
+void control_channel::abandon_cuts(int64_t upto) {
+  abandoned_upto_ = std::max(abandoned_upto_, upto);
+  cuts_.erase(cuts_.begin(), cuts_.upper_bound(upto));
 }
 
 void control_channel::count_kill(int32_t stage) {
@@ -153,7 +158,9 @@ void control_channel::on_cut_part(cut_part& p) {
   // Each producer's part follows every epoch part it sent before the cut and precedes those after:
   // a cut's shadow starts as the epochs when its first part came (nothing after the cut is in them
   // yet) and takes the parts of the producers whose part of it is not in yet.
-  if (!cuts_fn_ || !epochs_ || !current(caf::actor_cast<caf::actor_addr>(self_->current_sender()))) return;
+  if (!cuts_fn_ || !epochs_ || !current(caf::actor_cast<caf::actor_addr>(self_->current_sender())) ||
+      p.tick <= abandoned_upto_)
+    return;
   const std::size_t J = faults_.size();
   const std::size_t producer = p.stage < 0 ? J : static_cast<std::size_t>(p.stage);
   if (producer > J) return;
@@ -170,7 +177,6 @@ void control_channel::on_cut_part(cut_part& p) {
   const nlohmann::json epochs = c.shadow.save();
   const int64_t tick = it->first;
   cuts_.erase(it);
-  last_cut_done_ = std::max(last_cut_done_, tick);
   cuts_fn_(tick, parts, epochs);
 }
 

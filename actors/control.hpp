@@ -40,8 +40,9 @@ class control_channel {
   void watch_extra(const caf::actor_addr& who, int32_t stage);
   /// No longer watches `who` (a lost actor, once its loss is handled): its events are stale.
   void unwatch(const caf::actor_addr& who) { watched_.erase(who); }
-  /// Whether every cut whose marker went out by `last_marker` (a tick, -1 = none) is complete.
-  bool cuts_settled(int64_t last_marker) const { return cuts_.empty() && last_marker <= last_cut_done_; }
+  /// Gives up the cuts up to tick `upto` that are not complete (stage-local recovery): their parts
+  /// are dropped, now and when they come.
+  void abandon_cuts(int64_t upto);
 
   /// Called with the loss actor's totals of the phase so far and each stage's latest window of
   /// optimizer steps (empty when per-step metrics are off).
@@ -191,7 +192,7 @@ class control_channel {
     epoch_collector shadow;  // the epochs as the parts sent before the cut make them
   };
   std::map<int64_t, pending_cut> cuts_;  // by tick
-  int64_t last_cut_done_ = -1;           // the tick of the last cut complete in this attempt
+  int64_t abandoned_upto_ = -1;          // cuts given up: parts up to this tick are dropped
   cut_fn cuts_fn_;
 };
 

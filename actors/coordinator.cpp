@@ -111,9 +111,8 @@ class actor_runtime : public pipeline_runtime {
           });
           ended = true;
         } catch (run_failure& failure) {
-          if (config_.runtime.mode != config::runtime_mode::async ||
-              !recover_stages(pipeline_, control_, failure, plan, request))
-            throw;
+          if (extra > 0) failure.not_local = "lockstep link delays shift the ticks";
+          if (extra > 0 || !recover_stages(pipeline_, control_, failure, plan, lockstep, request)) throw;
         }
       }
       static_cast<run_totals&>(out) =

@@ -29,7 +29,7 @@ local_outcome refused(std::string why) {
 std::string stage_name(int32_t j) { return "stage " + std::to_string(j + 1); }
 
 local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const run_failure& failure,
-                      const phase_plan& plan,
+                      const phase_plan& plan, bool lockstep,
                       const std::function<std::optional<restored_stage>(std::size_t)>& state_of) {
   const failure_kind kind = failure.kind();
   if (failure.stage() < 0 || (kind != failure_kind::injected_crash && kind != failure_kind::lost_actor &&
@@ -47,16 +47,27 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   for (int32_t j : lost)
     if (!pipeline.on_cpu(j)) return refused(stage_name(j) + " computes on a device other stages share");
 
-  // Hold the feed and the stage before the lost ones: what went into the lost stages is fixed now.
-  const auto last_marker = control.ask<int64_t>(pipeline.loader(), control_timeout, hold_atom_v);
+  // Hold the feed (async) and the stage before the lost ones (lockstep: and the one after): what
+  // went into the lost stages is fixed now.
+  const auto last_marker =
+      lockstep ? int64_t{-1} : control.ask<int64_t>(pipeline.loader(), control_timeout, hold_atom_v);
   const stage_actor before = pipeline.stages()[static_cast<std::size_t>(a - 1)];
   const recovery_order where = control.ask<recovery_order>(before, control_timeout, hold_atom_v);
+  recovery_order next;  // lockstep: where the stage after them stands
+  if (lockstep && b + 1 < J)
+    next = control.ask<recovery_order>(pipeline.stages()[static_cast<std::size_t>(b + 1)], control_timeout,
+                                       hold_atom_v);
   const auto scored = control.ask<int64_t>(pipeline.loss(), control_timeout, hold_atom_v);
-  if (!control.cuts_settled(last_marker)) return refused("a snapshot was being taken");
   if (where.evals_done > scored) return refused("evaluation batches were inside the lost stages");
   for (int64_t id : where.cancel)
     if (plan.per_epoch > 0 && (id + 1) % plan.per_epoch == 0)
       return refused("micro-batch " + std::to_string(id) + ", an epoch's last, was inside the lost stages");
+  // Lockstep: the rebuilt stages start one tick before the earlier of their neighbours, running
+  // as markers the inputs those had sent into the lost stages; cuts any stage may have run are given
+  // up (no stage is more than J ticks ahead of the held ones).
+  const int64_t start = (b + 1 < J ? std::min(where.tick, next.tick) : where.tick) - 1;
+  if (lockstep && start < 0) return refused("the failure came before the pipeline filled");
+  const int64_t abandon = lockstep ? std::max(where.tick, next.tick) + J : last_marker;
   std::vector<restored_stage> states;
   for (int32_t j : lost) {
     std::optional<restored_stage> s = state_of(static_cast<std::size_t>(j));
@@ -66,9 +77,12 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
 
   // Rebuild the lost stages: their saved state, the running phase, every micro-batch that entered
   // them before forgotten and counted as passed.
+  // A snapshot in progress cannot complete: the lost stages' parts went with them.
+  control.abandon_cuts(abandon);
   for (int32_t j : lost) pipeline.respawn(j);
   recovery_order rebuilt;
   rebuilt.phase = plan.phase;
+  rebuilt.abandon_cuts = abandon;
   rebuilt.drop_upto = where.drop_upto;
   rebuilt.forwards_done = where.forwards_done;
   rebuilt.backwards_done = where.forwards_done;
@@ -76,9 +90,18 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   for (std::size_t i = 0; i < lost.size(); ++i) {
     const stage_actor& s = pipeline.stages()[static_cast<std::size_t>(lost[i])];
     pipeline.rewire(lost[i]);
+    control.ask<recovery_order>(s, control_timeout, hold_atom_v);  // until its order: not on its plan alone
     control.ask<restore_atom>(s, control_timeout, restore_atom_v, states[i].state);
     control.ask<plan_atom>(s, control_timeout, plan_atom_v, plan);
-    control.ask<recover_atom>(s, control_timeout, recover_atom_v, rebuilt);
+    recovery_order mine = rebuilt;
+    if (lockstep) {
+      mine.tick = start;
+      mine.forward_markers_upto = lost[i] == a ? where.tick : start;
+      mine.backward_markers_upto = lost[i] == b && b + 1 < J ? next.tick : start;
+      if (lost[i] == a) mine.needs_backward_from = where.needs_backward_from;
+      if (lost[i] == b && b + 1 < J) mine.needs_forward_from = next.needs_forward_from;
+    }
+    control.ask<recover_atom>(s, control_timeout, recover_atom_v, mine);
   }
   // The stages after them forget the same micro-batches; the one right after sends to the new one.
   recovery_order after = rebuilt;
@@ -91,6 +114,7 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   recovery_order cancel;
   cancel.phase = plan.phase;
   cancel.cancel = where.cancel;
+  cancel.abandon_cuts = abandon;
   control.ask<recover_atom>(pipeline.loss(), control_timeout, recover_atom_v, cancel);
   if (b == J - 1) pipeline.rewire_loss();
   // The stages before them cancel the lost micro-batches (stage 1 returns their credits); the one
@@ -99,7 +123,7 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   for (int32_t j = a - 1; j >= 0; --j)
     control.ask<recover_atom>(pipeline.stages()[static_cast<std::size_t>(j)], control_timeout, recover_atom_v,
                               cancel);
-  control.ask<recover_atom>(pipeline.loader(), control_timeout, recover_atom_v);
+  if (!lockstep) control.ask<recover_atom>(pipeline.loader(), control_timeout, recover_atom_v);
 
   local_outcome out;
   out.done = true;
@@ -112,11 +136,11 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
 }  // namespace
 
 bool recover_stages(actor_pipeline& pipeline, control_channel& control, run_failure& failure,
-                    const phase_plan& plan, const phase_request& request) {
+                    const phase_plan& plan, bool lockstep, const phase_request& request) {
   if (!request.local_state) return false;
   const auto t0 = std::chrono::steady_clock::now();
   if (failure.kind() == failure_kind::injected_crash) pipeline.crash_fired();
-  const local_outcome r = rebuild(pipeline, control, failure, plan, request.local_state);
+  const local_outcome r = rebuild(pipeline, control, failure, plan, lockstep, request.local_state);
   if (!r.done) {
     failure.not_local = r.why_not;
     return false;

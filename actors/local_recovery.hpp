@@ -1,4 +1,4 @@
-// Stage-local recovery of the async runtime (DESIGN.md §6): after a stage (or the node holding
+// Stage-local recovery of the actor runtimes (DESIGN.md §6): after a stage (or the node holding
 // some) is lost, only the lost stages are rebuilt, from the state training/ gives them, while every
 // other stage keeps its live state. The micro-batches whose backward was inside the lost stages are
 // cancelled at every stage that holds something of them and counted as lost; everything else goes
@@ -19,11 +19,11 @@ namespace petra {
 /// Tries it for `failure` in the running phase `plan` when `request` allows it (local_state):
 /// true when the pipeline runs again (request.on_local_recovery was told). False, with the reason
 /// in failure.not_local, when the failure is not a lost or failed stage, when stage 1 or a stage on
-/// a shared (simulated or GPU) device is lost, when the lost stages are not neighbours, when a
-/// snapshot was being taken, when evaluation batches or an epoch's last micro-batch were inside the
-/// lost stages, or when there is no saved state: the pipeline may then be held and must be rebuilt.
+/// a shared (simulated or GPU) device is lost, when the lost stages are not neighbours, when
+/// evaluation batches or an epoch's last micro-batch were inside the lost stages, or when there is
+/// no saved state. A snapshot in progress is given up: the pipeline may then be held and must be rebuilt.
 /// Throws run_failure when a step fails.
 bool recover_stages(actor_pipeline& pipeline, control_channel& control, run_failure& failure,
-                    const messages::phase_plan& plan, const phase_request& request);
+                    const messages::phase_plan& plan, bool lockstep, const phase_request& request);
 
 }  // namespace petra

@@ -30,6 +30,7 @@ struct loss_actor_state {
   std::map<int32_t, std::pair<eval_report, int64_t>> waves;  // per epoch, its wave so far and batches in
   int64_t eval_scored = 0;                                   // evaluation batches of the phase scored
   std::set<int64_t> cancelled;  // micro-batches lost in a stage-local recovery: late logits are dropped
+  int64_t abandoned_cuts = -1;  // cuts given up in a stage-local recovery: their markers are ignored
   std::shared_ptr<training::trace_recorder> trace;
   training::trace_track track;
   int32_t stages = 1;
@@ -184,6 +185,7 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
         // kept (also those of micro-batches the loader sent after the cut: it sends them again),
         // the totals so far and the epochs' partial sums make the loss side's part.
         auto& st = self->state;
+        if (tick <= st.abandoned_cuts) return;
         training::loss_cut part;
         for (const auto& [key, labels] : st.labels) part.labels.push_back({key.first, key.second, labels});
         part.waiting = static_cast<int64_t>(st.waiting.size());
@@ -214,11 +216,13 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
         self->state.totals = loss_report{};
         self->state.eval_scored = 0;
         self->state.cancelled.clear();
+        self->state.abandoned_cuts = -1;
         return out;
       },
       [=](hold_atom) { return self->state.eval_scored; },
       [=](recover_atom, const recovery_order& order) {
         auto& st = self->state;
+        st.abandoned_cuts = std::max(st.abandoned_cuts, order.abandon_cuts);
         for (int64_t id : order.cancel) {
           st.cancelled.insert(id);
           st.labels.erase({-1, id});

@@ -60,7 +60,7 @@ bool run_step(async_self self) {
   activation out = timed_forward(c, in.x, id, slowed);
   count_slowed(self, c, slowed);
   ++c.tick;  // async "ticks" count this stage's forwards: the delay is in forwards
-  st.last_forwarded = id;
+  c.last_forwarded = id;
   if (c.is_last()) {  // the backward follows when the loss actor answers
     c.logits = out;
     c.logits_id = id;
@@ -78,7 +78,7 @@ bool run_step(async_self self) {
 void advance(async_self self) {
   async_state& st = self->state;
   stage_core& c = st.core;
-  if (!c.in_phase || c.awaiting_loss || st.held) return;
+  if (!c.in_phase || c.awaiting_loss || c.held) return;
   try {
     while (run_step(self)) {
     }
@@ -102,10 +102,6 @@ void on_plan(async_self self, const phase_plan& plan) {
   st.seen_backward.clear();
   st.completed = 0;
   st.cuts.clear();
-  st.held = false;
-  st.drop_upto = -1;
-  st.cancelled.clear();
-  st.last_forwarded = -1;
   c.hold_epoch_reports = false;
   c.held_epoch_reports.clear();
   // Resuming from a cut: its counts and queues (and the loss answer it recorded, run last).
@@ -127,6 +123,7 @@ void on_forward(async_self self, forward_data in) {
   async_state& st = self->state;
   if (!admit(self, st.core, in, st.core.early_forward)) return;
   if (is_marker(in)) {
+    if (in.s.tick <= st.core.abandoned_cuts) return;
     try {
       take_cut(self, in.s.tick);
     } catch (const std::exception& e) {
@@ -134,7 +131,7 @@ void on_forward(async_self self, forward_data in) {
     }
     return;
   }
-  if (forgotten(st, in.s.micro_batch)) return;  // lost in a stage-local recovery
+  if (st.core.forgotten(in.s.micro_batch)) return;  // lost in a stage-local recovery
   // (Evaluation batches are never duplicated: faults spare messages without a micro-batch.)
   if (in.s.micro_batch >= 0 && !st.seen_forward.insert(in.s.micro_batch).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
@@ -147,10 +144,11 @@ void on_backward(async_self self, backward_data in) {
   async_state& st = self->state;
   if (!admit(self, st.core, in, st.core.early_backward)) return;
   if (is_marker(in)) {  // the next stage took its part of the cut: the link's recording ends
+    if (in.s.tick <= st.core.abandoned_cuts) return;
     on_backward_marker(self, in.s.tick);
     return;
   }
-  if (forgotten(st, in.s.micro_batch)) return;
+  if (st.core.forgotten(in.s.micro_batch)) return;
   if (!st.seen_backward.insert(in.s.micro_batch).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
   try {
@@ -167,7 +165,7 @@ void on_backward(async_self self, backward_data in) {
 void on_loss(async_self self, loss_data in) {
   stage_core& c = self->state.core;
   if (!c.awaiting_loss || in.s.micro_batch != c.logits_id || in.s.phase != c.plan.phase ||
-      forgotten(self->state, in.s.micro_batch))
+      c.forgotten(in.s.micro_batch))
     return;
   c.awaiting_loss = false;
   try {

@@ -30,12 +30,6 @@ struct async_state {
   };
   std::deque<pending_cut> cuts;     // in marker order (cuts may overlap: each completes in turn)
   std::optional<stage_cut> resume;  // the part a resumed phase starts from
-  // Stage-local recovery (DESIGN.md §6): held while the coordinator rebuilds lost stages; then the
-  // micro-batches lost with them are forgotten here, and their late messages dropped.
-  bool held = false;
-  int64_t drop_upto = -1;       // every micro-batch up to this one (stages after the lost ones)
-  std::set<int64_t> cancelled;  // these (stages before the lost ones)
-  int64_t last_forwarded = -1;  // the last training micro-batch this stage forwarded
   static inline const char* name = "petra.stage.async";
 };
 
@@ -52,7 +46,5 @@ stage_status status_of(const async_state& st);
 recovery_order on_hold(async_self self);
 /// ...then forgets what the order says, takes over its counts, and goes on.
 void on_recover(async_self self, const recovery_order& order);
-/// A micro-batch lost in a recovery: its late messages are dropped.
-bool forgotten(const async_state& st, int64_t id);
 
 }  // namespace petra::detail

@@ -6,18 +6,14 @@
 
 namespace petra::detail {
 
-bool forgotten(const async_state& st, int64_t id) {
-  return id >= 0 && (id <= st.drop_upto || st.cancelled.count(id) > 0);
-}
-
 recovery_order on_hold(async_self self) {
   async_state& st = self->state;
   stage_core& c = st.core;
-  if (!c.in_phase) throw std::invalid_argument("held outside a phase");
-  st.held = true;
+  c.held = true;
+  if (!c.in_phase) return recovery_order{};  // a rebuilt stage: it waits for its order, not only its plan
   recovery_order out;
   out.phase = c.plan.phase;
-  out.drop_upto = st.last_forwarded;
+  out.drop_upto = c.last_forwarded;
   out.forwards_done = c.tick;
   out.backwards_done = c.backwards_in_phase;
   out.evals_done = c.evals_done;
@@ -34,14 +30,27 @@ void on_recover(async_self self, const recovery_order& order) {
     throw std::invalid_argument("a recovery order for phase " + std::to_string(order.phase) +
                                 (c.in_phase ? ", the stage runs phase " + std::to_string(c.plan.phase)
                                             : std::string(", the stage is between phases")));
-  st.cancelled.insert(order.cancel.begin(), order.cancel.end());
-  st.drop_upto = std::max(st.drop_upto, order.drop_upto);
-  const std::vector<int64_t> dropped = c.ctx.compute->drop([&](int64_t id) { return forgotten(st, id); });
+  c.cancelled.insert(order.cancel.begin(), order.cancel.end());
+  if (order.abandon_cuts > c.abandoned_cuts) {
+    // The cuts in progress are given up: the epoch reports held behind them go now, in order.
+    c.abandoned_cuts = order.abandon_cuts;
+    std::vector<stage_epoch_report> reports;
+    for (std::size_t i = 0; i < st.cuts.size(); ++i) {
+      auto& after = i + 1 < st.cuts.size() ? st.cuts[i].reports_after : c.held_epoch_reports;
+      for (auto& r : after) reports.push_back(std::move(r));
+    }
+    st.cuts.clear();
+    c.hold_epoch_reports = false;
+    c.held_epoch_reports.clear();
+    for (auto& r : reports) self->send(c.links.coordinator, std::move(r));
+  }
+  c.drop_upto = std::max(c.drop_upto, order.drop_upto);
+  const std::vector<int64_t> dropped = c.ctx.compute->drop([&](int64_t id) { return c.forgotten(id); });
   for (auto f = st.forwards.begin(); f != st.forwards.end();)
-    f = forgotten(st, f->s.micro_batch) ? st.forwards.erase(f) : std::next(f);
+    f = c.forgotten(f->s.micro_batch) ? st.forwards.erase(f) : std::next(f);
   for (auto b = st.backwards.begin(); b != st.backwards.end();)
-    b = forgotten(st, b->first) ? st.backwards.erase(b) : std::next(b);
-  if (c.awaiting_loss && forgotten(st, c.logits_id)) {
+    b = c.forgotten(b->first) ? st.backwards.erase(b) : std::next(b);
+  if (c.awaiting_loss && c.forgotten(c.logits_id)) {
     c.awaiting_loss = false;
     c.logits = activation{};
     c.logits_id = -1;
@@ -57,7 +66,7 @@ void on_recover(async_self self, const recovery_order& order) {
   }
   if (order.forwards_done >= 0) c.tick = order.forwards_done;
   if (order.evals_done >= 0) c.evals_done = order.evals_done;
-  st.held = false;
+  c.held = false;
   advance(self);
 }
 

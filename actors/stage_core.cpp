@@ -51,6 +51,9 @@ void begin_phase(stage_core& c, const phase_plan& plan) {
   c.awaiting_loss = false;
   c.evals_done = 0;
   c.backwards_in_phase = 0;
+  c.drop_upto = c.last_forwarded = c.abandoned_cuts = -1;
+  c.quiet_forward_below = c.quiet_backward_below = -1;
+  c.cancelled.clear();
   c.phase_start = clock_type::now();
   if (c.epoch_start == clock_type::time_point{}) c.epoch_start = c.phase_start;
   c.idle = false;

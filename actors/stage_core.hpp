@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 #include <chrono>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "actors/stage_actor.hpp"
@@ -46,7 +47,18 @@ struct stage_core {
   std::vector<stage_epoch_report> held_epoch_reports;  // made since the latest pending cut
   std::vector<forward_data> early_forward;             // for a phase not planned here yet
   std::vector<backward_data> early_backward;
+  // Stage-local recovery (DESIGN.md §6): held while the coordinator rebuilds lost stages; then the
+  // micro-batches lost with them are forgotten here (late messages of theirs dropped, or in lockstep
+  // run as markers).
+  bool held = false;                  // (kept across a plan: a rebuilt stage is held before it gets one)
+  int64_t drop_upto = -1;             // every micro-batch up to this one (stages after the lost ones)
+  std::set<int64_t> cancelled;        // these (stages before the lost ones)
+  int64_t last_forwarded = -1;        // the last training micro-batch this stage forwarded
+  int64_t abandoned_cuts = -1;        // cuts up to this tick were given up (async: their markers are ignored)
+  int64_t quiet_forward_below = -1;   // lockstep, a rebuilt stage: its neighbours hold its messages for
+  int64_t quiet_backward_below = -1;  // ticks before these (or ran them): not sent again
 
+  bool forgotten(int64_t id) const { return id >= 0 && (id <= drop_upto || cancelled.count(id) > 0); }
   bool is_first() const { return ctx.index == 0; }
   bool is_last() const { return ctx.index == links.count - 1; }
   bool faults_on() const { return plan.attempt == 0; }

@@ -32,7 +32,7 @@ void send_forward(lockstep_self self, int64_t id, int64_t t, const activation& o
                   const forward_data& eval) {
   stage_core& c = self->state.core;
   const int64_t at = arrival_tick(c, t, c.faults.forward_delay);
-  if (at >= c.plan.ticks) return;  // nothing is sent past the phase
+  if (at >= c.plan.ticks || at < c.quiet_forward_below) return;  // past the phase, or the next stage has it
   forward_data msg{c.stamp_for(id, at), hand_out(c, out, c.links.next_device, id)};
   msg.eval_epoch = eval.eval_epoch, msg.eval_index = eval.eval_index, msg.eval_x = eval.eval_x;
   emit(self, c, c.links.next, std::move(msg), c.faults.forward_delay);
@@ -43,7 +43,7 @@ void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& 
   stage_core& c = self->state.core;
   if (c.is_first()) return;
   const int64_t at = arrival_tick(c, t, c.faults.backward_delay);
-  if (at >= c.plan.ticks) return;
+  if (at >= c.plan.ticks || at < c.quiet_backward_below) return;
   emit(self, c, c.links.prev,
        backward_data{c.stamp_for(id, at), hand_out(c, rebuilt, c.links.prev_device, id),
                      hand_out(c, grad, c.links.prev_device, id)},
@@ -77,8 +77,9 @@ void send_cut_part(lockstep_self self, int64_t t, forward_data* f, backward_data
   stage_core& c = self->state.core;
   stage_cut part = cut_stage(*c.ctx.compute, *c.ctx.device);
   if (c.is_first()) f = nullptr;  // the loader's message for tick t: it sends it again on resume
-  if (f && f->x.defined()) part.forward = cut_forward{f->s.micro_batch, on_host(c, f->x)};
-  if (b && b->grad.defined()) {
+  if (f && f->x.defined() && !c.forgotten(f->s.micro_batch))
+    part.forward = cut_forward{f->s.micro_batch, on_host(c, f->x)};
+  if (b && b->grad.defined() && !c.forgotten(b->s.micro_batch)) {
     part.backward.id = b->s.micro_batch;
     part.backward.rebuilt = on_host(c, b->rebuilt);
     part.backward.grad = on_host(c, b->grad);
@@ -96,7 +97,7 @@ void send_cut_part(lockstep_self self, int64_t t, forward_data* f, backward_data
 
 bool cut_due(const stage_core& c, int64_t t) {
   const auto& ticks = c.plan.cut_ticks;
-  return !(c.plan.start_tick > 0 && t == c.plan.start_tick) &&
+  return !(c.plan.start_tick > 0 && t == c.plan.start_tick) && t > c.abandoned_cuts &&
          std::binary_search(ticks.begin(), ticks.end(), t);
 }
 
@@ -117,6 +118,9 @@ bool run_tick(lockstep_self self) {
   backward_data bin = b != st.backwards.end() ? std::move(b->second) : backward_data{};
   if (f != st.forwards.end()) st.forwards.erase(f);
   if (b != st.backwards.end()) st.backwards.erase(b);
+  // A micro-batch lost in a stage-local recovery passes as a marker.
+  if (fin.x.defined() && c.forgotten(fin.s.micro_batch)) fin.x = activation{}, fin.s.micro_batch = -1;
+  if (bin.grad.defined() && c.forgotten(bin.s.micro_batch)) bin = backward_data{};
 
   // First the tick's evaluation batch, with the weights the tick starts with (as the simulator).
   forward_data eval;
@@ -129,6 +133,7 @@ bool run_tick(lockstep_self self) {
     const int64_t id = fin.s.micro_batch;
     bool slowed = false;
     activation out = timed_forward(c, fin.x, id, slowed);
+    c.last_forwarded = id;
     count_slowed(self, c, slowed);
     if (c.is_last()) {  // the tick goes on when the loss actor answers
       c.logits = out;
@@ -151,7 +156,7 @@ bool run_tick(lockstep_self self) {
 
 void advance(lockstep_self self) {
   stage_core& c = self->state.core;
-  if (!c.in_phase || c.awaiting_loss) return;
+  if (!c.in_phase || c.awaiting_loss || c.held) return;
   try {
     while (c.tick < c.plan.ticks && run_tick(self)) {
     }
@@ -241,11 +246,14 @@ void resume_from(lockstep_self self, const cut_part& part) {
   self->state.resume = std::move(cut);
 }
 
-recovery_order on_hold(lockstep_self) {
-  throw std::invalid_argument("the lockstep runtime recovers by a global rollback, not stage by stage");
+void skip_loss(lockstep_self self) {
+  stage_core& c = self->state.core;
+  c.awaiting_loss = false;
+  c.logits = activation{};
+  c.logits_id = -1;
+  send_backward(self, -1, c.tick, {}, {});
+  end_tick(self, backward_data{});
 }
-
-void on_recover(lockstep_self self, const recovery_order&) { on_hold(self); }
 
 stage_status status_of(const lockstep_state& st) {
   const stage_core& c = st.core;

@@ -26,9 +26,15 @@ void on_backward(lockstep_self self, backward_data in);
 void on_loss(lockstep_self self, loss_data in);
 void advance(lockstep_self self);
 stage_status status_of(const lockstep_state& st);
-/// Lockstep rolls back globally after a failure: stage-local recovery is refused.
+/// Stage-local recovery (actors/stage_lockstep_recovery.cpp): stops at its tick and says where it
+/// stands...
 recovery_order on_hold(lockstep_self self);
+/// ...then forgets the lost micro-batches (a rebuilt stage: starts at the order's tick, its lost
+/// inputs as markers) and goes on.
 void on_recover(lockstep_self self, const recovery_order& order);
+/// The last stage's output awaiting the loss belonged to a lost micro-batch: its tick ends as one
+/// without a forward.
+void skip_loss(lockstep_self self);
 /// Restores the stage from its part of a cut; the next plan (start_tick = the cut's tick) resumes
 /// there with the part's messages for that tick.
 void resume_from(lockstep_self self, const cut_part& part);

@@ -105,7 +105,7 @@ struct cut_part {
 /// batches of the phase, and its outstanding micro-batches whose backward had not come (cancel: lost
 /// with the stages after it). An order to a stage says what to forget and what to count, then it
 /// goes on: the micro-batches in `cancel`, every micro-batch up to `drop_upto`, and the counts it
-/// takes over (-1 = keep its own).
+/// takes over (-1 = keep its own); a snapshot in progress is given up.
 struct recovery_order {
   int64_t phase = 0;
   int64_t drop_upto = -1;
@@ -113,6 +113,14 @@ struct recovery_order {
   int64_t backwards_done = -1;
   int64_t evals_done = -1;
   std::vector<int64_t> cancel;
+  int64_t abandon_cuts = -1;  // cuts up to this tick are given up: their markers are ignored
+  // Lockstep. A held stage: the tick it runs next, and the first ticks (from it on) whose forward and
+  // backward inputs it does not hold yet. To a rebuilt stage: the tick it starts at, the ticks up to
+  // which its neighbours' messages were lost (it runs them as markers), and the ticks from which on
+  // its neighbours still need its messages.
+  int64_t tick = -1;
+  int64_t forward_markers_upto = -1, backward_markers_upto = -1;
+  int64_t needs_forward_from = -1, needs_backward_from = -1;
 };
 
 /// The faults one stage injects (DESIGN.md §6), from the run's `faults` config.

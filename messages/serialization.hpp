@@ -122,7 +122,8 @@ typename Inspector::result_type inspect(Inspector& f, stage_status& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, recovery_order& x) {
   return f(caf::meta::type_name("recovery_order"), x.phase, x.drop_upto, x.forwards_done, x.backwards_done,
-           x.evals_done, x.cancel);
+           x.evals_done, x.cancel, x.abandon_cuts, x.tick, x.forward_markers_upto, x.backward_markers_upto,
+           x.needs_forward_from, x.needs_backward_from);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, window_report& x) {

@@ -126,7 +126,9 @@ TEST_CASE("crash at a tick: rollback to the last checkpoint, replay, bit-identic
   run_dirs dirs;
   REQUIRE(train_command({"tiny", dirs.sets("clean", {}), "", 0}) == 0);
   // Snapshots every 8 micro-batches (ticks 8, 16, 24): tick 4 comes before the first.
-  REQUIRE(train_command({"tiny", dirs.sets("crash", {"faults.crash_at_tick=[-1,-1,4,-1]"}), "", 0}) == 0);
+  REQUIRE(train_command({"tiny",
+                         dirs.sets("crash", {"faults.crash_at_tick=[-1,-1,4,-1]", "faults.recovery=global"}),
+                         "", 0}) == 0);
   CHECK(differing(dirs.weights("clean"), dirs.weights("crash")) == 0);
   const auto summary = dirs.summary("crash");
   CHECK(summary["micro_batches"]["restarts"] == 1);
@@ -145,7 +147,9 @@ TEST_CASE("crash after a snapshot: rollback to the snapshot, replay from it, bit
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs;
   REQUIRE(train_command({"tiny", dirs.sets("clean", {}), "", 0}) == 0);
-  REQUIRE(train_command({"tiny", dirs.sets("crash", {"faults.crash_at_tick=[-1,-1,20,-1]"}), "", 0}) == 0);
+  REQUIRE(train_command({"tiny",
+                         dirs.sets("crash", {"faults.crash_at_tick=[-1,-1,20,-1]", "faults.recovery=global"}),
+                         "", 0}) == 0);
   CHECK(differing(dirs.weights("clean"), dirs.weights("crash")) == 0);
   const auto summary = dirs.summary("crash");
   const auto failure = dirs.first_event("crash", "failure");
@@ -191,10 +195,11 @@ TEST_CASE("SIGKILL of a node mid-run: detected, its stage moves to the spare nod
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs;
   node_process doomed, spare;
-  const auto killed = dirs.sets("killed", {"pipeline.nodes=[local," + doomed.address() + ",local,local]",
-                                           "pipeline.spare_nodes=[" + spare.address() + "]",
-                                           "faults.kill_node=[" + doomed.address() + "@0.3]",
-                                           "data.train_limit=8192", "training.epochs=1"});
+  const auto killed =
+      dirs.sets("killed", {"pipeline.nodes=[local," + doomed.address() + ",local,local]",
+                           "pipeline.spare_nodes=[" + spare.address() + "]",
+                           "faults.kill_node=[" + doomed.address() + "@0.3]", "data.train_limit=8192",
+                           "training.epochs=1", "faults.recovery=global"});
   REQUIRE(train_command({"tiny", killed, "", 0}) == 0);
   CHECK(doomed.wait_signal() == SIGKILL);  // a real SIGKILL, not an orderly exit
   const auto summary = dirs.summary("killed");
@@ -207,32 +212,61 @@ TEST_CASE("SIGKILL of a node mid-run: detected, its stage moves to the spare nod
   CHECK(failure["stage"] == 2);
 }
 
-TEST_CASE(
-    "async: SIGKILL of a node with two stages: only they are rebuilt on the spare, nothing else goes back") {
+TEST_CASE("SIGKILL of a node with two stages: only they are rebuilt on the spare, nothing else goes back") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  for (const std::string mode : {"async", "lockstep"}) {
+    CAPTURE(mode);
+    run_dirs dirs;
+    node_process doomed, spare;
+    // No snapshots (the one epoch is the run): the two stages start again from the checkpoint the
+    // run began with.
+    const auto killed =
+        dirs.sets("killed", {"runtime.mode=" + mode, "output.checkpoint_every_steps=0",
+                             "pipeline.nodes=[local," + doomed.address() + "," + doomed.address() + ",local]",
+                             "pipeline.spare_nodes=[" + spare.address() + "]",
+                             "faults.kill_node=[" + doomed.address() + "@0.3]", "data.train_limit=8192",
+                             "training.epochs=1"});
+    REQUIRE(train_command({"tiny", killed, "", 0}) == 0);
+    CHECK(doomed.wait_signal() == SIGKILL);
+    const auto failure = dirs.first_event("killed", "failure");
+    MESSAGE("failure: " << failure.dump());
+    CHECK(failure["kind"] == "lost actor");
+    CHECK(failure["recovery"] == "local");
+    CHECK(failure["stages_rebuilt"] == nlohmann::json::array({2, 3}));
+    CHECK(failure["restored_from"] == "checkpoint");
+    const auto summary = dirs.summary("killed");
+    const nlohmann::json& counted = summary["micro_batches"];
+    CHECK(counted["restarts"] == 0);
+    CHECK(counted["local_recoveries"] == 1);
+    CHECK(counted["lost"] == failure["lost_micro_batches"]);
+    CHECK(counted["completed"].get<int64_t>() + counted["lost"].get<int64_t>() == 8192 / 8);
+    CHECK(counted["faults_injected"].get<int64_t>() >= 1);  // the kill
+  }
+}
+
+TEST_CASE("lockstep: a crashed stage is rebuilt alone from its snapshot; the others keep their state") {
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs;
-  node_process doomed, spare;
-  // No snapshots until the epoch ends (none then pending): the two stages start again from the
-  // checkpoint the run began with.
-  const auto killed =
-      dirs.sets("killed", {"runtime.mode=async", "output.checkpoint_every_steps=0",
-                           "pipeline.nodes=[local," + doomed.address() + "," + doomed.address() + ",local]",
-                           "pipeline.spare_nodes=[" + spare.address() + "]",
-                           "faults.kill_node=[" + doomed.address() + "@0.3]", "data.train_limit=8192",
-                           "training.epochs=1"});
-  REQUIRE(train_command({"tiny", killed, "", 0}) == 0);
-  CHECK(doomed.wait_signal() == SIGKILL);
-  const auto failure = dirs.first_event("killed", "failure");
+  // Snapshots before ticks 8, 16, 24: stage 3 throws at tick 20 and starts again from the one at 16.
+  REQUIRE(train_command({"tiny", dirs.sets("crash", {"faults.crash_at_tick=[-1,-1,20,-1]"}), "", 0}) == 0);
+  const auto failure = dirs.first_event("crash", "failure");
   MESSAGE("failure: " << failure.dump());
-  CHECK(failure["kind"] == "lost actor");
+  CHECK(failure["kind"] == "injected crash");
   CHECK(failure["recovery"] == "local");
-  CHECK(failure["stages_rebuilt"] == nlohmann::json::array({2, 3}));
-  CHECK(failure["restored_from"] == "checkpoint");
-  const auto summary = dirs.summary("killed");
+  CHECK(failure["stages_rebuilt"] == nlohmann::json::array({3}));
+  CHECK(failure["restored_from"] == "snapshot");
+  const int64_t lost = failure["lost_micro_batches"].get<int64_t>();
+  CHECK(lost >= 1);
+  CHECK(lost <= 2 * (4 - 2) + 1);  // what stage 2 had sent on and not had back
+  const auto summary = dirs.summary("crash");
   const nlohmann::json& counted = summary["micro_batches"];
   CHECK(counted["restarts"] == 0);
   CHECK(counted["local_recoveries"] == 1);
-  CHECK(counted["lost"] == failure["lost_micro_batches"]);
-  CHECK(counted["completed"].get<int64_t>() + counted["lost"].get<int64_t>() == 8192 / 8);
-  CHECK(counted["faults_injected"].get<int64_t>() >= 1);  // the kill
+  CHECK(counted["lost"] == lost);
+  CHECK(counted["completed"].get<int64_t>() + lost == 32);
+  CHECK(counted["faults_injected"] == 1);
+  const auto epoch = dirs.first_event("crash", "epoch");
+  const auto steps = [&](std::size_t j) { return epoch["stages"][j]["weight_version"].get<int64_t>(); };
+  CHECK(steps(2) < steps(1));  // stage 3 lost the steps it took after tick 16; its neighbours kept theirs
+  CHECK(steps(2) < steps(3));
 }

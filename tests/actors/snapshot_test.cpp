@@ -348,6 +348,29 @@ TEST_CASE(
   fs::remove_all(dir);
 }
 
+TEST_CASE("async: a snapshot in progress when a stage is lost is given up; the next one is taken") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  const fs::path dir = fs::temp_directory_path() / ("petra-local-cut-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto sets = base_sets(dir, "async", "petra");  // snapshots before 10, 20, 30, 32, 40, 50, 60
+  // Stage 3 takes its part of the cut before 50 and throws at the forward of 50 right behind it:
+  // that cut cannot complete.
+  sets.push_back("faults.crash_at_tick=[-1,-1,50,-1]");
+  sets.push_back("output.name=cut");
+  petra::train_options run{"tiny", sets, "", 0};
+  REQUIRE(app::train_command(run) == 0);
+  const auto failures = event_lines(dir / "cut", "failure");
+  REQUIRE(failures.size() == 1);
+  CHECK(failures[0]["recovery"] == "local");
+  CHECK(failures[0]["restored_from"] == "snapshot");
+  const nlohmann::json counted = event_lines(dir / "cut", "summary").at(0)["micro_batches"];
+  CHECK(counted["completed"].get<int64_t>() + counted["lost"].get<int64_t>() == 64);
+  CHECK(counted["restarts"] == 0);
+  // The snapshot after the recovery was taken, whole.
+  CHECK(read_snapshot((dir / "cut").string(), 4).metadata.at("global_position") == "60");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("async: a lost stage 1 is not rebuilt alone: the run rolls back, saying why") {
   PETRA_REQUIRE_FASHION_MNIST();
   const fs::path dir = fs::temp_directory_path() / ("petra-local-first-" + std::to_string(::getpid()));
