@@ -71,7 +71,7 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   std::vector<restored_stage> states;
   for (int32_t j : lost) {
     std::optional<restored_stage> s = state_of(static_cast<std::size_t>(j));
-    if (!s) return refused("no saved state of " + stage_name(j));
+    if (!s) return refused("faults.max_restarts reached");
     states.push_back(std::move(*s));
   }
 

@@ -16,13 +16,14 @@
 
 namespace petra {
 
-/// Tries it for `failure` in the running phase `plan` when `request` allows it (local_state):
-/// true when the pipeline runs again (request.on_local_recovery was told). False, with the reason
-/// in failure.not_local, when the failure is not a lost or failed stage, when stage 1 or a stage on
-/// a shared (simulated or GPU) device is lost, when the lost stages are not neighbours, when
-/// evaluation batches or an epoch's last micro-batch were inside the lost stages, or when there is
-/// no saved state. A snapshot in progress is given up: the pipeline may then be held and must be rebuilt.
-/// Throws run_failure when a step fails.
+/// Tries it for `failure` in the running phase `plan` (`lockstep` or async) when `request` allows it
+/// (local_state): true when the pipeline runs again (request.on_local_recovery was told). False,
+/// with the reason in failure.not_local, when the failure is not a lost or failed stage, when stage
+/// 1 or a stage on a shared (simulated or GPU) device is lost, when the lost stages are not
+/// neighbours, when evaluation batches or an epoch's last micro-batch were inside the lost stages,
+/// when a lockstep failure came before the pipeline filled, or when no more recoveries are allowed:
+/// the pipeline may then be held and must be rebuilt. A snapshot in progress is given up. Throws
+/// run_failure when a step fails.
 bool recover_stages(actor_pipeline& pipeline, control_channel& control, run_failure& failure,
                     const messages::phase_plan& plan, bool lockstep, const phase_request& request);
 

@@ -52,8 +52,8 @@ struct phase_request {
   bool evaluation_waves = false;
   std::vector<int64_t> cut_before;
   std::shared_ptr<const pipeline_cut> resume;
-  /// Stage-local recovery (a runtime that can: async): the state of a stage to rebuild, or nullopt to
-  /// roll back globally. Empty: every failure ends the attempt.
+  /// Stage-local recovery (the actor runtimes): the state of a stage to rebuild, or nullopt when no
+  /// more recoveries are allowed (faults.max_restarts). Empty: every failure ends the attempt.
   std::function<std::optional<restored_stage>(std::size_t stage)> local_state;
   /// Told of each stage-local recovery.
   std::function<void(const local_recovery&)> on_local_recovery;
