@@ -8,29 +8,13 @@ namespace petra::detail {
 
 recovery_order on_hold(async_self self) {
   async_state& st = self->state;
-  stage_core& c = st.core;
-  c.held = true;
-  if (!c.in_phase) return recovery_order{};  // a rebuilt stage: it waits for its order, not only its plan
-  recovery_order out;
-  out.phase = c.plan.phase;
-  out.drop_upto = c.last_forwarded;
-  out.forwards_done = c.tick;
-  out.backwards_done = c.backwards_in_phase;
-  out.evals_done = c.evals_done;
-  // Outstanding here with no backward queued: its backward was in (or behind) the lost stages.
-  for (int64_t id : c.ctx.compute->outstanding_ids())
-    if (st.backwards.count(id) == 0) out.cancel.push_back(id);
-  return out;
+  return hold_stage(st.core, [&](int64_t id) { return st.backwards.count(id) > 0; });
 }
 
 void on_recover(async_self self, const recovery_order& order) {
   async_state& st = self->state;
   stage_core& c = st.core;
-  if (!c.in_phase || order.phase != c.plan.phase)
-    throw std::invalid_argument("a recovery order for phase " + std::to_string(order.phase) +
-                                (c.in_phase ? ", the stage runs phase " + std::to_string(c.plan.phase)
-                                            : std::string(", the stage is between phases")));
-  c.cancelled.insert(order.cancel.begin(), order.cancel.end());
+  const std::vector<int64_t> dropped = forget_lost(c, order);
   if (order.abandon_cuts > c.abandoned_cuts) {
     // The cuts in progress are given up: the epoch reports held behind them go now, in order.
     c.abandoned_cuts = order.abandon_cuts;
@@ -44,8 +28,6 @@ void on_recover(async_self self, const recovery_order& order) {
     c.held_epoch_reports.clear();
     for (auto& r : reports) self->send(c.links.coordinator, std::move(r));
   }
-  c.drop_upto = std::max(c.drop_upto, order.drop_upto);
-  const std::vector<int64_t> dropped = c.ctx.compute->drop([&](int64_t id) { return c.forgotten(id); });
   for (auto f = st.forwards.begin(); f != st.forwards.end();)
     f = c.forgotten(f->s.micro_batch) ? st.forwards.erase(f) : std::next(f);
   for (auto b = st.backwards.begin(); b != st.backwards.end();)

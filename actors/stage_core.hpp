@@ -5,6 +5,7 @@
 
 #include <caf/all.hpp>
 #include <chrono>
+#include <functional>
 #include <random>
 #include <set>
 #include <vector>
@@ -67,6 +68,14 @@ struct stage_core {
     return stamp{id, tick_for, ctx.compute->weight_version(), ctx.index, plan.phase};
   }
 };
+
+/// Stage-local recovery, both protocols: holds the stage and says where it stands; its outstanding
+/// micro-batches whose backward it does not hold (`held_backward` says) are the lost ones. A stage
+/// outside a phase (one being rebuilt) is only held: its order, not its plan, starts it.
+recovery_order hold_stage(stage_core& c, const std::function<bool(int64_t)>& held_backward);
+/// Takes an order's lost micro-batches (checked against the running phase) and drops their
+/// outstanding forwards; returns those dropped.
+std::vector<int64_t> forget_lost(stage_core& c, const recovery_order& order);
 
 /// Starts a phase: the plan, and the measurements from zero.
 void begin_phase(stage_core& c, const phase_plan& plan);

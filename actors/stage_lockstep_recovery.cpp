@@ -8,38 +8,23 @@ namespace petra::detail {
 
 recovery_order on_hold(lockstep_self self) {
   lockstep_state& st = self->state;
-  stage_core& c = st.core;
-  c.held = true;
-  if (!c.in_phase) return recovery_order{};  // a rebuilt stage: it waits for its order, not only its plan
-  recovery_order out;
-  out.phase = c.plan.phase;
-  out.drop_upto = c.last_forwarded;
-  out.evals_done = c.evals_done;
-  out.tick = c.tick;
-  out.needs_forward_from = c.tick;
-  while (st.forwards.count(out.needs_forward_from) > 0) ++out.needs_forward_from;
-  out.needs_backward_from = c.tick;
-  while (st.backwards.count(out.needs_backward_from) > 0) ++out.needs_backward_from;
-  // Outstanding here with no backward held: its backward was in (or behind) the lost stages.
-  std::set<int64_t> coming;
+  std::set<int64_t> coming;  // backwards it holds for ticks to come
   for (const auto& [t, b] : st.backwards)
     if (b.grad.defined()) coming.insert(b.s.micro_batch);
-  for (int64_t id : c.ctx.compute->outstanding_ids())
-    if (coming.count(id) == 0) out.cancel.push_back(id);
+  recovery_order out = hold_stage(st.core, [&](int64_t id) { return coming.count(id) > 0; });
+  if (!st.core.in_phase) return out;
+  out.needs_forward_from = out.tick;
+  while (st.forwards.count(out.needs_forward_from) > 0) ++out.needs_forward_from;
+  out.needs_backward_from = out.tick;
+  while (st.backwards.count(out.needs_backward_from) > 0) ++out.needs_backward_from;
   return out;
 }
 
 void on_recover(lockstep_self self, const recovery_order& order) {
   lockstep_state& st = self->state;
   stage_core& c = st.core;
-  if (!c.in_phase || order.phase != c.plan.phase)
-    throw std::invalid_argument("a recovery order for phase " + std::to_string(order.phase) +
-                                (c.in_phase ? ", the stage runs phase " + std::to_string(c.plan.phase)
-                                            : std::string(", the stage is between phases")));
-  c.cancelled.insert(order.cancel.begin(), order.cancel.end());
-  c.drop_upto = std::max(c.drop_upto, order.drop_upto);
+  forget_lost(c, order);
   c.abandoned_cuts = std::max(c.abandoned_cuts, order.abandon_cuts);
-  c.ctx.compute->drop([&](int64_t id) { return c.forgotten(id); });
   if (order.tick >= 0) {  // rebuilt: its first tick, and the inputs lost with the old stage as markers
     const int32_t j = c.ctx.index;
     c.tick = order.tick;
