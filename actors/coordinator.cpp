@@ -252,7 +252,7 @@ class actor_runtime : public pipeline_runtime {
     first_stage_steps_ = cut.stages.front().state.optimizer_steps;
   }
 
-  /// Micro-batches stage 1 finished in the failed attempt, when it can still say.
+  /// Micro-batches stage 1 finished in the failed attempt, when it can still say (else -1).
   int64_t completed_so_far() {
     // An ask ends at the first event of the failing pipeline still queued (the lost actor's down, a
     // second failure report): ask again while stage 1 answers at all.
@@ -264,7 +264,7 @@ class actor_runtime : public pipeline_runtime {
         if (e.stage() == 0) break;  // stage 1 itself is gone
       }
     }
-    return 0;
+    return -1;  // unknown: its count went with it
   }
 
   config::run_config config_;

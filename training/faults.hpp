@@ -45,7 +45,7 @@ class run_failure : public std::runtime_error {
   int32_t stage() const { return stage_; }
   int64_t tick() const { return tick_; }
   std::vector<fault_counts> faults;  // per stage, in the failed attempt
-  int64_t completed = 0;             // micro-batches whose backward finished at stage 1 before it
+  int64_t completed = 0;  // micro-batches whose backward finished at stage 1 before it (-1: unknown)
   std::string not_local;  // why the runtime could not rebuild only the lost stages ("" = not tried)
 
  private:

@@ -145,9 +145,9 @@ class run {
         attempt.resume = to_snapshot ? read_snapshot(dir_.path(), J_).cut : request.resume;
         const int64_t restart_at = to_snapshot ? points_.last_snapshot() : resume_position_;
         const int64_t replay = phase_start + request.count - restart_at;
-        const int64_t kept =
-            std::min<int64_t>(e.completed, (attempt.resume ? attempt.resume->completed : 0) -
-                                               (base ? base->completed : 0));  // before the restart point
+        const int64_t before_restart =
+            (attempt.resume ? attempt.resume->completed : 0) - (base ? base->completed : 0);
+        const int64_t kept = e.completed < 0 ? before_restart : std::min(e.completed, before_restart);
         std::printf(
             "\n%s; rolling back to the %s at micro-batch %lld of the run and replaying %lld micro-batches\n",
             e.what(), attempt.resume ? "snapshot" : "checkpoint", static_cast<long long>(restart_at),
@@ -158,22 +158,23 @@ class run {
         drained_epochs_.clear();
         const double seconds = seconds_since(t0);
         account_.add_failure(e, std::max<int64_t>(0, kept), std::max<int64_t>(0, e.completed - kept), replay,
-                             seconds);
-        dir_.log({{"event", "failure"},
-                  {"epoch", request.epoch},
-                  {"position", request.first},
-                  {"kind", to_string(e.kind())},
-                  {"stage", e.stage() >= 0 ? nlohmann::json(e.stage() + 1) : nlohmann::json()},
-                  {"tick", e.tick()},
-                  {"what", e.what()},
-                  {"attempt", attempt.attempt},
-                  {"completed_before_failure", e.completed},
-                  {"faults_injected", total(e.faults).injected()},
-                  {"duplicates_discarded", total(e.faults).duplicates_discarded},
-                  {"recovery_seconds", seconds},
-                  {"restored_from", attempt.resume ? "snapshot" : "checkpoint"},
-                  {"recovery", e.not_local.empty() ? "global" : "global (" + e.not_local + ")"},
-                  {"replayed_micro_batches", replay}});
+                             seconds);  // (stage 1 lost: what it had undone is not known)
+        dir_.log(
+            {{"event", "failure"},
+             {"epoch", request.epoch},
+             {"position", request.first},
+             {"kind", to_string(e.kind())},
+             {"stage", e.stage() >= 0 ? nlohmann::json(e.stage() + 1) : nlohmann::json()},
+             {"tick", e.tick()},
+             {"what", e.what()},
+             {"attempt", attempt.attempt},
+             {"completed_before_failure", e.completed < 0 ? nlohmann::json() : nlohmann::json(e.completed)},
+             {"faults_injected", total(e.faults).injected()},
+             {"duplicates_discarded", total(e.faults).duplicates_discarded},
+             {"recovery_seconds", seconds},
+             {"restored_from", attempt.resume ? "snapshot" : "checkpoint"},
+             {"recovery", e.not_local.empty() ? "global" : "global (" + e.not_local + ")"},
+             {"replayed_micro_batches", replay}});
       }
     }
   }

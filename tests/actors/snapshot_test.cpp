@@ -383,6 +383,9 @@ TEST_CASE("async: a lost stage 1 is not rebuilt alone: the run rolls back, sayin
   const auto failures = event_lines(dir / "first", "failure");
   REQUIRE(failures.size() == 1);
   CHECK(failures[0]["recovery"].get<std::string>().find("stage 1 is lost") != std::string::npos);
+  CHECK(failures[0]["completed_before_failure"].is_null());  // stage 1's count went with it
   check_every_micro_batch_once(dir / "first");
+  // Those it had completed before the snapshot are counted from the snapshot.
+  CHECK(event_lines(dir / "first", "summary").at(0)["micro_batches"]["completed"] == 64);
   fs::remove_all(dir);
 }
