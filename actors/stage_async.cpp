@@ -44,6 +44,12 @@ bool run_step(async_self self) {
     return true;
   }
   if (st.forwards.empty()) return false;
+  // Pacing by stages: a training forward waits while the stage's window of micro-batches awaiting
+  // backward is full (evaluation batches await none).
+  const bool training_forward = st.forwards.front().x.defined() || st.forwards.front().eval_index < 0;
+  if (training_forward && c.ctx.stage_window > 0 &&
+      static_cast<int64_t>(c.ctx.compute->outstanding()) >= c.ctx.stage_window)
+    return false;
   forward_data in = std::move(st.forwards.front());
   st.forwards.pop_front();
   if (!in.x.defined() && in.eval_index >= 0) {  // an evaluation batch: on to the next stage, or to the loss

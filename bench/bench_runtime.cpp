@@ -43,11 +43,12 @@ struct phase_sample {
   double wall, sum_busy, max_busy, ideal, overhead;
 };
 
-bool run_pipeline(const std::string& mode, int phases, int64_t count, std::vector<phase_sample>& out,
-                  std::string& why) {
+bool run_pipeline(const std::string& mode, const std::string& pacing, int phases, int64_t count,
+                  std::vector<phase_sample>& out, std::string& why) {
   const config::run_config cfg = config::load_config(
-      "default", {"runtime.mode=" + mode, "runtime.threads=" + std::to_string(cores),
-                  "data.train_limit=" + std::to_string(64 * count), "training.epochs=1000"});
+      "default",
+      {"runtime.mode=" + mode, "runtime.pacing=" + pacing, "runtime.threads=" + std::to_string(cores),
+       "data.train_limit=" + std::to_string(64 * count), "training.epochs=1000"});
   training_data data = load_training_data(cfg);
   const int64_t per_epoch = data.train_feed->micro_batches_per_epoch();
   if (per_epoch < count) {
@@ -79,11 +80,15 @@ void part_pipeline(int phases, int64_t count) {
     heading("(a)   skipped: Fashion-MNIST is missing (/usr/share/datasets/fashion-mnist)");
     return;
   }
-  for (const std::string mode : {"async", "lockstep"}) {
+  // async with each pacing (runtime.pacing: stages, the default, and loader), then lockstep.
+  const std::pair<std::string, std::string> runs[] = {
+      {"async", "stages"}, {"async", "loader"}, {"lockstep", "stages"}};
+  for (const auto& [mode, pacing] : runs) {
     std::vector<phase_sample> s;
     std::string why;
-    if (!run_pipeline(mode, phases, count, s, why)) {
-      heading("(a)   " + mode + ": skipped: " + why);
+    const std::string name = mode == "async" ? mode + " (pacing: " + pacing + ")" : mode;
+    if (!run_pipeline(mode, pacing, phases, count, s, why)) {
+      heading("(a)   " + name + ": skipped: " + why);
       continue;
     }
     auto pick = [&](double phase_sample::*field) {
@@ -91,7 +96,7 @@ void part_pipeline(int phases, int64_t count) {
       for (const auto& x : s) v.push_back(x.*field);
       return summarize(v);
     };
-    heading("(a)   " + mode +
+    heading("(a)   " + name +
             " PETRA, default preset (fashion_small, J = 8, one block per stage), micro-batch 64,");
     note(std::to_string(cores) + " CAF threads, " + std::to_string(phases) + " phases x " +
          std::to_string(count) + " micro-batches, each phase starting empty and ending drained");

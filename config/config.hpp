@@ -145,9 +145,10 @@ struct node_config {
 
 struct runtime_config {
   runtime_mode mode =
-      runtime_mode::simulate;       // simulate (the reference, one thread) | lockstep | async (actors)
-  int threads = 2;                  // simulate: compute threads; actors: CAF scheduler threads
-  int credits = 0;                  // actors: micro-batches in flight at most; 0 = 2J − 1
+      runtime_mode::simulate;     // simulate (the reference, one thread) | lockstep | async (actors)
+  int threads = 2;                // simulate: compute threads; actors: CAF scheduler threads
+  int credits = 0;                // actors: micro-batches in flight at most; 0 = 2J − 1
+  std::string pacing = "stages";  // async: stages (stage j forwards while < 2(J−j)+1 await backward) | loader
   std::string precision = "fp32";   // GPU stages: fp32 | tf32 (TF32 tensor-core math)
   bool deterministic = false;       // GPU stages: deterministic algorithms only
   int inversion_sample_every = 50;  // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches; 0 = never

@@ -75,6 +75,7 @@ section schema(run_config& config) {
            {{"mode", &runtime.mode},
             {"threads", &runtime.threads},
             {"credits", &runtime.credits},
+            {"pacing", &runtime.pacing},
             {"precision", &runtime.precision},
             {"deterministic", &runtime.deterministic},
             {"inversion_sample_every", &runtime.inversion_sample_every},

@@ -211,6 +211,7 @@ void validate_runtime(const runtime_config& runtime, const checker& check) {
   check.at_least("runtime.threads", runtime.threads, 1, "at least one compute thread is needed");
   check.at_least("runtime.credits", runtime.credits, 0,
                  "0 means 2J - 1, else the most micro-batches in flight");
+  check.one_of("runtime.pacing", runtime.pacing, {"stages", "loader"});
   check.one_of("runtime.precision", runtime.precision, precisions);
   check.at_least("runtime.inversion_sample_every", runtime.inversion_sample_every, 0, "0 means never");
   check.at_least("runtime.sim_latency_us", runtime.sim_latency_us, 0, "0 means no added latency");

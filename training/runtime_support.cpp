@@ -45,6 +45,10 @@ void check_runtime_supports(const config::run_config& c) {
     if (c.runtime.credits != 0)
       refuse("runtime.credits", c, "follows the tick schedule: credits bound the async runtime only");
   }
+  if (mode != config::runtime_mode::async && c.runtime.pacing != "stages")
+    refuse("runtime.pacing", c,
+           "follows the tick schedule, which paces every stage: pacing '" + c.runtime.pacing +
+               "' is the async runtime's");
   if (mode == config::runtime_mode::lockstep) {
     const std::string why =
         "counts time in ticks: jitter and reordering are wall-clock faults of the async runtime";
@@ -59,6 +63,13 @@ bool actors_take_cuts(const config::run_config& c) {
   if (c.runtime.mode == config::runtime_mode::lockstep) return !delays;
   return c.runtime.mode == config::runtime_mode::async && !delays && !any_set(f.jitter_ms, 0) &&
          !any_set(f.reorder, 0.0);
+}
+
+int64_t async_stage_window(const config::run_config& c, int32_t j, int32_t count) {
+  if (c.runtime.mode != config::runtime_mode::async || c.runtime.pacing != "stages" ||
+      c.training.method == config::training_method::backprop)
+    return 0;
+  return 2 * static_cast<int64_t>(count - 1 - j) + 1;
 }
 
 }  // namespace petra

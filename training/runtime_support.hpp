@@ -14,4 +14,10 @@ void check_runtime_supports(const config::run_config& c);
 /// async without delays, jitter or reordering (the markers need each link in order).
 bool actors_take_cuts(const config::run_config& c);
 
+/// Async pacing (runtime.pacing: stages): stage j of `count` (from 0) starts a training forward only
+/// while fewer than this many of its micro-batches await their backward, lockstep's bound 2(J−j)+1
+/// (1-based j), so no stage runs further ahead of its backward than in lockstep. 0 = no bound
+/// (pacing: loader, lockstep, simulate, backprop).
+int64_t async_stage_window(const config::run_config& c, int32_t j, int32_t count);
+
 }  // namespace petra

@@ -59,3 +59,33 @@ TEST_CASE("backprop on every runtime: one micro-batch in flight, staleness 0 eve
     CHECK(differing(sim, run) == 0);  // one micro-batch at a time: the same ops in the same order
   }
 }
+
+// runtime.pacing: stages (the default): stage j starts a training forward only while fewer than
+// 2(J − j) + 1 of its micro-batches await their backward, so no stage runs further ahead of its
+// backward than in lockstep. Async counts a stage's delay in its own forwards from the one of the
+// micro-batch itself, so the bound is that window: 2(J − j) + 1 (lockstep's 2(J − j), plus one).
+TEST_CASE("async, pacing by stages: no stage's delay exceeds its window, nor its FIFO") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  for (const char* method : {"petra", "delayed+inputs+weights"}) {
+    CAPTURE(method);
+    config::run_config c = tiny_config("async", method, 4096);
+    REQUIRE(c.runtime.pacing == "stages");
+    const trained run = train_once(c);
+    REQUIRE(run.totals.micro_batches == 512);
+    const int64_t J = 4;
+    for (int64_t j = 0; j < J; ++j) {
+      INFO("stage " << j + 1);
+      const int64_t window = 2 * (J - 1 - j) + 1;
+      int64_t most = -1, count = 0;
+      for (const auto& [ticks, n] : run.stages[j]["delay_ticks"].items()) {
+        most = std::max<int64_t>(most, std::stoll(ticks));
+        count += n.get<int64_t>();
+      }
+      CHECK(count > 0);
+      CHECK(most <= window);
+      if (run.stages[j]["fifo_peak"].get<int64_t>() > 0)
+        CHECK(run.stages[j]["fifo_peak"].get<int64_t>() <= window);
+      CHECK(run.stages[j]["backwards"].get<int64_t>() == 512);
+    }
+  }
+}

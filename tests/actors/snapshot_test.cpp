@@ -290,7 +290,9 @@ TEST_CASE(
   auto sets = base_sets(dir, "async", "petra");
   // Stage 3 throws at its forward of micro-batch 50 (inside epoch 2). The cut before 40 is whole by
   // then: with 2J − 1 = 7 credits, 50 enters only after 43 finished at stage 1, and every part of
-  // that cut went out before 40's backward passed its stage.
+  // that cut went out before 40's backward passed its stage. The cut before 50 may be whole too:
+  // stage 3 takes its part before it forwards 50, and when its window (3 awaiting backward) is full
+  // it waits for a backward, so the rest of that cut can complete first.
   sets.push_back("faults.crash_at_tick=[-1,-1,50,-1]");
   sets.push_back("faults.recovery=global");
   sets.push_back("output.name=crashed");
@@ -300,7 +302,8 @@ TEST_CASE(
   REQUIRE(failures.size() == 1);
   CHECK(failures[0]["recovery"] == "global");
   CHECK(failures[0]["restored_from"] == "snapshot");
-  CHECK(failures[0]["replayed_micro_batches"] == 64 - 40);  // from the cut before 40, not from 32
+  const int64_t replayed = failures[0]["replayed_micro_batches"].get<int64_t>();
+  CHECK_MESSAGE((replayed == 64 - 40 || replayed == 64 - 50), replayed);  // from a cut, not from 32
   check_every_micro_batch_once(dir / "crashed");
   fs::remove_all(dir);
 }

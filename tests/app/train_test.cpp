@@ -153,6 +153,8 @@ TEST_CASE("a key the runtime cannot honour is refused: exit code 2, the key name
       {{"runtime.mode=simulate", "pipeline.nodes=[local,127.0.0.1:7001,local,local,local]"},
        "pipeline.nodes"},
       {{"runtime.mode=simulate", "runtime.credits=3"}, "runtime.credits"},
+      {{"runtime.mode=simulate", "runtime.pacing=loader"}, "runtime.pacing"},
+      {{"runtime.mode=lockstep", "runtime.pacing=loader"}, "runtime.pacing"},
       {{"runtime.mode=lockstep", "faults.reorder=[0,0.1,0,0,0]"}, "faults.reorder"},
       {{"runtime.mode=lockstep", "faults.jitter_ms=[0,2,0,0,0]"}, "faults.jitter_ms"},
   };

@@ -130,6 +130,9 @@ TEST_CASE("imagenet and imagenet32: three channels, the crop size is the input s
   CHECK(contains(error_of("data:\n  workers: -2\n"), "data.workers at runs/x.yaml:2: got -2"));
   CHECK(contains(error_of("data:\n  on_bad_image: warn\n"),
                  "data.on_bad_image at runs/x.yaml:2: 'warn' is not one of skip, fail"));
+  CHECK(contains(error_of("runtime:\n  pacing: credits\n"),
+                 "runtime.pacing at runs/x.yaml:2: 'credits' is not one of stages, loader"));
+  CHECK(run_config{}.runtime.pacing == "stages");
   const run_config c = parse_config(rgb + "  dataset: imagenet\n  workers: 0\n  on_bad_image: fail\n", "x");
   CHECK(c.data.workers == 0);
   CHECK(c.data.on_bad_image == "fail");
