@@ -12,6 +12,9 @@ void note_mailbox(async_state& st) {
   trace_mailbox(st.core, static_cast<std::size_t>(waiting));
 }
 
+/// An evaluation batch: it carries no training activation, only the test images' eval_x.
+bool is_eval_batch(const forward_data& f) { return !f.x.defined() && f.eval_index >= 0; }
+
 /// The backward result of micro-batch `id` goes upstream; at stage 1 the micro-batch is finished
 /// and its credit returns to the loader.
 void send_backward(async_self self, int64_t id, const activation& rebuilt, const activation& grad) {
@@ -46,13 +49,12 @@ bool run_step(async_self self) {
   if (st.forwards.empty()) return false;
   // Pacing by stages: a training forward waits while the stage's window of micro-batches awaiting
   // backward is full (evaluation batches await none).
-  const bool training_forward = st.forwards.front().x.defined() || st.forwards.front().eval_index < 0;
-  if (training_forward && c.ctx.stage_window > 0 &&
+  if (!is_eval_batch(st.forwards.front()) && c.ctx.stage_window > 0 &&
       static_cast<int64_t>(c.ctx.compute->outstanding()) >= c.ctx.stage_window)
     return false;
   forward_data in = std::move(st.forwards.front());
   st.forwards.pop_front();
-  if (!in.x.defined() && in.eval_index >= 0) {  // an evaluation batch: on to the next stage, or to the loss
+  if (is_eval_batch(in)) {  // on to the next stage, or to the loss
     forward_data out;
     out.s = c.stamp_for(-1, -1);
     out.eval_epoch = in.eval_epoch, out.eval_index = in.eval_index;

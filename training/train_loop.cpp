@@ -63,6 +63,7 @@ class run {
       train_seconds_ += seconds_since(t0);
       train_images_ += phase.samples;
       run_done_ += phase;
+      bar_.break_line();                         // the phase's line ends with it
       for (epoch_result& e : drained_epochs_) {  // drained epochs: evaluated now, on the drained weights
         const auto e0 = clock_type::now();
         e.test = p_.runtime->evaluate(*p_.data.test_feed);
@@ -91,31 +92,21 @@ class run {
 
   /// One phase, replayed from the last checkpoint after each failure, up to faults.max_restarts.
   phase_result run_phase(const phase_request& request) {
-    const int first_epoch = request.epoch;
-    bar_.start_epoch(first_epoch, p_.cfg.training.epochs, p_.per_epoch - request.first);
-    run_totals epochs_done;  // the totals of the epochs that ended in this phase so far
+    const int64_t phase_start = (request.epoch - 1) * p_.per_epoch + request.first;
+    bar_.begin_phase(p_.cfg.training.epochs, p_.per_epoch, phase_start, request.resume != nullptr);
     const progress_fn progress = [&](const progress_sample& sample) {
-      run_totals now = sample.totals;
-      now.micro_batches -= epochs_done.micro_batches, now.samples -= epochs_done.samples;
-      now.correct -= epochs_done.correct, now.loss_sum -= epochs_done.loss_sum;
-      bar_.update(std::max<int64_t>(0, now.micro_batches), std::max<int64_t>(0, now.samples), now.mean_loss(),
-                  now.accuracy());
+      bar_.update(sample.totals);
       run_totals in_run = run_done_;
       in_run += sample.totals;
       steps_.observe(static_cast<int>(in_run.micro_batches / p_.per_epoch) + 1, in_run, sample.stages);
     };
     const epoch_fn on_epoch = [&](const epoch_result& e) {
       if (e.epoch <= last_logged_epoch_) return;  // a replay after a rollback: logged already
-      epochs_done += e.train;
-      bar_.end_epoch();
-      if (e.epoch < p_.cfg.training.epochs)
-        bar_.start_epoch(e.epoch + 1, p_.cfg.training.epochs, p_.per_epoch);
       if (e.evaluated)
         log_epoch(e);
       else
         drained_epochs_.push_back(e);
     };
-    const int64_t phase_start = (request.epoch - 1) * p_.per_epoch + request.first;
     for (phase_request attempt = request;; ++attempt.attempt) {
       const cut_fn on_cut = [&](int64_t index, const pipeline_cut& cut) {
         points_.snapshot(request, index, cut);
@@ -181,6 +172,7 @@ class run {
 
   /// The epoch line of metrics.jsonl and the terminal's.
   void log_epoch(const epoch_result& e) {
+    bar_.break_line();
     const config::run_config& cfg = p_.cfg;
     last_logged_epoch_ = e.epoch;
     last_test_accuracy_ = e.test.accuracy;
