@@ -23,6 +23,8 @@ class run_dir {
   int last_logged_epoch() const;
   /// The same for the per-step lines: the highest optimizer step logged (0 for none).
   int64_t last_logged_step() const;
+  /// The `seconds` of that step line (0 for none): a resumed run's step lines count on from it.
+  double last_step_seconds() const;
   /// Appends one JSON object as a line of metrics.jsonl, flushed at once.
   void log(const nlohmann::json& record);
 

@@ -3,16 +3,19 @@
 
 namespace petra {
 
-step_lines::step_lines(int every, const optimizer_settings& optimizer, run_dir& dir, int64_t logged_up_to)
+step_lines::step_lines(int every, const optimizer_settings& optimizer, run_dir& dir, int64_t logged_up_to,
+                       double seconds_before)
     : every_(every),
       optimizer_(optimizer),
       dir_(dir),
       next_(every > 0 ? (logged_up_to / every + 1) * every : 0),
       rebase_(logged_up_to > 0),
+      seconds_before_(seconds_before),
       start_(std::chrono::steady_clock::now()),
       last_time_(start_) {}
 
-void step_lines::observe(int epoch, const run_totals& run_so_far, const std::vector<stage_window>& stages) {
+void step_lines::observe(int epoch, int64_t position, const run_totals& run_so_far,
+                         const std::vector<stage_window>& stages) {
   if (rebase_) {
     rebase_ = false;
     last_ = run_so_far;
@@ -37,8 +40,8 @@ void step_lines::observe(int epoch, const run_totals& run_so_far, const std::vec
       {{"event", "step"},
        {"epoch", epoch},
        {"step", steps},
-       {"micro_batches", run_so_far.micro_batches},
-       {"seconds", std::chrono::duration<double>(now - start_).count()},
+       {"micro_batches", position},
+       {"seconds", seconds_before_ + std::chrono::duration<double>(now - start_).count()},
        {"loss", micro_batches > 0 ? (run_so_far.loss_sum - last_.loss_sum) / micro_batches : 0.0},
        {"accuracy", samples > 0 ? static_cast<double>(run_so_far.correct - last_.correct) / samples : 0.0},
        {"lr", learning_rate(optimizer_, steps)},

@@ -16,13 +16,18 @@ namespace petra {
 class step_lines {
  public:
   /// One line every `every` optimizer steps of stage 1 (0 = never), into `dir`. A resumed run
-  /// passes the last step `dir` has a line for: the steps it runs again are not logged twice, and
-  /// its first line's window starts where it resumed.
-  step_lines(int every, const optimizer_settings& optimizer, run_dir& dir, int64_t logged_up_to = 0);
+  /// passes the last step `dir` has a line for and that line's seconds: the steps it runs again
+  /// are not logged twice, its first line's window starts where it resumed, and its seconds count
+  /// on from the earlier process's.
+  step_lines(int every, const optimizer_settings& optimizer, run_dir& dir, int64_t logged_up_to = 0,
+             double seconds_before = 0);
 
-  /// Where the run stands: its totals since it started and each stage's latest window. Writes a
-  /// line when stage 1's window reached the next multiple of `every` steps.
-  void observe(int epoch, const run_totals& run_so_far, const std::vector<stage_window>& stages);
+  /// Where the run stands: the stream's `position` (micro-batches of the run that reached the
+  /// loss, counted from epoch 1's first) in `epoch`, the totals since this process started and
+  /// each stage's latest window. Writes a line when stage 1's window reached the next multiple of
+  /// `every` steps.
+  void observe(int epoch, int64_t position, const run_totals& run_so_far,
+               const std::vector<stage_window>& stages);
 
  private:
   int every_;
@@ -31,6 +36,7 @@ class step_lines {
   int64_t next_ = 0;
   run_totals last_;
   bool rebase_ = false;  // resumed: the first observation is the window's start
+  double seconds_before_ = 0;
   std::chrono::steady_clock::time_point start_, last_time_;
 };
 

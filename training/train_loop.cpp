@@ -35,7 +35,8 @@ class run {
         bar_(p.cfg.output.progress),
         J_(stage_sizes(p.cfg).size()),
         steps_(p.cfg.output.metrics_every_steps, p.opt, dir,
-               options.resume.empty() ? 0 : dir.last_logged_step()),
+               options.resume.empty() ? 0 : dir.last_logged_step(),
+               options.resume.empty() ? 0 : dir.last_step_seconds()),
         points_(p, options, dir),
         last_logged_epoch_(options.resume.empty() ? 0 : dir.last_logged_epoch()) {}
 
@@ -98,7 +99,9 @@ class run {
       bar_.update(sample.totals);
       run_totals in_run = run_done_;
       in_run += sample.totals;
-      steps_.observe(static_cast<int>(in_run.micro_batches / p_.per_epoch) + 1, in_run, sample.stages);
+      const int64_t position = phase_start + sample.totals.micro_batches;
+      const int epoch = static_cast<int>(std::max<int64_t>(position - 1, 0) / p_.per_epoch) + 1;
+      steps_.observe(epoch, position, in_run, sample.stages);
     };
     const epoch_fn on_epoch = [&](const epoch_result& e) {
       if (e.epoch <= last_logged_epoch_) return;  // a replay after a rollback: logged already
