@@ -129,3 +129,34 @@ TEST_CASE("continuous epochs: lockstep = simulate bit for bit, the per-epoch tes
   }
   std::filesystem::remove_all(root);
 }
+
+TEST_CASE("evaluation waves leave training alone: the final weights do not depend on the test set's size") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  // Evaluation batches cross the stages between training ticks (eval mode, running statistics):
+  // if one touched a weight, a BN running statistic, the FIFO or the data stream, a run with 8
+  // times as many of them would end elsewhere.
+  const std::string root =
+      (std::filesystem::temp_directory_path() / ("petra-waves-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(root);
+  for (const char* mode : {"simulate", "lockstep"}) {
+    CAPTURE(mode);
+    std::map<int, trained> runs;
+    for (int test_limit : {64, 512}) {
+      const std::string name = std::string(mode) + "-" + std::to_string(test_limit);
+      const std::vector<std::string> sets = {std::string("runtime.mode=") + mode,
+                                             "data.train_limit=512",
+                                             "data.test_limit=" + std::to_string(test_limit),
+                                             "training.epochs=2",
+                                             "training.micro_batch=8",
+                                             "pipeline.stage_blocks=[1,2,1,1]",
+                                             "output.dir=" + root,
+                                             "output.name=" + name,
+                                             "output.progress=false"};
+      REQUIRE(app::train_command({"tiny", sets, "", 0}) == 0);
+      runs[test_limit].weights = load_safetensors(root + "/" + name + "/checkpoint.safetensors").tensors;
+    }
+    REQUIRE(!runs[64].weights.empty());
+    CHECK(differing(runs[64], runs[512]) == 0);
+  }
+  std::filesystem::remove_all(root);
+}
