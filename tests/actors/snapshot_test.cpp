@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "app/commands.hpp"
+#include "tests/actors/metrics_lines.hpp"
 #include "tests/actors/node_process.hpp"
 #include "tests/actors/runtime_fixture.hpp"
 
@@ -38,29 +39,11 @@ std::vector<std::string> base_sets(const fs::path& dir, const std::string& mode,
   return sets;
 }
 
-/// The lines of a run's metrics.jsonl of one event kind ("epoch", "step", "failure"), in file order.
-std::vector<nlohmann::json> event_lines(const fs::path& run, const std::string& event) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(run / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    if (j.value("event", "") == event) out.push_back(std::move(j));
-  }
-  return out;
-}
-
 /// The epoch lines without what depends on the clock.
 std::vector<nlohmann::json> epoch_lines(const fs::path& run) {
   std::vector<nlohmann::json> out;
   for (nlohmann::json& j : event_lines(run, "epoch"))
     out.push_back({j["epoch"], j["train_loss"], j["train_accuracy"], j["test_loss"], j["test_accuracy"]});
-  return out;
-}
-
-/// The optimizer steps of a run's per-step lines, in file order.
-std::vector<int64_t> step_numbers(const fs::path& run) {
-  std::vector<int64_t> out;
-  for (const nlohmann::json& j : event_lines(run, "step")) out.push_back(j["step"].get<int64_t>());
   return out;
 }
 
@@ -84,22 +67,6 @@ trained final_weights(const fs::path& run) {
   trained t;
   t.weights = load_safetensors((run / "checkpoint.safetensors").string()).tensors;
   return t;
-}
-
-/// Each step line once: the steps run again after a stop are not logged twice. They name the same
-/// epoch and stream position as the uninterrupted run's, and their seconds count on.
-void check_step_lines(const fs::path& straight, const fs::path& resumed) {
-  const auto steps = step_numbers(straight);
-  CHECK(!steps.empty());
-  CHECK(step_numbers(resumed) == steps);
-  const auto a = event_lines(straight, "step"), b = event_lines(resumed, "step");
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    CAPTURE(i);
-    CHECK(b[i]["epoch"] == a[i]["epoch"]);
-    CHECK(b[i]["micro_batches"] == a[i]["micro_batches"]);
-    if (i > 0) CHECK(b[i]["seconds"].get<double>() >= b[i - 1]["seconds"].get<double>());
-  }
 }
 
 void stop_and_resume(const std::string& mode, const std::string& method, int stop_after,
@@ -159,24 +126,6 @@ TEST_CASE("simulate: stop right after a snapshot, resume = uninterrupted, bit fo
 TEST_CASE("simulate: backprop snapshots between micro-batches and resumes bit for bit") {
   PETRA_REQUIRE_FASHION_MNIST();
   stop_and_resume("simulate", "backprop", 3);
-}
-
-TEST_CASE("stop after epoch 1, resume: the step lines go on with the run's epoch, position and seconds") {
-  PETRA_REQUIRE_FASHION_MNIST();
-  const fs::path dir = fs::temp_directory_path() / ("petra-snapshot-epoch-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  auto sets = base_sets(dir, "simulate", "petra");
-  petra::train_options straight{"tiny", sets, "", 0};
-  straight.sets.push_back("output.name=straight");
-  REQUIRE(app::train_command(straight) == 0);
-  petra::train_options first{"tiny", sets, "", 1};
-  first.sets.push_back("output.name=stopped");
-  REQUIRE(app::train_command(first) == 0);
-  petra::train_options resume{"", {}, (dir / "stopped").string(), 0};
-  REQUIRE(app::train_command(resume) == 0);
-  // (The epoch lines differ: a stop drains the pipeline, which the uninterrupted run does not.)
-  check_step_lines(dir / "straight", dir / "stopped");
-  fs::remove_all(dir);
 }
 
 TEST_CASE("a run killed (SIGKILL) while it snapshots resumes from the last whole snapshot, bit for bit") {
