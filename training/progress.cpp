@@ -39,7 +39,7 @@ void progress::update(const run_totals& phase_totals) {
   // The epoch of the last micro-batch that reached the loss, and how far into it the stream is.
   auto locate = [&](int64_t position) {
     position = std::clamp<int64_t>(position, 0, end);
-    const int epoch = static_cast<int>(std::max<int64_t>(position - 1, 0) / per_epoch_ + 1);
+    const int epoch = epoch_at(position, per_epoch_);
     return std::make_pair(epoch, position - static_cast<int64_t>(epoch - 1) * per_epoch_);
   };
   const auto [epoch, done] = locate(phase_start_ + phase_totals.micro_batches);

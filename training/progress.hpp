@@ -52,6 +52,12 @@ class progress {
   clock::time_point start_, last_draw_, prev_time_;
 };
 
+/// The epoch (1-based) of the stream's last micro-batch when `position` micro-batches of the run
+/// (counted from epoch 1's first) have gone by: position per_epoch is still epoch 1's end.
+inline int epoch_at(int64_t position, int64_t per_epoch) {
+  return static_cast<int>((position > 0 ? position - 1 : 0) / per_epoch + 1);
+}
+
 /// "1h02m", "3m12s", "45s".
 std::string format_duration(double seconds);
 

@@ -100,8 +100,7 @@ class run {
       run_totals in_run = run_done_;
       in_run += sample.totals;
       const int64_t position = phase_start + sample.totals.micro_batches;
-      const int epoch = static_cast<int>(std::max<int64_t>(position - 1, 0) / p_.per_epoch) + 1;
-      steps_.observe(epoch, position, in_run, sample.stages);
+      steps_.observe(epoch_at(position, p_.per_epoch), position, in_run, sample.stages);
     };
     const epoch_fn on_epoch = [&](const epoch_result& e) {
       if (e.epoch <= last_logged_epoch_) return;  // a replay after a rollback: logged already
