@@ -74,21 +74,19 @@ int run_dir::last_logged_epoch() const {
   return static_cast<int>(last_logged(file("metrics.jsonl"), "epoch", "epoch"));
 }
 
-int64_t run_dir::last_logged_step() const { return last_logged(file("metrics.jsonl"), "step", "step"); }
-
-double run_dir::last_step_seconds() const {
+run_dir::logged_step run_dir::last_logged_step() const {
   std::ifstream in(file("metrics.jsonl"));
-  int64_t step = -1;
-  double seconds = 0;
+  logged_step last;
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object() || j.value("event", "") != "step" || !j.contains("step") ||
-        !j["step"].is_number_integer() || !j.contains("seconds") || !j["seconds"].is_number())
+        !j["step"].is_number_integer())
       continue;
-    if (j["step"].get<int64_t>() > step)
-      step = j["step"].get<int64_t>(), seconds = j["seconds"].get<double>();
+    if (j["step"].get<int64_t>() > last.step)
+      last = {j["step"].get<int64_t>(),
+              j.contains("seconds") && j["seconds"].is_number() ? j["seconds"].get<double>() : 0.0};
   }
-  return seconds;
+  return last;
 }
 
 }  // namespace petra

@@ -21,10 +21,13 @@ class run_dir {
   /// The highest epoch of the epoch lines metrics.jsonl holds (0 for none; a line a killed process
   /// left half-written is skipped): a resumed run does not log them again.
   int last_logged_epoch() const;
-  /// The same for the per-step lines: the highest optimizer step logged (0 for none).
-  int64_t last_logged_step() const;
-  /// The `seconds` of that step line (0 for none): a resumed run's step lines count on from it.
-  double last_step_seconds() const;
+  /// The same for the per-step lines: the highest optimizer step logged and that line's
+  /// `seconds` (0 and 0 for none); a resumed run's step lines count on from it.
+  struct logged_step {
+    int64_t step = 0;
+    double seconds = 0;
+  };
+  logged_step last_logged_step() const;
   /// Appends one JSON object as a line of metrics.jsonl, flushed at once.
   void log(const nlohmann::json& record);
 

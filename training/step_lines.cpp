@@ -3,14 +3,14 @@
 
 namespace petra {
 
-step_lines::step_lines(int every, const optimizer_settings& optimizer, run_dir& dir, int64_t logged_up_to,
-                       double seconds_before)
+step_lines::step_lines(int every, const optimizer_settings& optimizer, run_dir& dir,
+                       run_dir::logged_step logged)
     : every_(every),
       optimizer_(optimizer),
       dir_(dir),
-      next_(every > 0 ? (logged_up_to / every + 1) * every : 0),
-      rebase_(logged_up_to > 0),
-      seconds_before_(seconds_before),
+      next_(every > 0 ? (logged.step / every + 1) * every : 0),
+      rebase_(logged.step > 0),
+      seconds_before_(logged.seconds),
       start_(std::chrono::steady_clock::now()),
       last_time_(start_) {}
 

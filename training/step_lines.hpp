@@ -16,11 +16,10 @@ namespace petra {
 class step_lines {
  public:
   /// One line every `every` optimizer steps of stage 1 (0 = never), into `dir`. A resumed run
-  /// passes the last step `dir` has a line for and that line's seconds: the steps it runs again
+  /// passes the last step line `dir` has (its step and seconds): the steps it runs again
   /// are not logged twice, its first line's window starts where it resumed, and its seconds count
   /// on from the earlier process's.
-  step_lines(int every, const optimizer_settings& optimizer, run_dir& dir, int64_t logged_up_to = 0,
-             double seconds_before = 0);
+  step_lines(int every, const optimizer_settings& optimizer, run_dir& dir, run_dir::logged_step logged = {});
 
   /// Where the run stands: the stream's `position` (micro-batches of the run that reached the
   /// loss, counted from epoch 1's first) in `epoch`, the totals since this process started and

@@ -35,8 +35,7 @@ class run {
         bar_(p.cfg.output.progress),
         J_(stage_sizes(p.cfg).size()),
         steps_(p.cfg.output.metrics_every_steps, p.opt, dir,
-               options.resume.empty() ? 0 : dir.last_logged_step(),
-               options.resume.empty() ? 0 : dir.last_step_seconds()),
+               options.resume.empty() ? run_dir::logged_step{} : dir.last_logged_step()),
         points_(p, options, dir),
         last_logged_epoch_(options.resume.empty() ? 0 : dir.last_logged_epoch()) {}
 
