@@ -58,7 +58,8 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
               self->system(),
               stage_context{placed[index].device, placed[index].compute, index, c.runtime.mode,
                             c.output.trace ? st.trace : nullptr, st.name, c.output.metrics_every_steps,
-                            async_stage_window(c, index, static_cast<int32_t>(sizes.size()))});
+                            async_stage_window(c, index, static_cast<int32_t>(sizes.size())),
+                            backward_first(c)});
           self->state.stages->push_back(s);
           return s;
         } catch (const std::exception& e) {

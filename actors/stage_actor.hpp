@@ -1,6 +1,7 @@
 // The stage actor: one compute stage and its device context behind the stage interface.
 //  lockstep: tick t runs when the forward input and the backward input for t are both there
-//            (empty markers during fill and drain); forward, then backward; everything it sends
+//            (empty markers during fill and drain); forward, then backward (training.tick_order:
+//            backward_first, the other way round, but for the last stage); everything it sends
 //            at tick t is for tick t + 1. No barrier: the clock is the data flow.
 //  async:    messages are handled as they arrive, backward first; the first stage returns one
 //            credit to the loader per finished micro-batch.
@@ -26,6 +27,7 @@ struct stage_context {
   std::string process = "coordinator";              // the timeline's name of this process
   int metrics_every = 0;     // a window_report every N optimizer steps (output.metrics_every_steps); 0 = none
   int64_t stage_window = 0;  // async: starts a training forward only while fewer await backward; 0 = no bound
+  bool backward_first = false;  // lockstep, training.tick_order: a tick's backward before its forward
 };
 
 /// Spawns the stage actor of `context.mode`; a GPU stage runs detached (one OS thread of its own).

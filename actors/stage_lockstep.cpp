@@ -50,22 +50,22 @@ void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& 
        c.faults.backward_delay);
 }
 
-/// The rest of tick t after its forward: the backward half (the last stage ran it with the loss),
-/// the loader's credit at stage 1, and the clock.
-void end_tick(lockstep_self self, const backward_data& in) {
+/// The backward half of tick t at a stage before the last (the last runs it with the loss): the
+/// backward of `in`, or a marker, upstream.
+void backward_half(lockstep_self self, const backward_data& in) {
   stage_core& c = self->state.core;
   const int64_t t = c.tick;
-  if (!c.is_last()) {
-    if (in.grad.defined()) {
-      bool slowed = false;
-      stage::backward_result r = timed_backward(c, in.rebuilt, in.grad, in.s.micro_batch, slowed);
-      count_slowed(self, c, slowed);
-      after_backward(self, c, r, in.s.micro_batch);
-      send_backward(self, in.s.micro_batch, t, r.input, r.input_grad);
-    } else {
-      send_backward(self, -1, t, {}, {});
-    }
-  }
+  if (!in.grad.defined()) return send_backward(self, -1, t, {}, {});
+  bool slowed = false;
+  stage::backward_result r = timed_backward(c, in.rebuilt, in.grad, in.s.micro_batch, slowed);
+  count_slowed(self, c, slowed);
+  after_backward(self, c, r, in.s.micro_batch);
+  send_backward(self, in.s.micro_batch, t, r.input, r.input_grad);
+}
+
+/// The end of tick t: the loader's credit at stage 1, and the clock.
+void end_tick(lockstep_self self) {
+  stage_core& c = self->state.core;
   if (c.is_first()) self->send(c.links.loader, credit_atom_v, int64_t{1}, c.plan.phase);
   ++c.tick;
 }
@@ -129,6 +129,8 @@ bool run_tick(lockstep_self self) {
     eval.eval_x = evaluate_batch(self, c, fin.eval_epoch, fin.eval_index, fin.eval_x);
     if (c.is_last()) eval.eval_index = -1;  // its logits went to the loss actor
   }
+  const bool backward_first = c.ctx.backward_first && !c.is_last();  // training.tick_order
+  if (backward_first) backward_half(self, bin);
   if (fin.x.defined()) {
     const int64_t id = fin.s.micro_batch;
     bool slowed = false;
@@ -148,7 +150,8 @@ bool run_tick(lockstep_self self) {
   } else {
     send_forward(self, -1, t, {}, eval);
   }
-  end_tick(self, bin);
+  if (!backward_first && !c.is_last()) backward_half(self, bin);
+  end_tick(self);
   return true;
 }
 
@@ -229,7 +232,7 @@ void on_loss(lockstep_self self, loss_data in) {
     after_backward(self, c, r, c.logits_id);
     c.logits = activation{};
     send_backward(self, c.logits_id, c.tick, r.input, r.input_grad);
-    end_tick(self, backward_data{});
+    end_tick(self);
   } catch (const std::exception& e) {
     return fail_with(self, c, e, in.s.micro_batch);
   }
@@ -252,7 +255,7 @@ void skip_loss(lockstep_self self) {
   c.logits = activation{};
   c.logits_id = -1;
   send_backward(self, -1, c.tick, {}, {});
-  end_tick(self, backward_data{});
+  end_tick(self);
 }
 
 stage_status status_of(const lockstep_state& st) {

@@ -88,15 +88,17 @@ int memory_model_command(const std::string& config, const std::vector<std::strin
     std::printf("%-14s %-14s %-22s %12s %14s\n", "input buffer", "weight stash", "method", "paper (GB)",
                 "petra (GB)");
     const char* names[] = {"PipeDream-like", "DSP-like", "reversible+stash", "PETRA"};
-    const auto rows = memory_table(m.stages, k, cfg.runtime.inversion_sample_every);
+    const bool bf = cfg.training.tick_order == "backward_first";
+    const auto rows = memory_table(m.stages, k, cfg.runtime.inversion_sample_every, bf);
     for (std::size_t i = 0; i < rows.size(); ++i)
       std::printf("%-14s %-14s %-22s %12.1f %14.2f\n", rows[i].stash_inputs ? "yes" : "no",
                   rows[i].stash_weights ? "yes" : "no", names[i], rows[i].paper_gb, rows[i].runtime_gb);
     std::printf(
         "paper: DESIGN.md §2 convention (one stream per input, doubled for downsampling stages, 4 bytes).\n"
-        "petra: weights + gradients + momentum + BN statistics + input FIFO peak 2(J-j)+1 (both streams)\n"
+        "petra: weights + gradients + momentum + BN statistics + input FIFO peak 2(J-j)+1%s (both streams)\n"
         "       (reversible stages: the inputs sampled for the inversion error, 1 in %d micro-batches)\n"
         "       + weight copies for every version an outstanding forward used.\n",
+        bf ? " (tick order backward_first: 2(J-j) but at the last stage)" : "",
         cfg.runtime.inversion_sample_every);
     return 0;
   } catch (const std::exception& e) {

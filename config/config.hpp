@@ -89,6 +89,10 @@ struct training_config {
   int micro_batch = 64;
   int accumulation = 2;             // k: micro-batches averaged per optimizer step
   bool drain_at_epoch_end = false;  // drain the pipeline at each epoch end (and evaluate the drained weights)
+  // simulate and lockstep: the order of a stage's forward and backward within a tick.
+  // forward_first (DESIGN.md §1: both use the weights the tick starts with) | backward_first (the
+  // backward and its optimizer step first: the forward sees them, one backward less staleness)
+  std::string tick_order = "forward_first";
   uint64_t seed = 0;
   optimizer_config optimizer;
   schedule_config schedule;

@@ -51,6 +51,7 @@ section schema(run_config& config) {
             {"micro_batch", &training.micro_batch},
             {"accumulation", &training.accumulation},
             {"drain_at_epoch_end", &training.drain_at_epoch_end},
+            {"tick_order", &training.tick_order},
             {"seed", &training.seed}},
            {{"optimizer",
              {{"base_lr", &optimizer.base_lr},

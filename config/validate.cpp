@@ -142,6 +142,7 @@ void validate_training(const training_config& training, const checker& check) {
                     check.where("training.method") +
                     "; stashing inputs or weights is a switch of the 'delayed' method (the PipeDream/DSP-like"
                     " baselines): set training.method to delayed, or remove this key");
+  check.one_of("training.tick_order", training.tick_order, {"forward_first", "backward_first"});
   check.at_least("training.epochs", training.epochs, 1, "must be positive");
   check.at_least("training.micro_batch", training.micro_batch, 1, "must be positive");
   check.at_least("training.accumulation", training.accumulation, 1,

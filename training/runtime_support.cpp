@@ -49,6 +49,10 @@ void check_runtime_supports(const config::run_config& c) {
     refuse("runtime.pacing", c,
            "follows the tick schedule, which paces every stage: pacing '" + c.runtime.pacing +
                "' is the async runtime's");
+  if (mode == config::runtime_mode::async && backward_first(c))
+    refuse("training.tick_order", c,
+           "has no ticks to order: each stage runs a waiting backward before its next forward "
+           "(use runtime.mode simulate or lockstep for backward_first)");
   if (mode == config::runtime_mode::lockstep) {
     const std::string why =
         "counts time in ticks: jitter and reordering are wall-clock faults of the async runtime";
@@ -56,6 +60,8 @@ void check_runtime_supports(const config::run_config& c) {
     if (any_set(f.reorder, 0.0)) refuse("faults.reorder", c, why);
   }
 }
+
+bool backward_first(const config::run_config& c) { return c.training.tick_order == "backward_first"; }
 
 bool actors_take_cuts(const config::run_config& c) {
   const config::faults_config& f = c.faults;

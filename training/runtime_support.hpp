@@ -9,6 +9,10 @@ namespace petra {
 /// Throws config::config_error naming the first key of `c` that runtime.mode cannot honour and why.
 void check_runtime_supports(const config::run_config& c);
 
+/// training.tick_order: backward_first (simulate and lockstep: within a tick, each stage but the
+/// last runs its backward, and any optimizer step, before its forward).
+bool backward_first(const config::run_config& c);
+
 /// Whether the actor runtime cuts a running pipeline for snapshots (else it drains where one is
 /// due): lockstep without link delays (a message would cross the cut more than a tick ahead);
 /// async without delays, jitter or reordering (the markers need each link in order).

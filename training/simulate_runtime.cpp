@@ -27,7 +27,7 @@ class simulate_runtime : public pipeline_runtime {
         spacing_(entry_spacing(method_for(c.training).kind, stage_sizes(c).size())),
         stages_(build_placed_stages(c, optimizer)),
         loss_(make_loss_backend()),
-        sim_(pointers(stages_), *loss_, entry_spacing(method_for(c.training).kind, stages_.size())),
+        sim_(pointers(stages_), *loss_, spacing_, backward_first(c)),
         every_(c.output.metrics_every_steps),
         meters_(stages_.size()) {}
 

@@ -32,7 +32,7 @@ std::vector<stage_profile> profile_stages(std::vector<std::vector<std::unique_pt
 }
 
 std::vector<memory_row> memory_table(const std::vector<stage_profile>& stages, int accumulation,
-                                     int inversion_sample_every) {
+                                     int inversion_sample_every, bool backward_first) {
   const int64_t J = static_cast<int64_t>(stages.size());
   std::vector<memory_row> rows = {{true, true}, {true, false}, {false, true}, {false, false}};
   for (memory_row& row : rows) {
@@ -48,7 +48,7 @@ std::vector<memory_row> memory_table(const std::vector<stage_profile>& stages, i
       if (row.stash_weights) paper += s.params * ceil_div(staleness, accumulation);
       const bool keep = row.stash_inputs || !s.reversible;
       runtime += runtime_stage_bytes(s, static_cast<std::size_t>(j), static_cast<std::size_t>(J), keep,
-                                     row.stash_weights, accumulation, inversion_sample_every);
+                                     row.stash_weights, accumulation, inversion_sample_every, backward_first);
     }
     row.paper_gb = static_cast<double>(paper) * 4 / 1e9;
     row.runtime_gb = static_cast<double>(runtime) / 1e9;
@@ -57,15 +57,18 @@ std::vector<memory_row> memory_table(const std::vector<stage_profile>& stages, i
 }
 
 int64_t runtime_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J, bool keep_inputs,
-                            bool stash_weights, int accumulation, int inversion_sample_every) {
-  const int64_t staleness = 2 * static_cast<int64_t>(J - 1 - j);
+                            bool stash_weights, int accumulation, int inversion_sample_every,
+                            bool backward_first) {
+  const int64_t delay = 2 * static_cast<int64_t>(J - 1 - j);
+  // Backwards between a micro-batch's forward and its own: the last stage runs both in one tick.
+  const int64_t between = backward_first && j + 1 < J ? delay - 1 : delay;
+  const int64_t outstanding = between + 1;  // forwards awaiting their backward, at the peak
   int64_t floats = 3 * s.params + s.buffers;
   if (keep_inputs)
-    floats += s.input.numel() * (staleness + 1);
-  else if (inversion_sample_every >
-           0)  // the sampled inputs of the inversion error, among 2(J−j)+1 outstanding
-    floats += s.input.numel() * ceil_div(staleness + 1, inversion_sample_every);
-  if (stash_weights) floats += s.params * (ceil_div(staleness, accumulation) + 1);
+    floats += s.input.numel() * outstanding;
+  else if (inversion_sample_every > 0)  // the sampled inputs of the inversion error
+    floats += s.input.numel() * ceil_div(outstanding, inversion_sample_every);
+  if (stash_weights) floats += s.params * (ceil_div(between, accumulation) + 1);
   return floats * 4;
 }
 

@@ -34,16 +34,19 @@ struct memory_row {
 };
 
 /// The four rows of the paper's table (inputs+weights, inputs, weights, neither), in that order;
-/// the runtime column counts inversion samples taken on 1 in `inversion_sample_every` micro-batches.
+/// the runtime column counts inversion samples taken on 1 in `inversion_sample_every` micro-batches
+/// and the tick order (`backward_first`: training.tick_order).
 std::vector<memory_row> memory_table(const std::vector<stage_profile>& stages, int accumulation,
-                                     int inversion_sample_every);
+                                     int inversion_sample_every, bool backward_first = false);
 
 /// Our runtime's bytes for one stage j (0-based) of J under a method: parameters, gradients,
 /// momentum, BN statistics, the input FIFO peak (2(J−j)+1 inputs when kept; else, at a reversible
 /// stage, ⌈(2(J−j)+1)/N⌉ inputs sampled for the inversion error on 1 in N = inversion_sample_every
 /// micro-batches, 0 = never) and the weight stash peak (⌈2(J−j)/k⌉+1 copies: every version an
-/// outstanding forward used).
+/// outstanding forward used). With `backward_first` (training.tick_order) every stage but the last
+/// holds one forward fewer: 2(J−j) inputs, ⌈(2(J−j)−1)/k⌉+1 weight copies.
 int64_t runtime_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J, bool keep_inputs,
-                            bool stash_weights, int accumulation, int inversion_sample_every);
+                            bool stash_weights, int accumulation, int inversion_sample_every,
+                            bool backward_first = false);
 
 }  // namespace petra

@@ -1,5 +1,6 @@
 // The reference simulator. Per tick every stage does one forward and one backward, in
-// that order, with the weights it holds at the start of the tick; stage j's backward
+// that order, with the weights it holds at the start of the tick (backward_first: the
+// backward, then the forward with the weights after its optimizer step); stage j's backward
 // consumes what stage j+1 produced on the previous tick. The last stage runs forward,
 // loss and backward in one tick.
 #include "compute/pipeline/simulator.hpp"
@@ -44,8 +45,8 @@ run_totals& run_totals::operator+=(const run_totals& other) {
   return *this;
 }
 
-simulator::simulator(std::vector<stage*> stages, backend& loss, int64_t spacing)
-    : stages_(std::move(stages)), loss_(loss), spacing_(spacing) {
+simulator::simulator(std::vector<stage*> stages, backend& loss, int64_t spacing, bool backward_first)
+    : stages_(std::move(stages)), loss_(loss), spacing_(spacing), backward_first_(backward_first) {
   if (stages_.empty()) throw std::invalid_argument("simulator: no stages");
   if (spacing_ < 1) throw std::invalid_argument("simulator: a micro-batch enters every spacing >= 1 ticks");
 }
@@ -165,42 +166,53 @@ run_totals simulator::run(const simulator_hooks& hooks, const pipeline_cut* from
           if (hooks.on_eval) hooks.on_eval(item, loss, correct);
         }
       }
-      if (fwd_in[j]) {
-        const int64_t id = fwd_in[j]->id;
-        activation out = s.forward(fwd_in[j]->x, id, t);
-        fwd_in[j].reset();
-        if (j + 1 < J) {
-          fwd_next[j + 1] =
-              forward_message{id, hand_over(out, s.compute_backend(), stages_[j + 1]->compute_backend())};
-        } else {  // last stage: loss and backward in the same tick
-          tensor dlogits;
-          int64_t correct = 0;
-          auto it = labels.find(id);
-          const float loss = loss_.softmax_cross_entropy(hand_over(out.x1, s.compute_backend(), loss_),
-                                                         it->second, &dlogits, &correct);
-          dlogits = hand_over(dlogits, loss_, s.compute_backend());
-          totals.samples += static_cast<int64_t>(it->second.size());
-          totals.correct += correct;
-          totals.loss_sum += loss;
-          if (hooks.on_loss) hooks.on_loss(id, loss, correct, static_cast<int64_t>(it->second.size()));
-          labels.erase(it);
-          bwd_in[j] = backward_message{id, out, activation{dlogits, {}}};
+      const auto forward = [&] {
+        if (fwd_in[j]) {
+          const int64_t id = fwd_in[j]->id;
+          activation out = s.forward(fwd_in[j]->x, id, t);
+          fwd_in[j].reset();
+          if (j + 1 < J) {
+            fwd_next[j + 1] =
+                forward_message{id, hand_over(out, s.compute_backend(), stages_[j + 1]->compute_backend())};
+          } else {  // last stage: loss and backward in the same tick
+            tensor dlogits;
+            int64_t correct = 0;
+            auto it = labels.find(id);
+            const float loss = loss_.softmax_cross_entropy(hand_over(out.x1, s.compute_backend(), loss_),
+                                                           it->second, &dlogits, &correct);
+            dlogits = hand_over(dlogits, loss_, s.compute_backend());
+            totals.samples += static_cast<int64_t>(it->second.size());
+            totals.correct += correct;
+            totals.loss_sum += loss;
+            if (hooks.on_loss) hooks.on_loss(id, loss, correct, static_cast<int64_t>(it->second.size()));
+            labels.erase(it);
+            bwd_in[j] = backward_message{id, out, activation{dlogits, {}}};
+          }
         }
-      }
-      if (bwd_in[j]) {
-        const int64_t id = bwd_in[j]->id;
-        stage::backward_result r = s.backward(bwd_in[j]->rebuilt, bwd_in[j]->grad, id, t);
-        bwd_in[j].reset();
-        if (hooks.on_backward) hooks.on_backward(j, id);
-        if (j > 0) {
-          backend& to = stages_[j - 1]->compute_backend();
-          bwd_next[j - 1] = backward_message{id, hand_over(r.input, s.compute_backend(), to),
-                                             hand_over(r.input_grad, s.compute_backend(), to)};
-        } else {
-          --in_flight;
-          ++totals.micro_batches;
-          if (hooks.on_done) hooks.on_done(totals);
+      };
+      const auto backward = [&] {
+        if (bwd_in[j]) {
+          const int64_t id = bwd_in[j]->id;
+          stage::backward_result r = s.backward(bwd_in[j]->rebuilt, bwd_in[j]->grad, id, t);
+          bwd_in[j].reset();
+          if (hooks.on_backward) hooks.on_backward(j, id);
+          if (j > 0) {
+            backend& to = stages_[j - 1]->compute_backend();
+            bwd_next[j - 1] = backward_message{id, hand_over(r.input, s.compute_backend(), to),
+                                               hand_over(r.input_grad, s.compute_backend(), to)};
+          } else {
+            --in_flight;
+            ++totals.micro_batches;
+            if (hooks.on_done) hooks.on_done(totals);
+          }
         }
+      };
+      if (backward_first_ && j + 1 < J) {  // the forward sees the backward's optimizer step
+        backward();
+        forward();
+      } else {
+        forward();
+        backward();
       }
     }
     std::swap(fwd_in, fwd_next);

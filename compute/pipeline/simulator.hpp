@@ -72,7 +72,9 @@ class simulator {
   /// `stages` in pipeline order, each computing on its own backend; `loss` computes the softmax
   /// cross-entropy of the last stage's logits (as the loss actor does); a micro-batch enters
   /// every `spacing` ticks (entry_spacing: 1, or 2J − 1 for backprop's one micro-batch in flight).
-  simulator(std::vector<stage*> stages, backend& loss, int64_t spacing);
+  /// `backward_first` (training.tick_order): within a tick each stage but the last runs its
+  /// backward (and any optimizer step) before its forward, so the forward sees that step.
+  simulator(std::vector<stage*> stages, backend& loss, int64_t spacing, bool backward_first = false);
 
   /// Feeds micro-batches from `next` (false when exhausted), one every `spacing` ticks, through
   /// the schedule until every one has finished its backward at stage 1 (the pipeline drains).
@@ -82,9 +84,9 @@ class simulator {
 
   /// The same schedule with the inputs `hooks.next` chooses per tick, evaluation waves
   /// included: per tick each stage evaluates its evaluation batch (with the weights the tick
-  /// starts with), then runs its forward, then its backward. Runs until nothing more enters and
-  /// everything in flight is done. Ticks count from the run's start; with `from`, the run resumes
-  /// a cut taken by an earlier run of the same phase: every stage is restored from its part, and
+  /// starts with), then runs its forward, then its backward (backward_first: the other way round). Runs until
+  /// nothing more enters and everything in flight is done. Ticks count from the run's start; with `from`, the
+  /// run resumes a cut taken by an earlier run of the same phase: every stage is restored from its part, and
   /// the first tick is the cut's (hooks.next sees the ticks from there on).
   run_totals run(const simulator_hooks& hooks, const pipeline_cut* from = nullptr);
 
@@ -98,6 +100,7 @@ class simulator {
   std::vector<stage*> stages_;
   backend& loss_;
   int64_t spacing_;
+  bool backward_first_;
   int64_t tick_ = 0;
 };
 

@@ -160,3 +160,59 @@ TEST_CASE("evaluation waves leave training alone: the final weights do not depen
   }
   std::filesystem::remove_all(root);
 }
+
+namespace {
+
+/// The mean of a histogram {"value": count, ...} as metrics.jsonl writes it.
+double histogram_mean(const nlohmann::json& h) {
+  double sum = 0, n = 0;
+  for (auto it = h.begin(); it != h.end(); ++it) {
+    sum += std::stod(it.key()) * it.value().get<double>();
+    n += it.value().get<double>();
+  }
+  return n > 0 ? sum / n : 0;
+}
+
+}  // namespace
+
+// training.tick_order: backward_first runs a tick's backward (and its optimizer step) before the
+// forward at every stage but the last: same ticks, same delays, one backward less between a
+// micro-batch's forward and its backward, one kept input fewer.
+TEST_CASE("tick order backward_first: lockstep = simulate bit for bit; delays 2(J-j), less staleness") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  for (const char* method : {"petra", "delayed+inputs+weights"}) {
+    INFO(method);
+    config::run_config sim_cfg = tiny_config("simulate", method);
+    sim_cfg.training.tick_order = "backward_first";
+    config::run_config actor_cfg = sim_cfg;
+    actor_cfg.runtime.mode = config::runtime_mode::lockstep;
+    const trained sim = train_once(sim_cfg);
+    const trained actors = train_once(actor_cfg);
+    CHECK(differing(sim, actors) == 0);
+    CHECK(actors.totals.loss_sum == sim.totals.loss_sum);
+    CHECK(actors.totals.ticks == sim.totals.ticks);
+    const trained usual = train_once(tiny_config("simulate", method));
+    CHECK(differing(sim, usual) > 0);  // the order changes the weights
+    CHECK(usual.totals.ticks == sim.totals.ticks);
+    REQUIRE(actors.stages.size() == 4);
+    for (int j = 0; j < 4; ++j) {
+      INFO("stage " << j + 1);
+      const auto& delays = actors.stages[j]["delay_ticks"];
+      REQUIRE(delays.size() == 1);
+      CHECK(delays.begin().key() == std::to_string(2 * (3 - j)));
+      const double before = histogram_mean(usual.stages[j]["staleness_steps"]);
+      const double now = histogram_mean(actors.stages[j]["staleness_steps"]);
+      // k = 2: 2(J-j)/k steps on average usually, (2(J-j) - 1)/k with the backward first.
+      if (j < 3) CHECK(now == doctest::Approx(before - 0.5).epsilon(0.05));
+      if (j == 3) CHECK(now == 0);
+    }
+    if (std::string(method) != "petra") {
+      // Every stage keeps its inputs: 2(J-j) at most (the oldest leaves before the next comes).
+      CHECK(actors.stages[0]["fifo_peak"].get<int64_t>() == 6);
+      CHECK(actors.stages[1]["fifo_peak"].get<int64_t>() == 4);
+      CHECK(actors.stages[2]["fifo_peak"].get<int64_t>() == 2);
+      CHECK(actors.stages[3]["fifo_peak"].get<int64_t>() == 1);
+      CHECK(usual.stages[0]["fifo_peak"].get<int64_t>() == 7);
+    }
+  }
+}

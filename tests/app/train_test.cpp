@@ -157,6 +157,7 @@ TEST_CASE("a key the runtime cannot honour is refused: exit code 2, the key name
       {{"runtime.mode=lockstep", "runtime.pacing=loader"}, "runtime.pacing"},
       {{"runtime.mode=lockstep", "faults.reorder=[0,0.1,0,0,0]"}, "faults.reorder"},
       {{"runtime.mode=lockstep", "faults.jitter_ms=[0,2,0,0,0]"}, "faults.jitter_ms"},
+      {{"runtime.mode=async", "training.tick_order=backward_first"}, "training.tick_order"},
   };
   for (const auto& [sets, key] : cases) {
     CAPTURE(key);

@@ -38,10 +38,10 @@ struct pipeline_fixture {
   }
 
   /// The simulator over these stages (loss on the same CPU backend), on the method's schedule.
-  simulator make_simulator() {
+  simulator make_simulator(bool backward_first = false) {
     std::vector<stage*> order;
     for (auto& s : stages) order.push_back(s.get());
-    return simulator(order, *be, entry_spacing(method.kind, stages.size()));
+    return simulator(order, *be, entry_spacing(method.kind, stages.size()), backward_first);
   }
 
   /// Runs `count` seeded random micro-batches of 4 images.

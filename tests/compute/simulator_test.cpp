@@ -193,24 +193,27 @@ TEST_CASE("a dropped micro-batch leaves nothing behind: the others' backwards ru
   CHECK(s.export_inflight().stash.empty());  // every stashed version released
 }
 
-TEST_CASE("measured FIFO and stash bytes equal the memory model's runtime bytes") {
+TEST_CASE("measured FIFO and stash bytes equal the memory model's runtime bytes, in either tick order") {
   const method_options m = method_of(method_kind::delayed, true, true);
-  const int k = 2;
-  pipeline_fixture f(m, 0.05, k);
-  simulator sim = f.make_simulator();
-  f.run(sim, 40);  // long enough for the steady state, where the stash peak is reached
-  // Profiles from an identically built model (the fixture's blocks now belong to stages).
-  pipeline_fixture twin(m, 0.05, k);
-  std::vector<std::vector<std::unique_ptr<block>>> groups;
-  for (auto& s : twin.stages) groups.push_back(std::move(s->blocks()));
-  const auto profiles = profile_stages(groups, {{4, 1, 8, 8}, {}});
-  const std::size_t J = f.stages.size();
-  for (std::size_t j = 0; j < J; ++j) {
-    stage& s = *f.stages[j];
-    const int64_t measured =
-        static_cast<int64_t>(s.parameter_bytes() + s.optimizer_state_bytes() + s.buffer_bytes() +
-                             s.stats().fifo_peak_bytes + s.stats().stash_peak_bytes);
-    INFO("stage " << j + 1);
-    CHECK(measured == runtime_stage_bytes(profiles[j], j, J, true, true, k, 0));
-  }
+  for (const int k : {1, 2, 3})
+    for (const bool backward_first : {false, true}) {
+      INFO("k = " << k << (backward_first ? ", backward first" : ", forward first"));
+      pipeline_fixture f(m, 0.05, k);
+      simulator sim = f.make_simulator(backward_first);
+      f.run(sim, 40);  // long enough for the steady state, where the stash peak is reached
+      // Profiles from an identically built model (the fixture's blocks now belong to stages).
+      pipeline_fixture twin(m, 0.05, k);
+      std::vector<std::vector<std::unique_ptr<block>>> groups;
+      for (auto& s : twin.stages) groups.push_back(std::move(s->blocks()));
+      const auto profiles = profile_stages(groups, {{4, 1, 8, 8}, {}});
+      const std::size_t J = f.stages.size();
+      for (std::size_t j = 0; j < J; ++j) {
+        stage& s = *f.stages[j];
+        const int64_t measured =
+            static_cast<int64_t>(s.parameter_bytes() + s.optimizer_state_bytes() + s.buffer_bytes() +
+                                 s.stats().fifo_peak_bytes + s.stats().stash_peak_bytes);
+        INFO("stage " << j + 1);
+        CHECK(measured == runtime_stage_bytes(profiles[j], j, J, true, true, k, 0, backward_first));
+      }
+    }
 }

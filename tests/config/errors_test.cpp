@@ -133,6 +133,10 @@ TEST_CASE("imagenet and imagenet32: three channels, the crop size is the input s
   CHECK(contains(error_of("runtime:\n  pacing: credits\n"),
                  "runtime.pacing at runs/x.yaml:2: 'credits' is not one of stages, loader"));
   CHECK(run_config{}.runtime.pacing == "stages");
+  CHECK(contains(
+      error_of("training:\n  tick_order: backward\n"),
+      "training.tick_order at runs/x.yaml:2: 'backward' is not one of forward_first, backward_first"));
+  CHECK(run_config{}.training.tick_order == "forward_first");
   const run_config c = parse_config(rgb + "  dataset: imagenet\n  workers: 0\n  on_bad_image: fail\n", "x");
   CHECK(c.data.workers == 0);
   CHECK(c.data.on_bad_image == "fail");
