@@ -217,7 +217,7 @@ void control_channel::on_window(const window_report& w) {
     return;
   stage_window& mine = windows_[w.stage];
   if (mine.stage < 0) ++windows_seen_;
-  mine = stage_window{w.stage, w.optimizer_steps, w.staleness_mean, w.inversion_error_mean};
+  mine = stage_window{w.stage, w.optimizer_steps, w.staleness_mean, w.inversion_error_mean, w.ended_by};
   if (w.stage == 0) notify();  // stage 1's steps are what the per-step lines count
 }
 

@@ -177,7 +177,7 @@ void after_backward(Self* self, stage_core& c, const stage::backward_result& r, 
   if (every > 0 && r.stepped && c.ctx.compute->weight_version() % every == 0) {
     const stage_window w = c.window.take(*c.ctx.compute);
     self->send(c.links.coordinator, window_report{c.ctx.index, c.plan.generation, w.optimizer_steps,
-                                                  w.staleness_mean, w.inversion_error_mean});
+                                                  w.staleness_mean, w.inversion_error_mean, id});
   }
   const int64_t per_epoch = c.plan.per_epoch;
   if (per_epoch > 0 && (id + 1) % per_epoch == 0) {

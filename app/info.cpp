@@ -95,10 +95,10 @@ int memory_model_command(const std::string& config, const std::vector<std::strin
                   rows[i].stash_weights ? "yes" : "no", names[i], rows[i].paper_gb, rows[i].runtime_gb);
     std::printf(
         "paper: DESIGN.md §2 convention (one stream per input, doubled for downsampling stages, 4 bytes).\n"
-        "petra: weights + gradients + momentum + BN statistics + input FIFO peak 2(J-j)+1%s (both streams)\n"
+        "petra: weights + gradients + momentum + BN statistics + input FIFO peak %s (both streams)\n"
         "       (reversible stages: the inputs sampled for the inversion error, 1 in %d micro-batches)\n"
         "       + weight copies for every version an outstanding forward used.\n",
-        bf ? " (tick order backward_first: 2(J-j) but at the last stage)" : "",
+        bf ? "2(J-j), the last stage 1 (tick order backward_first)" : "2(J-j)+1",
         cfg.runtime.inversion_sample_every);
     return 0;
   } catch (const std::exception& e) {

@@ -184,6 +184,7 @@ struct window_report {
   int64_t optimizer_steps = 0;
   double staleness_mean = 0;
   double inversion_error_mean = -1;  // −1 = none
+  int64_t ended_by = -1;             // the id of the micro-batch whose backward ended the window
 };
 
 /// A stage's measurements of one epoch: sent when it finished the backward of the epoch's last

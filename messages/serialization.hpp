@@ -128,7 +128,7 @@ typename Inspector::result_type inspect(Inspector& f, recovery_order& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, window_report& x) {
   return f(caf::meta::type_name("window_report"), x.stage, x.generation, x.optimizer_steps, x.staleness_mean,
-           x.inversion_error_mean);
+           x.inversion_error_mean, x.ended_by);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_epoch_report& x) {

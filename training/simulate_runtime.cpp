@@ -65,6 +65,7 @@ class simulate_runtime : public pipeline_runtime {
       }
     };
     hooks.on_backward = [&](std::size_t j, int64_t id) {
+      if (j == 0) stage1_done_ = id;          // what ends a window stage 1 takes now (take_windows)
       if ((id + 1) % per_epoch != 0) return;  // not the last micro-batch of its epoch
       stage& s = *stages_[j].compute;
       stage_report r = stage_report::of(s);
@@ -151,11 +152,13 @@ class simulate_runtime : public pipeline_runtime {
     windows_taken_at_ = steps;
     windows_.clear();
     for (std::size_t j = 0; j < stages_.size(); ++j) windows_.push_back(meters_[j].take(*stages_[j].compute));
+    windows_.front().ended_by = stage1_done_;
   }
 
   data_feed& train_;
   data_feed& waves_;  // the test set in training-sized micro-batches, for evaluation waves
   int64_t spacing_;
+  int64_t stage1_done_ = -1;  // the id of the micro-batch stage 1 last finished
   std::vector<placed_stage> stages_;
   std::unique_ptr<backend> loss_;
   simulator sim_;

@@ -15,6 +15,9 @@ struct stage_window {
   double staleness_mean = 0;    // optimizer steps between forward and backward, mean over the window
   double inversion_error_mean =
       -1;  // ‖x̃ − x‖/‖x‖ over the window's samples; −1 = none (not reversible, or none sampled)
+  // The id of the micro-batch whose backward ended the window (stage 1's places the step lines in
+  // the stream); −1 = not known.
+  int64_t ended_by = -1;
 };
 
 /// Cuts a stage's statistics into windows: each take() covers what happened since the previous one.

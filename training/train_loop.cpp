@@ -98,7 +98,11 @@ class run {
       bar_.update(sample.totals);
       run_totals in_run = run_done_;
       in_run += sample.totals;
-      const int64_t position = phase_start + sample.totals.micro_batches;
+      // The step lines' place in the stream: the micro-batch whose backward ended stage 1's window
+      // (the same in every runtime; epoch 1's ids start at per_epoch); else the micro-batches scored.
+      const int64_t ended_by = sample.stages.empty() ? -1 : sample.stages.front().ended_by;
+      const int64_t position =
+          ended_by >= 0 ? ended_by + 1 - p_.per_epoch : phase_start + sample.totals.micro_batches;
       steps_.observe(epoch_at(position, p_.per_epoch), position, in_run, sample.stages);
     };
     const epoch_fn on_epoch = [&](const epoch_result& e) {

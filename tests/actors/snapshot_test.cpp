@@ -182,6 +182,18 @@ TEST_CASE("lockstep: stop right after a snapshot, resume = uninterrupted, bit fo
     }
 }
 
+TEST_CASE("tick order backward_first: stop right after a snapshot, resume = uninterrupted, bit for bit") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  for (const char* mode : {"simulate", "lockstep"})
+    for (const char* method : {"petra", "delayed+inputs+weights"})
+      for (int stop : {3, 4}) {
+        CAPTURE(mode);
+        CAPTURE(method);
+        CAPTURE(stop);
+        stop_and_resume(mode, method, stop, {"training.tick_order=backward_first"});
+      }
+}
+
 TEST_CASE("lockstep with snapshots = simulate with snapshots, bit for bit") {
   PETRA_REQUIRE_FASHION_MNIST();
   const fs::path dir = fs::temp_directory_path() / ("petra-snapshot-eq-" + std::to_string(::getpid()));
@@ -193,6 +205,17 @@ TEST_CASE("lockstep with snapshots = simulate with snapshots, bit for bit") {
   }
   CHECK(differing(final_weights(dir / "simulate"), final_weights(dir / "lockstep")) == 0);
   CHECK(epoch_lines(dir / "simulate") == epoch_lines(dir / "lockstep"));
+  // The step lines stand at the same place in the stream: step s ended by micro-batch k·s.
+  const auto a = event_lines(dir / "simulate", "step"), b = event_lines(dir / "lockstep", "step");
+  REQUIRE(a.size() == 16);  // 2 epochs of 16 steps, a line every 2 steps
+  REQUIRE(b.size() == a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(i);
+    CHECK(b[i]["step"] == a[i]["step"]);
+    CHECK(a[i]["micro_batches"].get<int64_t>() == 2 * a[i]["step"].get<int64_t>());
+    CHECK(b[i]["micro_batches"] == a[i]["micro_batches"]);
+    CHECK(b[i]["epoch"] == a[i]["epoch"]);
+  }
   fs::remove_all(dir);
 }
 
