@@ -161,7 +161,6 @@ void actor_pipeline::respawn(int32_t j) {
   }
   control_.watch_extra(stages_[i].address(), j);
   control_.self()->monitor(stages_[i]);
-  rewire(j);
   control_.ask<faults_atom>(stages_[i], control_timeout, faults_atom_v, faults_of(j));
 }
 

@@ -35,8 +35,9 @@ class actor_pipeline {
   /// Whether stage j computes on the CPU (only those are rebuilt alone: a simulated or GPU device is
   /// shared with other stages).
   bool on_cpu(int32_t j) const;
-  /// Builds stage j again in place of a lost one (on a spare node when its node is gone): wired to its
-  /// neighbours, with its faults, monitored. Its neighbours still point at the lost one: rewire them.
+  /// Builds stage j again in place of a lost one (on a spare node when its node is gone), with its
+  /// faults, monitored, not yet wired: once every lost stage is built again, rewire it and its
+  /// neighbours (which still point at the lost ones).
   void respawn(int32_t j);
   /// Sends stage j its links again; the loss actor its last stage.
   void rewire(int32_t j);
