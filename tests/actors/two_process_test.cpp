@@ -21,6 +21,14 @@ TEST_CASE("lockstep across two processes is bit-identical to one process") {
   CHECK(two.totals.loss_sum == one.totals.loss_sum);
   // The stamps crossed the process boundary too.
   CHECK(two.stages[1]["delay_ticks"].begin().key() == "4");
+  // The node builds its stages with the coordinator's tick order.
+  config::run_config bf_one = tiny_config("lockstep", "petra");
+  bf_one.training.tick_order = "backward_first";
+  config::run_config bf_split = bf_one;
+  bf_split.pipeline.nodes = split.pipeline.nodes;
+  const trained three = train_once(bf_one), four = train_once(bf_split);
+  CHECK(differing(three, four) == 0);
+  CHECK(differing(three, one) > 0);
 }
 
 TEST_CASE("three node processes and a coordinator, lockstep: bit-identical to one process") {
