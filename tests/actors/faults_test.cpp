@@ -247,26 +247,33 @@ TEST_CASE("SIGKILL of a node with two stages: only they are rebuilt on the spare
 TEST_CASE("lockstep: a crashed stage is rebuilt alone from its snapshot; the others keep their state") {
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs;
-  // Snapshots before ticks 8, 16, 24: stage 3 throws at tick 20 and starts again from the one at 16.
-  REQUIRE(train_command({"tiny", dirs.sets("crash", {"faults.crash_at_tick=[-1,-1,20,-1]"}), "", 0}) == 0);
-  const auto failure = dirs.first_event("crash", "failure");
-  MESSAGE("failure: " << failure.dump());
-  CHECK(failure["kind"] == "injected crash");
-  CHECK(failure["recovery"] == "local");
-  CHECK(failure["stages_rebuilt"] == nlohmann::json::array({3}));
-  CHECK(failure["restored_from"] == "snapshot");
-  const int64_t lost = failure["lost_micro_batches"].get<int64_t>();
-  CHECK(lost >= 1);
-  CHECK(lost <= 2 * (4 - 2) + 1);  // what stage 2 had sent on and not had back
-  const auto summary = dirs.summary("crash");
-  const nlohmann::json& counted = summary["micro_batches"];
-  CHECK(counted["restarts"] == 0);
-  CHECK(counted["local_recoveries"] == 1);
-  CHECK(counted["lost"] == lost);
-  CHECK(counted["completed"].get<int64_t>() + lost == 32);
-  CHECK(counted["faults_injected"] == 1);
-  const auto epoch = dirs.first_event("crash", "epoch");
-  const auto steps = [&](std::size_t j) { return epoch["stages"][j]["weight_version"].get<int64_t>(); };
-  CHECK(steps(2) < steps(1));  // stage 3 lost the steps it took after tick 16; its neighbours kept theirs
-  CHECK(steps(2) < steps(3));
+  for (const std::string order : {"forward_first", "backward_first"}) {  // training.tick_order
+    CAPTURE(order);
+    const std::string run = "crash-" + order;
+    // Snapshots before ticks 8, 16, 24: stage 3 throws at tick 20 and starts again from the one at 16.
+    REQUIRE(
+        train_command({"tiny",
+                       dirs.sets(run, {"faults.crash_at_tick=[-1,-1,20,-1]", "training.tick_order=" + order}),
+                       "", 0}) == 0);
+    const auto failure = dirs.first_event(run, "failure");
+    MESSAGE("failure: " << failure.dump());
+    CHECK(failure["kind"] == "injected crash");
+    CHECK(failure["recovery"] == "local");
+    CHECK(failure["stages_rebuilt"] == nlohmann::json::array({3}));
+    CHECK(failure["restored_from"] == "snapshot");
+    const int64_t lost = failure["lost_micro_batches"].get<int64_t>();
+    CHECK(lost >= 1);
+    CHECK(lost <= 2 * (4 - 2) + 1);  // what stage 2 had sent on and not had back
+    const auto summary = dirs.summary(run);
+    const nlohmann::json& counted = summary["micro_batches"];
+    CHECK(counted["restarts"] == 0);
+    CHECK(counted["local_recoveries"] == 1);
+    CHECK(counted["lost"] == lost);
+    CHECK(counted["completed"].get<int64_t>() + lost == 32);
+    CHECK(counted["faults_injected"] == 1);
+    const auto epoch = dirs.first_event(run, "epoch");
+    const auto steps = [&](std::size_t j) { return epoch["stages"][j]["weight_version"].get<int64_t>(); };
+    CHECK(steps(2) < steps(1));  // stage 3 lost the steps it took after tick 16; its neighbours kept theirs
+    CHECK(steps(2) < steps(3));
+  }
 }
