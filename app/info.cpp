@@ -5,6 +5,7 @@
 #include "app/commands.hpp"
 #include "compute/pipeline/memory_model.hpp"
 #include "compute/pipeline/partition.hpp"
+#include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 
 namespace petra::app {
@@ -88,7 +89,7 @@ int memory_model_command(const std::string& config, const std::vector<std::strin
     std::printf("%-14s %-14s %-22s %12s %14s\n", "input buffer", "weight stash", "method", "paper (GB)",
                 "petra (GB)");
     const char* names[] = {"PipeDream-like", "DSP-like", "reversible+stash", "PETRA"};
-    const bool bf = cfg.training.tick_order == "backward_first";
+    const bool bf = backward_first(cfg);
     const auto rows = memory_table(m.stages, k, cfg.runtime.inversion_sample_every, bf);
     for (std::size_t i = 0; i < rows.size(); ++i)
       std::printf("%-14s %-14s %-22s %12.1f %14.2f\n", rows[i].stash_inputs ? "yes" : "no",
