@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Checks petra against the independent PyTorch PETRA (petra_peer.py), and the latter against
+# DESIGN.md §1's invariants:
+#  1. twins: from the same initial weights and images (petra's data order), petra's simulate and
+#     the peer end 8 micro-batches (4 optimizer steps per stage) with the same weights to fp32
+#     round-off (median relative difference < 1e-5), in either tick order; the other order's
+#     weights differ (median > 1e-4), so the comparison can tell the schedules apart;
+#  2. the peer keeps the invariants: every stage takes the same optimizer steps, a non-reversible
+#     stage j holds at most 2(J − j) + 1 inputs (2(J − j) with the backward first), a reversible
+#     one none;
+#  3. a missing dataset is refused with exit code 2.
+# Usage: check_petra_peer.sh PETRA_BINARY. Exit 0: passed; 1: failed; 77: no PyTorch
+# (PETRA_WITH_PEER=1 bash deploy/install-deps.sh installs python3-torch) or no Fashion-MNIST.
+set -euo pipefail
+petra=$(realpath "${1:?usage: check_petra_peer.sh PETRA_BINARY}")
+cd "$(dirname "$0")"
+python=/usr/bin/python3
+data=/usr/share/datasets/fashion-mnist
+"$python" -c 'import torch' 2>/dev/null || { echo "skipped: python3-torch is not installed (PETRA_WITH_PEER=1 bash deploy/install-deps.sh)"; exit 77; }
+[ -e "$data/train-images-idx3-ubyte.gz" ] || { echo "skipped: no Fashion-MNIST in $data"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+train() {  # name, --set arguments...
+  local name=$1; shift
+  "$petra" train default --set runtime.mode=simulate --set training.epochs=1 --set data.test_limit=100 \
+    --set output.dir="$work" --set output.name="$name" --set output.progress=false "$@" >"$work/$name.log" 2>&1 ||
+    { echo "petra train $name failed:"; cat "$work/$name.log"; exit 1; }
+}
+train init --set data.train_limit=128 --set training.optimizer.base_lr=0  # lr 0: the initial weights
+train forward_first --set data.train_limit=512
+train backward_first --set data.train_limit=512 --set training.tick_order=backward_first
+
+for order in forward_first backward_first; do
+  other=$([ $order = forward_first ] && echo backward_first || echo forward_first)
+  for against in $order $other; do
+    out=$("$python" petra_peer.py --epochs 1 --train-limit 512 --test-limit 100 --data "$data" --tick-order $order \
+          --data-order petra --init-from "$work/init/checkpoint.safetensors" \
+          --compare-with "$work/$against/checkpoint.safetensors" | tail -1)
+    "$python" - "$out" "$order" "$against" <<'PY'
+import json, sys
+run, order, against = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+median, worst = run["compare"]["median_relative_difference"], run["compare"]["max_relative_difference"]
+same = order == against
+print("peer %s vs petra %s: median relative difference %.3g, max %.3g (%s)"
+      % (order, against, median, worst, run["compare"]["worst_tensor"]))
+if same and not median < 1e-5:
+    sys.exit("petra's simulate and the PyTorch PETRA disagree in %s order beyond round-off" % order)
+if not same and not median > 1e-4:
+    sys.exit("the comparison cannot tell %s from %s" % (order, against))
+PY
+  done
+done
+
+check() {  # order, expected FIFO peaks
+  local out
+  out=$("$python" petra_peer.py --epochs 1 --train-limit 1024 --test-limit 100 --tick-order "$1" --data "$data" | tail -1)
+  "$python" - "$out" "$2" <<'PY'
+import json, sys
+run, want = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+steps = run["epochs"][-1]["lr_steps"]
+assert run["fifo_peaks"] == want, "%s: FIFO peaks %s, DESIGN.md §1 says %s" % (run["tick_order"], run["fifo_peaks"], want)
+assert steps == [8] * 8, "%s: optimizer steps per stage %s, want 8 each (16 micro-batches, k = 2)" % (run["tick_order"], steps)
+print("peer %s: FIFO peaks %s, steps %s" % (run["tick_order"], want, steps))
+PY
+}
+# Stages 1, 4, 6 (stem and the two downsampling blocks) keep inputs; J = 8.
+check forward_first '[15, 0, 0, 9, 0, 5, 0, 0]'
+check backward_first '[14, 0, 0, 8, 0, 4, 0, 0]'
+
+set +e
+err=$("$python" petra_peer.py --epochs 1 --data /nonexistent 2>&1 >/dev/null); rc=$?
+set -e
+[ "$rc" = 2 ] && [[ "$err" == *"not found in /nonexistent"* ]] || { echo "a missing dataset: exit $rc, '$err' (want 2 and the path)"; exit 1; }
+echo "check_petra_peer: passed"
