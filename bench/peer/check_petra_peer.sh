@@ -2,8 +2,8 @@
 # Checks petra against the independent PyTorch PETRA (petra_peer.py), and the latter against
 # DESIGN.md §1's invariants:
 #  1. twins: from the same initial weights and images (petra's data order), petra's simulate and
-#     the peer end 8 micro-batches (4 optimizer steps per stage) with the same weights to fp32
-#     round-off (median relative difference < 1e-5), in either tick order (and so does the
+#     the peer end 2 epochs of 4 micro-batches (4 optimizer steps per stage, no drain between
+#     them, each epoch's tail left out) with the same weights to fp32 round-off (median relative difference < 1e-5), in either tick order (and so does the
 #     lockstep actor runtime, in the default order); the other order's
 #     weights differ (median > 1e-4), so the comparison can tell the schedules apart; and
 #     petra's backprop = PyTorch autograd backprop over one optimizer step;
@@ -30,15 +30,17 @@ train() {  # name, --set arguments...
     { echo "petra train $name failed:"; cat "$work/$name.log"; exit 1; }
 }
 train init --set data.train_limit=128 --set training.optimizer.base_lr=0  # lr 0: the initial weights
-train forward_first --set data.train_limit=512
-train backward_first --set data.train_limit=512 --set training.tick_order=backward_first
+# Two epochs of 4 micro-batches (300 images: 44 of each epoch's order left out), no drain between.
+twins=(--set data.train_limit=300 --set training.epochs=2)
+train forward_first "${twins[@]}"
+train backward_first "${twins[@]}" --set training.tick_order=backward_first
 train backprop --set data.train_limit=128 --set training.method=backprop
-train lockstep --set data.train_limit=512 --set runtime.mode=lockstep  # the actor runtime, ticked
+train lockstep "${twins[@]}" --set runtime.mode=lockstep  # the actor runtime, ticked
 
 for order in forward_first backward_first; do
   other=$([ $order = forward_first ] && echo backward_first || echo forward_first)
   for against in $order $other $([ $order = forward_first ] && echo lockstep); do
-    out=$("$python" petra_peer.py --epochs 1 --train-limit 512 --test-limit 100 --data "$data" --tick-order $order \
+    out=$("$python" petra_peer.py --epochs 2 --train-limit 300 --test-limit 100 --data "$data" --tick-order $order \
           --data-order petra --init-from "$work/init/checkpoint.safetensors" \
           --compare-with "$work/$against/checkpoint.safetensors" | tail -1)
     "$python" - "$out" "$order" "$against" <<'PY'

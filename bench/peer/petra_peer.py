@@ -4,7 +4,8 @@
 A second implementation of the method, written from DESIGN.md §1 alone, to tell petra's own
 accuracy apart from the method's: same model (one block per stage), same recipe (the `default`
 preset: micro-batch 64, k = 2, SGD Nesterov 0.9, wd 5e-4 off BN and biases, Goyal lr 0.05,
-cosine with 0.5 epoch of linear warm-up per stage optimizer step, crop 28 pad 2 + flip), same
+cosine with 0.5 epoch of linear warm-up per stage optimizer step, crop 28 pad 2 + flip, whole
+optimizer batches only: 936 micro-batches of Fashion-MNIST's 60,000 images per epoch), same
 tick schedule (micro-batch m enters stage 1 at tick m; its backward at stage j comes 2(J − j)
 ticks after its forward there), no drain at epoch ends. By default nothing else is shared with
 petra: data order, augmentation draws and initial weights are NumPy's / PyTorch's, so a run agrees
@@ -21,6 +22,7 @@ micro-batch entered stage 1; the last epoch's after the final drain) and a JSON 
 import argparse
 import collections
 import gzip
+import itertools
 import json
 import math
 import os
@@ -148,9 +150,13 @@ def cut(images, labels, batch, order, dy, dx, flip):
 
 
 def train_batches(args, train, epoch, rng):
+    """The first args.per_epoch micro-batches of the epoch: as petra, whole optimizer batches only
+    (the images after the last whole micro_batch · k of the order are left out)."""
     if args.data_order == "petra":
-        return petra_batches(*train, args.batch, epoch + 1, args.seed)  # petra counts epochs from 1
-    return numpy_batches(*train, args.batch, epoch, rng)
+        batches = petra_batches(*train, args.batch, epoch + 1, args.seed)  # petra counts epochs from 1
+    else:
+        batches = numpy_batches(*train, args.batch, epoch, rng)
+    return itertools.islice(batches, args.per_epoch)
 
 
 def read_safetensors(path):
@@ -446,8 +452,12 @@ def main():
     test = load_split(args.data, "t10k")
     if args.test_limit:
         test = (test[0][:args.test_limit], test[1][:args.test_limit])
-    per_epoch = -(-train[0].shape[0] // args.batch)
-    steps_per_epoch = per_epoch // args.accumulation
+    steps_per_epoch = train[0].shape[0] // (args.batch * args.accumulation)
+    if steps_per_epoch < 1:
+        print("petra_peer: %d training images are fewer than one optimizer batch (%d · %d)"
+              % (train[0].shape[0], args.batch, args.accumulation), file=sys.stderr)
+        sys.exit(2)
+    per_epoch = args.per_epoch = steps_per_epoch * args.accumulation
     warmup = int(math.floor(args.warmup_epochs * steps_per_epoch + 0.5))  # llround, as petra
     model = build_revnet("fashion_small", 10, 1, False)
     if args.init_from:
