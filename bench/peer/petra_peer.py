@@ -26,6 +26,7 @@ import itertools
 import json
 import math
 import os
+import struct
 import sys
 import time
 
@@ -161,7 +162,6 @@ def train_batches(args, train, epoch, rng):
 
 def read_safetensors(path):
     """{name: float32 tensor} of a safetensors file (F32 entries only)."""
-    import struct
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -180,14 +180,14 @@ def read_safetensors(path):
     return out
 
 
-def petra_named(model, prefix, kind):
+def petra_named(model, saved, kind):
     """petra's names of the model's parameters (kind "param") or BN running buffers ("buffer"),
     paired with the tensors here: both list them in the same order (stem, blocks, head)."""
     if kind == "param":
         mine = list(model.parameters())
     else:
         mine = [b for name, b in model.named_buffers() if not name.endswith("num_batches_tracked")]
-    names = [n for n in prefix if n.startswith(kind + "/")]
+    names = [n for n in saved if n.startswith(kind + "/")]
     if len(names) != len(mine):
         print("petra_peer: the checkpoint holds %d %s tensors, this model %d" % (len(names), kind, len(mine)),
               file=sys.stderr)
