@@ -9,7 +9,7 @@
 #include <set>
 
 #include "actors/stage_core.hpp"
-#include "compute/pipeline/cut.hpp"
+#include "training/cut.hpp"
 
 namespace petra::detail {
 

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "actors/stage_core.hpp"
-#include "compute/pipeline/cut.hpp"
+#include "training/cut.hpp"
 
 namespace petra::detail {
 

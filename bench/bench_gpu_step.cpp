@@ -19,8 +19,8 @@
 #include "compute/models/revnet.hpp"
 #include "compute/pipeline/method.hpp"
 #include "compute/pipeline/partition.hpp"
-#include "compute/pipeline/simulator.hpp"
 #include "compute/pipeline/stage.hpp"
+#include "training/simulator.hpp"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include <mutex>
 
 #include "compute/backend_factory.hpp"
-#include "compute/pipeline/simulator.hpp"
 #include "datasets/datasets.hpp"
+#include "training/simulator.hpp"
 
 namespace petra {
 

@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "compute/pipeline/simulator.hpp"
 #include "compute/pipeline/stage_report.hpp"
 #include "training/evaluate.hpp"
 #include "training/faults.hpp"
+#include "training/simulator.hpp"
 
 namespace petra {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "compute/pipeline/simulator.hpp"
 #include "training/data_feed.hpp"
+#include "training/simulator.hpp"
 
 namespace petra {
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <deque>
 
-#include "compute/pipeline/simulator.hpp"
 #include "training/data_feed.hpp"
+#include "training/simulator.hpp"
 
 namespace petra {
 

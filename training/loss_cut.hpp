@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "compute/pipeline/simulator.hpp"
+#include "training/simulator.hpp"
 
 namespace petra::training {
 

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "compute/pipeline/cut.hpp"
 #include "compute/pipeline/method.hpp"
+#include "training/cut.hpp"
 #include "training/train_loop.hpp"
 
 namespace petra {

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "compute/pipeline/simulator.hpp"
+#include "training/simulator.hpp"
 
 namespace petra {
 

@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compute/pipeline/simulator.hpp"
 #include "compute/pipeline/stage_report.hpp"
+#include "training/simulator.hpp"
 
 namespace petra {
 

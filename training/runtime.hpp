@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "compute/pipeline/cut.hpp"
-#include "compute/pipeline/simulator.hpp"
 #include "compute/pipeline/stage_report.hpp"
 #include "training/checkpoint.hpp"
+#include "training/cut.hpp"
 #include "training/epoch_collector.hpp"
 #include "training/evaluate.hpp"
 #include "training/faults.hpp"
+#include "training/simulator.hpp"
 #include "training/stage_window.hpp"
 
 namespace petra {

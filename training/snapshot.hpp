@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "compute/pipeline/cut.hpp"
+#include "training/cut.hpp"
 
 namespace petra {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "compute/optimizer.hpp"
-#include "compute/pipeline/simulator.hpp"
 #include "training/run_dir.hpp"
+#include "training/simulator.hpp"
 #include "training/stage_window.hpp"
 
 namespace petra {

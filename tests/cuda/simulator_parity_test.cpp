@@ -5,8 +5,8 @@
 #include "compute/models/revnet.hpp"
 #include "compute/pipeline/method.hpp"
 #include "compute/pipeline/partition.hpp"
-#include "compute/pipeline/simulator.hpp"
 #include "tests/cuda/parity.hpp"
+#include "training/simulator.hpp"
 
 using namespace petra;
 using namespace petra::testing;

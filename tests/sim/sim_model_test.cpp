@@ -11,8 +11,8 @@
 #include "compute/models/revnet.hpp"
 #include "compute/pipeline/method.hpp"
 #include "compute/pipeline/partition.hpp"
-#include "compute/pipeline/simulator.hpp"
 #include "tests/sim/sim_fixture.hpp"
+#include "training/simulator.hpp"
 
 using namespace petra;
 using namespace petra::testing;

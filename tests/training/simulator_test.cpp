@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "compute/pipeline/memory_model.hpp"
-#include "tests/compute/pipeline_fixture.hpp"
+#include "tests/training/pipeline_fixture.hpp"
 
 using namespace petra;
 using namespace petra::testing;

@@ -5,8 +5,8 @@
 
 #include "compute/models/revnet.hpp"
 #include "compute/pipeline/partition.hpp"
-#include "compute/pipeline/simulator.hpp"
 #include "tests/compute/gradcheck.hpp"
+#include "training/simulator.hpp"
 
 namespace petra::testing {
 

@@ -3,13 +3,13 @@
 // backward, then the forward with the weights after its optimizer step); stage j's backward
 // consumes what stage j+1 produced on the previous tick. The last stage runs forward,
 // loss and backward in one tick.
-#include "compute/pipeline/simulator.hpp"
+#include "training/simulator.hpp"
 
 #include <map>
 #include <optional>
 #include <stdexcept>
 
-#include "compute/pipeline/cut.hpp"
+#include "training/cut.hpp"
 
 namespace petra {
 namespace {

@@ -1,5 +1,5 @@
 // A stage's part of a consistent cut.
-#include "compute/pipeline/cut.hpp"
+#include "training/cut.hpp"
 
 #include <stdexcept>
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "compute/pipeline/simulator.hpp"
 #include "compute/pipeline/stage_state.hpp"
+#include "training/simulator.hpp"
 
 namespace petra {
 
