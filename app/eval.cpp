@@ -6,6 +6,7 @@
 
 #include "app/commands.hpp"
 #include "compute/serialize/safetensors.hpp"
+#include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 #include "training/simulate_runtime.hpp"
 #include "training/training_data.hpp"
@@ -24,14 +25,9 @@ int eval_command(const std::string& target, const std::vector<std::string>& sets
     auto it = file.metadata.find("config");
     if (it == file.metadata.end())
       throw std::invalid_argument("checkpoint '" + path + "' carries no config in its metadata");
-    config::run_config cfg = config::parse_config(it->second, path + " (metadata config)", sets);
     // Only the model and the data matter here: every stage on this process's CPU.
-    cfg.runtime.mode = config::runtime_mode::simulate;
-    cfg.runtime.credits = 0;
-    cfg.pipeline.devices.clear();
-    cfg.pipeline.nodes.clear();
-    cfg.pipeline.spare_nodes.clear();
-    cfg.faults = config::faults_config{};
+    const config::run_config cfg =
+        for_evaluation(config::parse_config(it->second, path + " (metadata config)", sets));
     training_data data = load_training_data(cfg);
     const int64_t steps = data.train_feed->micro_batches_per_epoch() / cfg.training.accumulation;
     auto runtime = make_simulate_runtime(cfg, data, optimizer_for(cfg.training, std::max<int64_t>(1, steps)));

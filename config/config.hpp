@@ -167,8 +167,9 @@ struct output_config {
   bool progress = true;            // a progress line when stdout is a terminal
   int metrics_every_steps = 0;  // also a {"event":"step"} line every N optimizer steps of stage 1; 0 = none
   bool trace = false;           // write trace.json (Chrome trace format) of the actor runtimes
-  std::vector<int64_t> trace_steps = {200,
-                                      399};  // the micro-batches of the run the trace covers, first and last
+  // The micro-batches of the run the trace covers, first and last. Left at its default, a shorter
+  // run records its last 200 (or all of them); set explicitly, it must start inside the run.
+  std::vector<int64_t> trace_steps = {200, 399};
 };
 
 struct run_config {
@@ -181,7 +182,16 @@ struct run_config {
   tls_config tls;
   faults_config faults;
   std::map<std::string, node_config> nodes;  // by name ([A-Za-z0-9_-]+, not "local"); empty = none named
+  /// Where each value came from, by YAML path ("output.trace_steps" → "at runs/x.yaml:5" or
+  /// "in --set output.trace_steps=[0,9]"), filled by the loader; a path that is absent kept its default.
+  std::map<std::string, std::string> sources;
 };
+
+/// Where `path`'s value came from, for messages: "at runs/x.yaml:5", "in --set ...", or "(default)".
+std::string where(const run_config& config, const std::string& path);
+
+/// Whether the user wrote `path` (in the file or a --set) rather than leaving its default.
+bool is_set(const run_config& config, const std::string& path);
 
 /// Loads a YAML file (or a preset name from config/presets, e.g. "default"), then applies
 /// `overrides` of the form "training.epochs=10". Unknown keys and bad values throw config_error

@@ -132,8 +132,16 @@ run_config parse_config(const std::string& yaml_text, const std::string& origin_
   read_section(documents[0], documents[0].Mark(), root, "", from, sources);
   for (const std::string& text : overrides) apply_override(root, text, sources);
   validate(config, sources);
+  config.sources = std::move(sources);
   return config;
 }
+
+std::string where(const run_config& config, const std::string& path) {
+  auto it = config.sources.find(path);
+  return it == config.sources.end() ? "(default)" : it->second;
+}
+
+bool is_set(const run_config& config, const std::string& path) { return config.sources.count(path) != 0; }
 
 run_config load_config(const std::string& path_or_preset, const std::vector<std::string>& overrides) {
   const std::string file = resolve(path_or_preset);

@@ -42,6 +42,10 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
         " images) is smaller than one optimizer batch (micro_batch · accumulation = " +
         std::to_string(p.cfg.training.micro_batch * p.cfg.training.accumulation) + ")");
   p.opt = optimizer_for(p.cfg.training, steps_per_epoch);
+  if (p.cfg.output.trace) {  // every runtime and node records the window fitted to the run
+    p.trace = fit_trace_window(p.cfg, p.cfg.training.epochs * p.per_epoch);
+    p.cfg.output.trace_steps = {p.trace.first, p.trace.last};
+  }
   p.runtime = make_runtime(p.cfg, p.data, p.opt);
   if (resuming) {
     const std::size_t J = stage_sizes(p.cfg).size();

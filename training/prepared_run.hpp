@@ -7,6 +7,7 @@
 
 #include "compute/pipeline/method.hpp"
 #include "training/cut.hpp"
+#include "training/trace_window.hpp"
 #include "training/train_loop.hpp"
 
 namespace petra {
@@ -28,6 +29,7 @@ struct prepared_run {
   std::shared_ptr<const pipeline_cut> resume_cut;
   int64_t resume_count = 0;
   int64_t resume_position = 0;
+  trace_window trace;  // output.trace: the micro-batches of the run its timeline records
 };
 
 /// Loads and checks the config (or the run directory to resume), the data and the runtime; throws

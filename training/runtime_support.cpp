@@ -61,6 +61,19 @@ void check_runtime_supports(const config::run_config& c) {
   }
 }
 
+config::run_config for_evaluation(config::run_config c) {
+  const config::runtime_config defaults;
+  c.runtime.mode = config::runtime_mode::simulate;
+  c.runtime.credits = defaults.credits;
+  c.runtime.pacing = defaults.pacing;
+  c.pipeline.devices.clear();
+  c.pipeline.nodes.clear();
+  c.pipeline.spare_nodes.clear();
+  c.faults = config::faults_config{};
+  c.output.trace = false;
+  return c;
+}
+
 bool backward_first(const config::run_config& c) { return c.training.tick_order == "backward_first"; }
 
 bool actors_take_cuts(const config::run_config& c) {

@@ -9,6 +9,12 @@ namespace petra {
 /// Throws config::config_error naming the first key of `c` that runtime.mode cannot honour and why.
 void check_runtime_supports(const config::run_config& c);
 
+/// The run's config for evaluating its weights on this process's CPU (petra eval): the model and the
+/// data as the run had them; every setting that only concerned how training ran (runtime, pacing,
+/// credits, placement, nodes, faults, the trace) back to what simulate accepts, so that any run
+/// directory petra wrote evaluates. check_runtime_supports(for_evaluation(c)) never throws.
+config::run_config for_evaluation(config::run_config c);
+
 /// training.tick_order: backward_first (simulate and lockstep: within a tick, each stage but the
 /// last runs its backward, and any optimizer step, before its forward).
 bool backward_first(const config::run_config& c);

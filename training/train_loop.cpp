@@ -82,7 +82,10 @@ class run {
       }
     }
     summarize(seconds_since(run_start));
-    if (p_.cfg.output.trace) p_.runtime->write_trace(dir_.file("trace.json"));
+    if (p_.cfg.output.trace) {
+      p_.runtime->write_trace(dir_.file("trace.json"));
+      std::printf("trace: %s -> %s\n", describe(p_.trace).c_str(), dir_.file("trace.json").c_str());
+    }
     return 0;
   }
 

@@ -1,0 +1,116 @@
+// Every command that reads a run directory (eval, report, train --resume) accepts each one petra
+// writes: simulate, lockstep and async runs, traced, with faults, with a stage on a petra node.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+
+#include "tests/actors/node_process.hpp"
+#include "tests/skip.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct result {
+  int code;
+  std::string output;
+};
+
+result petra(const std::string& args) {
+  const std::string command = std::string(petra::testing::petra_binary()) + " " + args + " 2>&1";
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+struct scratch_dir {
+  fs::path path = fs::temp_directory_path() / ("petra-run-dir-commands-" + std::to_string(::getpid()));
+  scratch_dir() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~scratch_dir() { fs::remove_all(path); }
+};
+
+/// The test accuracy of the run's summary line, as `petra eval` prints it ("14.65").
+std::string final_accuracy(const fs::path& run) {
+  std::ifstream in(run / "metrics.jsonl");
+  std::string accuracy;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["event"] == "summary") {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.2f", 100 * j["test_accuracy"].get<double>());
+      accuracy = text;
+    }
+  }
+  return accuracy;
+}
+
+/// Trains ci_smoke over two epochs, stopped after the first and resumed; then evaluates and reports
+/// the run directory. Each command must accept it, and `petra eval` print the run's final accuracy.
+void check_commands(const scratch_dir& out, const std::string& name, const std::string& sets) {
+  INFO("run " << name << ": " << sets);
+  const fs::path run = out.path / name;
+  const std::string common = " --set output.dir=" + out.path.string() + " --set output.name=" + name +
+                             " --set training.epochs=2 --set data.train_limit=512 --set data.test_limit=256 ";
+  const result first = petra("train ci_smoke --stop-after-epoch 1" + common + sets);
+  INFO(first.output);
+  REQUIRE(first.code == 0);
+  const result resumed = petra("train --resume " + run.string());
+  INFO(resumed.output);
+  REQUIRE(resumed.code == 0);
+  CHECK(resumed.output.find("done: test accuracy") != std::string::npos);
+
+  const result evaluated = petra("eval " + run.string());
+  INFO(evaluated.output);
+  REQUIRE(evaluated.code == 0);
+  std::smatch accuracy;
+  REQUIRE(std::regex_search(evaluated.output, accuracy, std::regex("accuracy ([0-9.]+)%")));
+  const std::string expected = final_accuracy(run);
+  REQUIRE(!expected.empty());
+  CHECK(accuracy[1].str() == expected);
+
+  const result reported =
+      petra("report " + run.string() + " --output " + (out.path / (name + "-report")).string());
+  INFO(reported.output);
+  CHECK(reported.code == 0);
+  CHECK(fs::exists(out.path / (name + "-report") / "report.html"));
+}
+
+bool have_fashion_mnist() {
+  return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+}
+
+}  // namespace
+
+TEST_CASE("run directories: eval, report and train --resume accept every run petra writes") {
+  if (!have_fashion_mnist())
+    PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
+  scratch_dir out;
+  SUBCASE("simulate") { check_commands(out, "simulate", "--set runtime.mode=simulate"); }
+  SUBCASE("lockstep, traced") { check_commands(out, "lockstep", "--set runtime.mode=lockstep --trace"); }
+  SUBCASE("async, traced, with faults") {
+    check_commands(out, "async",
+                   "--set runtime.mode=async --trace --set faults.slow=[1,1.5] --set faults.jitter_ms=[0,1] "
+                   "--set runtime.pacing=loader --set runtime.credits=6");
+  }
+  SUBCASE("lockstep with a stage on a petra node, traced, with a delayed link") {
+    petra::testing::node_process node;
+    check_commands(out, "node",
+                   "--set runtime.mode=lockstep --trace --set faults.forward_delay=[0,1] "
+                   "--set pipeline.nodes=[local," +
+                       node.address() + ",local,local,local]");
+  }
+}
