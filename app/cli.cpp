@@ -23,6 +23,9 @@ int run_cli(int argc, char** argv) {
                         "Stop after this epoch (checkpointed; continue with --resume)");
   train_cmd->add_option("--set", train.sets, "Override a config value, e.g. --set training.epochs=10")
       ->allow_extra_args(false);
+  std::string choices = "Named choices of the config (--set KEY=NAME):\n";
+  for (const auto& [key, names] : config::choice_keys()) choices += "  " + key + ": " + names + "\n";
+  train_cmd->footer(choices);
   bool trace = false;
   train_cmd->add_flag(
       "--trace", trace,
@@ -67,10 +70,10 @@ int run_cli(int argc, char** argv) {
   auto add_model_flags = [&](CLI::App* cmd) {
     cmd->add_option("config", info_config, "YAML config file or preset (default: default)");
     cmd->add_option("--set", info_sets, "Override a config value")->allow_extra_args(false);
-    cmd->add_option("--arch", flags.arch, "Model preset: revnet18, revnet34, revnet50, fashion_small, tiny");
+    cmd->add_option("--arch", flags.arch, "Model preset: " + config::choice_list<config::model_arch>());
     cmd->add_option("--classes", flags.classes, "Number of classes");
     cmd->add_option("--input", flags.input, "Input C,H,W, e.g. 3,224,224")->delimiter(',')->expected(3);
-    cmd->add_option("--stem", flags.stem, "cifar or imagenet")->check(CLI::IsMember({"cifar", "imagenet"}));
+    cmd->add_option("--stem", flags.stem, "Stem: cifar or imagenet");
     cmd->add_option("--micro-batch", flags.micro_batch, "Micro-batch size");
     cmd->add_option("--k", flags.accumulation, "Gradient accumulation k");
   };

@@ -26,22 +26,32 @@ model_profile profile(const config::run_config& cfg, backend& be) {
   return m;
 }
 
+/// A flag's value as the config choice it names; a bad name is a config_error naming the flag.
+template <class Choice>
+Choice parse_flag(const char* flag, const std::string& text) {
+  try {
+    return config::parse_choice<Choice>(text);
+  } catch (const config::config_error& e) {
+    throw config::config_error(std::string(flag) + ": " + e.what());
+  }
+}
+
 config::run_config load_with_flags(const std::string& config, const std::vector<std::string>& sets,
                                    const model_flags& flags) {
   config::run_config cfg = config::load_config(config, sets);
   if (!flags.arch.empty()) {
     cfg.model = config::model_config{};
-    cfg.model.arch = flags.arch;
+    cfg.model.arch = parse_flag<config::model_arch>("--arch", flags.arch);
     cfg.model.input = revnet_preset(flags.arch).in_channels == 1 ? std::vector<int>{1, 28, 28}
                                                                  : std::vector<int>{3, 32, 32};
-    if (flags.arch == "tiny") cfg.model.input = {1, 8, 8};
+    if (cfg.model.arch == config::model_arch::tiny) cfg.model.input = {1, 8, 8};
   }
   if (flags.classes > 0) cfg.model.num_classes = flags.classes;
   if (!flags.input.empty()) {
     if (flags.input.size() != 3) throw std::invalid_argument("--input takes C,H,W (three numbers)");
     cfg.model.input = flags.input;
   }
-  if (!flags.stem.empty()) cfg.model.stem = flags.stem;
+  if (!flags.stem.empty()) cfg.model.stem = parse_flag<config::stem_kind>("--stem", flags.stem);
   if (flags.micro_batch > 0) cfg.training.micro_batch = flags.micro_batch;
   if (flags.accumulation > 0) cfg.training.accumulation = flags.accumulation;
   return cfg;

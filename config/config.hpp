@@ -7,19 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.hpp"
+
 namespace petra::config {
-
-/// A bad config: `where` is the YAML path (training.micro_batch) and, when known, file:line.
-class config_error : public std::runtime_error {
- public:
-  explicit config_error(const std::string& message) : std::runtime_error(message) {}
-};
-
-/// Who runs the schedule: the reference simulator (one thread) or the actor runtimes.
-enum class runtime_mode { simulate, lockstep, async };
-
-/// The training method of DESIGN.md §1 (the stash switches refine `delayed`).
-enum class training_method { backprop, delayed, petra };
 
 /// Where a stage computes: the CPU, GPU N, or simulated device N (CPU kernels behind a device's rules).
 struct device_spec {
@@ -31,29 +21,26 @@ struct device_spec {
   bool operator==(const device_spec& other) const { return type == other.type && index == other.index; }
 };
 
-/// The names as written in a config, and back; a bad name throws config_error listing the choices.
-std::string to_string(runtime_mode mode);
-std::string to_string(training_method method);
-runtime_mode parse_runtime_mode(const std::string& name);
-training_method parse_training_method(const std::string& name);
+/// "cpu", "cuda:0", "sim:1" as a device; a bad name throws config_error saying how to write one.
 device_spec parse_device(const std::string& name);
 
 /// The network. `arch` names a preset (revnet18, revnet34, revnet50,
 /// fashion_small, tiny); the lists below, when non-empty, replace the preset's.
 struct model_config {
-  std::string arch = "fashion_small";
+  model_arch arch = model_arch::fashion_small;
   int num_classes = 10;
-  std::vector<int> input = {1, 28, 28};  // C, H, W
-  std::string stem = "";                 // "" = the preset's; cifar | imagenet
-  std::string block = "";                // "" = the preset's; basic | bottleneck
-  int stem_width = 0;                    // 0 = the preset's stream width after the stem
-  std::vector<int> widths;               // stream width per group
-  std::vector<int> hidden;               // bottleneck hidden width per group
-  std::vector<int> blocks;               // blocks per group
+  std::vector<int> input = {1, 28, 28};   // C, H, W
+  stem_kind stem = stem_kind::preset;     // "" = the preset's; cifar | imagenet
+  block_kind block = block_kind::preset;  // "" = the preset's; basic | bottleneck
+  int stem_width = 0;                     // 0 = the preset's stream width after the stem
+  std::vector<int> widths;                // stream width per group
+  std::vector<int> hidden;                // bottleneck hidden width per group
+  std::vector<int> blocks;                // blocks per group
 };
 
 struct data_config {
-  std::string dataset = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | imagenet32 | imagenet
+  dataset_kind dataset =
+      dataset_kind::fashion_mnist;  // fashion-mnist | mnist | cifar10 | imagenet32 | imagenet
   std::string path = "/usr/share/datasets/fashion-mnist";
   std::vector<float> mean = {0.2860f};  // per channel
   std::vector<float> std = {0.3530f};   // per channel
@@ -62,9 +49,10 @@ struct data_config {
   int crop_size = 224;    // imagenet: side of the random-resized crop (train) and center crop (eval)
   int resize_size = 256;  // imagenet eval: shorter side resized to this, then the center crop
   int workers = 1;        // loader threads decoding and augmenting ahead; 0 = the loader's own thread
-  std::string on_bad_image = "skip";  // imagenet: skip (serve the next good image, log the file) | fail
-  int64_t train_limit = 0;  // use only the first N training images; 0 = all (imagenet: N spread evenly)
-  int64_t test_limit = 0;   // use only the first N test images; 0 = all (imagenet: N spread evenly)
+  bad_image_policy on_bad_image =
+      bad_image_policy::skip;  // imagenet: skip (serve the next good image, log the file) | fail
+  int64_t train_limit = 0;     // use only the first N training images; 0 = all (imagenet: N spread evenly)
+  int64_t test_limit = 0;      // use only the first N test images; 0 = all (imagenet: N spread evenly)
 };
 
 struct optimizer_config {
@@ -75,9 +63,9 @@ struct optimizer_config {
 };
 
 struct schedule_config {
-  std::string kind = "cosine";     // cosine | step | constant
-  double warmup_epochs = 0.5;      // linear warm-up, per optimizer step
-  std::vector<double> milestones;  // step: epochs at which lr ×= gamma
+  lr_schedule kind = lr_schedule::cosine;  // cosine | step | constant
+  double warmup_epochs = 0.5;              // linear warm-up, per optimizer step
+  std::vector<double> milestones;          // step: epochs at which lr ×= gamma
   double gamma = 0.1;
 };
 
@@ -92,7 +80,7 @@ struct training_config {
   // simulate and lockstep: the order of a stage's forward and backward within a tick.
   // forward_first (DESIGN.md §1: both use the weights the tick starts with) | backward_first (the
   // backward and its optimizer step first: the forward sees them, one backward less staleness)
-  std::string tick_order = "forward_first";
+  config::tick_order tick_order = config::tick_order::forward_first;
   uint64_t seed = 0;
   optimizer_config optimizer;
   schedule_config schedule;
@@ -133,8 +121,9 @@ struct faults_config {
       kill_node;         // "node@seconds" (host:port or a name of nodes:): it exits that long after the start
   uint64_t seed = 1;     // for the random faults
   int max_restarts = 3;  // recoveries from the last checkpoint before the run gives up
-  std::string recovery = "local";  // local: async rebuilds only the lost stages where it can | global
-  int stall_seconds = 60;          // a phase with no progress this long is a lost message: recover
+  recovery_scope recovery =
+      recovery_scope::local;  // local: async rebuilds only the lost stages where it can | global
+  int stall_seconds = 60;     // a phase with no progress this long is a lost message: recover
 };
 
 /// A `petra node` the run may place stages on, named in `nodes:` so that pipeline.nodes and
@@ -149,12 +138,13 @@ struct node_config {
 
 struct runtime_config {
   runtime_mode mode =
-      runtime_mode::simulate;     // simulate (the reference, one thread) | lockstep | async (actors)
-  int threads = 2;                // simulate: compute threads; actors: CAF scheduler threads
-  int credits = 0;                // actors: micro-batches in flight at most; 0 = 2J − 1
-  std::string pacing = "stages";  // async: stages (stage j forwards while < 2(J−j)+1 await backward) | loader
-  std::string precision = "fp32";   // GPU stages: fp32 | tf32 (TF32 tensor-core math)
-  bool deterministic = false;       // GPU stages: deterministic algorithms only
+      runtime_mode::simulate;  // simulate (the reference, one thread) | lockstep | async (actors)
+  int threads = 2;             // simulate: compute threads; actors: CAF scheduler threads
+  int credits = 0;             // actors: micro-batches in flight at most; 0 = 2J − 1
+  async_pacing pacing =
+      async_pacing::stages;  // async: stages (stage j forwards while < 2(J−j)+1 await backward) | loader
+  gpu_precision precision = gpu_precision::fp32;  // GPU stages: fp32 | tf32 (TF32 tensor-core math)
+  bool deterministic = false;                     // GPU stages: deterministic algorithms only
   int inversion_sample_every = 50;  // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches; 0 = never
   int sim_latency_us = 0;  // sim:N stages: each op waits this long before it runs (shows a missing wait)
   bool sim_skip_import_wait = false;  // sim:N stages, tests only: a received tensor is used without waiting
@@ -202,6 +192,9 @@ run_config load_config(const std::string& path_or_preset, const std::vector<std:
 /// The same, from YAML text (`origin` names it in messages).
 run_config parse_config(const std::string& yaml_text, const std::string& origin,
                         const std::vector<std::string>& overrides = {});
+
+/// Every key whose value is a named choice, with its names from the choice's table: for --help.
+std::vector<std::pair<std::string, std::string>> choice_keys();
 
 /// The resolved config as YAML, loadable again by load_config.
 std::string to_yaml(const run_config& config);

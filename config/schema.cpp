@@ -191,3 +191,31 @@ config_error unknown_key(const section& s, const std::string& path, const std::s
 }
 
 }  // namespace petra::config::detail
+
+namespace petra::config {
+namespace {
+
+void list_choices(const detail::section& s, const std::string& path,
+                  std::vector<std::pair<std::string, std::string>>& out) {
+  for (const detail::field& f : s.fields)
+    std::visit(
+        [&](auto* value) {
+          using value_type = std::remove_pointer_t<decltype(value)>;
+          if constexpr (is_choice<value_type>::value)
+            out.emplace_back(detail::join_path(path, f.key), choice_list<value_type>());
+        },
+        f.value);
+  for (const detail::section& child : s.sections)
+    list_choices(child, detail::join_path(path, child.key), out);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> choice_keys() {
+  run_config defaults;
+  std::vector<std::pair<std::string, std::string>> out;
+  list_choices(detail::schema(defaults), "", out);
+  return out;
+}
+
+}  // namespace petra::config

@@ -18,7 +18,9 @@ namespace petra::config::detail {
 using field_ref =
     std::variant<int*, int64_t*, uint64_t*, double*, bool*, std::string*, std::vector<int>*,
                  std::vector<int64_t>*, std::vector<float>*, std::vector<double>*, std::vector<std::string>*,
-                 runtime_mode*, training_method*, std::vector<device_spec>*>;
+                 std::vector<device_spec>*, runtime_mode*, training_method*, model_arch*, stem_kind*,
+                 block_kind*, dataset_kind*, bad_image_policy*, lr_schedule*, config::tick_order*,
+                 async_pacing*, gpu_precision*, recovery_scope*>;
 
 struct field {
   std::string key;

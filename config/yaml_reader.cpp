@@ -74,9 +74,18 @@ const char* expected_list(const std::string*) { return "a list of strings, e.g. 
 template <class Value>
 void read_value(const YAML::Node& node, const std::string& where, const std::string& path, const origin&,
                 Value& out) {
-  Value value;
-  if (!decode(node, value)) fail_type(path, where, expected(&value), node);
-  out = value;
+  if constexpr (is_choice<Value>::value) {  // a name of its table; `stem:` alone is the empty name
+    if (!node.IsScalar() && !node.IsNull()) fail_type(path, where, "a string", node);
+    try {
+      out = parse_choice<Value>(node.IsNull() ? std::string() : node.Scalar());
+    } catch (const config_error& e) {
+      throw config_error(path + " " + where + ": " + e.what());
+    }
+  } else {
+    Value value;
+    if (!decode(node, value)) fail_type(path, where, expected(&value), node);
+    out = value;
+  }
 }
 
 template <class Value>
@@ -92,28 +101,6 @@ void read_value(const YAML::Node& node, const std::string& where, const std::str
     }
   }
   out = std::move(values);
-}
-
-// The named choices: the name is checked by its parser, which lists the choices.
-template <class Choice>
-void read_choice(const YAML::Node& node, const std::string& where, const std::string& path,
-                 Choice (*parse)(const std::string&), Choice& out) {
-  if (!node.IsScalar()) fail_type(path, where, "a name", node);
-  try {
-    out = parse(node.Scalar());
-  } catch (const config_error& e) {
-    throw config_error(path + " " + where + ": " + e.what());
-  }
-}
-
-void read_value(const YAML::Node& node, const std::string& where, const std::string& path, const origin&,
-                runtime_mode& out) {
-  read_choice(node, where, path, parse_runtime_mode, out);
-}
-
-void read_value(const YAML::Node& node, const std::string& where, const std::string& path, const origin&,
-                training_method& out) {
-  read_choice(node, where, path, parse_training_method, out);
 }
 
 void read_value(const YAML::Node& node, const std::string& where, const std::string& path, const origin&,

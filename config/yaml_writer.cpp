@@ -59,8 +59,10 @@ std::string format(const std::string& value) {
   return quoted + "\"";
 }
 
-std::string format(runtime_mode value) { return to_string(value); }
-std::string format(training_method value) { return to_string(value); }
+template <class Choice, std::enable_if_t<is_choice<Choice>::value, int> = 0>
+std::string format(Choice value) {
+  return format(to_string(value));
+}
 std::string format(const device_spec& value) { return format(value.str()); }
 
 template <class Value>

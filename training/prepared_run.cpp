@@ -27,8 +27,9 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
   p.method = method_for(p.cfg.training);
   p.run_path = resuming ? options.resume
                         : (fs::path(p.cfg.output.dir) /
-                           (p.cfg.output.name.empty() ? default_run_name(p.cfg.model.arch, p.method.str())
-                                                      : p.cfg.output.name))
+                           (p.cfg.output.name.empty()
+                                ? default_run_name(config::to_string(p.cfg.model.arch), p.method.str())
+                                : p.cfg.output.name))
                               .string();
   if (!resuming && fs::exists(p.run_path) && !fs::is_empty(p.run_path))
     throw std::invalid_argument("run directory '" + p.run_path +

@@ -45,10 +45,10 @@ void check_runtime_supports(const config::run_config& c) {
     if (c.runtime.credits != 0)
       refuse("runtime.credits", c, "follows the tick schedule: credits bound the async runtime only");
   }
-  if (mode != config::runtime_mode::async && c.runtime.pacing != "stages")
+  if (mode != config::runtime_mode::async && c.runtime.pacing != config::async_pacing::stages)
     refuse("runtime.pacing", c,
-           "follows the tick schedule, which paces every stage: pacing '" + c.runtime.pacing +
-               "' is the async runtime's");
+           "follows the tick schedule, which paces every stage: pacing '" +
+               config::to_string(c.runtime.pacing) + "' is the async runtime's");
   if (mode == config::runtime_mode::async && backward_first(c))
     refuse("training.tick_order", c,
            "has no ticks to order: each stage runs a waiting backward before its next forward "
@@ -74,7 +74,9 @@ config::run_config for_evaluation(config::run_config c) {
   return c;
 }
 
-bool backward_first(const config::run_config& c) { return c.training.tick_order == "backward_first"; }
+bool backward_first(const config::run_config& c) {
+  return c.training.tick_order == config::tick_order::backward_first;
+}
 
 bool actors_take_cuts(const config::run_config& c) {
   const config::faults_config& f = c.faults;
@@ -85,7 +87,7 @@ bool actors_take_cuts(const config::run_config& c) {
 }
 
 int64_t async_stage_window(const config::run_config& c, int32_t j, int32_t count) {
-  if (c.runtime.mode != config::runtime_mode::async || c.runtime.pacing != "stages" ||
+  if (c.runtime.mode != config::runtime_mode::async || c.runtime.pacing != config::async_pacing::stages ||
       c.training.method == config::training_method::backprop)
     return 0;
   return 2 * static_cast<int64_t>(count - 1 - j) + 1;

@@ -10,11 +10,11 @@
 namespace petra {
 
 revnet_spec model_spec(const config::model_config& m) {
-  revnet_spec s = revnet_preset(m.arch);
+  revnet_spec s = revnet_preset(config::to_string(m.arch));
   s.num_classes = m.num_classes;
   if (m.input.size() == 3) s.in_channels = m.input[0], s.height = m.input[1], s.width = m.input[2];
-  if (!m.stem.empty()) s.imagenet_stem = m.stem == "imagenet";
-  if (!m.block.empty()) s.bottleneck = m.block == "bottleneck";
+  if (m.stem != config::stem_kind::preset) s.imagenet_stem = m.stem == config::stem_kind::imagenet;
+  if (m.block != config::block_kind::preset) s.bottleneck = m.block == config::block_kind::bottleneck;
   if (m.stem_width > 0) s.stem_width = m.stem_width;
   if (!m.widths.empty()) s.widths = m.widths;
   if (!m.hidden.empty()) s.hidden = m.hidden;
@@ -48,10 +48,17 @@ optimizer_settings optimizer_for(const config::training_config& t, int64_t steps
   o.nesterov = t.optimizer.nesterov;
   o.weight_decay = t.optimizer.weight_decay;
   o.accumulation = t.accumulation;
-  const std::string& kind = t.schedule.kind;
-  o.schedule = kind == "cosine" ? schedule_kind::cosine
-               : kind == "step" ? schedule_kind::step
-                                : schedule_kind::constant;
+  switch (t.schedule.kind) {
+    case config::lr_schedule::cosine:
+      o.schedule = schedule_kind::cosine;
+      break;
+    case config::lr_schedule::step:
+      o.schedule = schedule_kind::step;
+      break;
+    case config::lr_schedule::constant:
+      o.schedule = schedule_kind::constant;
+      break;
+  }
   o.warmup_steps =
       static_cast<int64_t>(std::llround(t.schedule.warmup_epochs * static_cast<double>(steps_per_epoch)));
   o.total_steps = steps_per_epoch * t.epochs;
@@ -91,7 +98,7 @@ std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::si
                                             const std::shared_ptr<sim_devices>& sim) {
   backend_options options;
   options.threads = j < c.pipeline.threads.size() ? c.pipeline.threads[j] : 1;
-  options.tf32 = c.runtime.precision == "tf32";
+  options.tf32 = c.runtime.precision == config::gpu_precision::tf32;
   options.deterministic = c.runtime.deterministic;
   options.sim = sim;
   options.sim_latency_us = c.runtime.sim_latency_us;

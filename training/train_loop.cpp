@@ -119,7 +119,8 @@ class run {
       const cut_fn on_cut = [&](int64_t index, const pipeline_cut& cut) {
         points_.snapshot(request, index, cut);
       };
-      if (p_.cfg.faults.recovery == "local") {  // rebuild only the lost stages where the runtime can
+      if (p_.cfg.faults.recovery ==
+          config::recovery_scope::local) {  // rebuild only the lost stages where the runtime can
         attempt.local_state = [&](std::size_t j) -> std::optional<restored_stage> {
           if (account_.restarts + account_.local_recoveries >= p_.cfg.faults.max_restarts)
             return std::nullopt;
@@ -273,9 +274,10 @@ int run_training(const train_options& options, const runtime_factory& make_runti
     std::printf(
         "petra train: %s, %s, runtime %s, J = %zu stages, %lld micro-batches of %d per epoch, k = %d, lr "
         "%.4g%s -> %s\n",
-        p.cfg.model.arch.c_str(), p.method.str().c_str(), config::to_string(p.cfg.runtime.mode).c_str(),
-        stage_sizes(p.cfg).size(), static_cast<long long>(p.per_epoch), p.cfg.training.micro_batch,
-        p.cfg.training.accumulation, p.opt.lr,
+        config::to_string(p.cfg.model.arch).c_str(), p.method.str().c_str(),
+        config::to_string(p.cfg.runtime.mode).c_str(), stage_sizes(p.cfg).size(),
+        static_cast<long long>(p.per_epoch), p.cfg.training.micro_batch, p.cfg.training.accumulation,
+        p.opt.lr,
         options.resume.empty() ? ""
         : p.resume_cut         ? (" (resuming inside epoch " +
                           std::to_string((p.resume_position - 1) / p.per_epoch + 1) + " from its snapshot)")

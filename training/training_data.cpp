@@ -9,9 +9,18 @@ namespace petra {
 namespace {
 
 data::dataset_spec spec_of(const config::data_config& d, int64_t limit) {
-  return {d.dataset,   d.path,         d.mean,
-          d.std,       d.crop_padding, d.flip,
-          d.crop_size, d.resize_size,  data::parse_bad_image_policy(d.on_bad_image),
+  const data::bad_image_policy on_bad_image = d.on_bad_image == config::bad_image_policy::fail
+                                                  ? data::bad_image_policy::fail
+                                                  : data::bad_image_policy::skip;
+  return {config::to_string(d.dataset),
+          d.path,
+          d.mean,
+          d.std,
+          d.crop_padding,
+          d.flip,
+          d.crop_size,
+          d.resize_size,
+          on_bad_image,
           limit};
 }
 
@@ -43,7 +52,7 @@ std::vector<data::bad_image> training_data::new_bad_images() {
 int64_t training_data::bad_image_count() const { return train->bad_image_count() + test->bad_image_count(); }
 
 int eval_micro_batch(const config::run_config& c) {
-  return c.data.dataset == "imagenet" ? c.training.micro_batch : 500;
+  return c.data.dataset == config::dataset_kind::imagenet ? c.training.micro_batch : 500;
 }
 
 training_data load_training_data(const config::run_config& c) {

@@ -69,7 +69,7 @@ TEST_CASE("async, pacing by stages: no stage's delay exceeds its window, nor its
   for (const char* method : {"petra", "delayed+inputs+weights"}) {
     CAPTURE(method);
     config::run_config c = tiny_config("async", method, 4096);
-    REQUIRE(c.runtime.pacing == "stages");
+    REQUIRE(c.runtime.pacing == config::async_pacing::stages);
     const trained run = train_once(c);
     REQUIRE(run.totals.micro_batches == 512);
     const int64_t J = 4;

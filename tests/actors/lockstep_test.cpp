@@ -183,7 +183,7 @@ TEST_CASE("tick order backward_first: lockstep = simulate bit for bit; delays 2(
   for (const char* method : {"petra", "delayed+inputs+weights"}) {
     INFO(method);
     config::run_config sim_cfg = tiny_config("simulate", method);
-    sim_cfg.training.tick_order = "backward_first";
+    sim_cfg.training.tick_order = config::tick_order::backward_first;
     config::run_config actor_cfg = sim_cfg;
     actor_cfg.runtime.mode = config::runtime_mode::lockstep;
     const trained sim = train_once(sim_cfg);

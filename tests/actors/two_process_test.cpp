@@ -23,7 +23,7 @@ TEST_CASE("lockstep across two processes is bit-identical to one process") {
   CHECK(two.stages[1]["delay_ticks"].begin().key() == "4");
   // The node builds its stages with the coordinator's tick order.
   config::run_config bf_one = tiny_config("lockstep", "petra");
-  bf_one.training.tick_order = "backward_first";
+  bf_one.training.tick_order = config::tick_order::backward_first;
   config::run_config bf_split = bf_one;
   bf_split.pipeline.nodes = split.pipeline.nodes;
   const trained three = train_once(bf_one), four = train_once(bf_split);

@@ -59,3 +59,15 @@ TEST_CASE("bad flags and bad input exit with code 2 and say why") {
   auto no_checkpoint = run("eval /nonexistent/run");
   CHECK(no_checkpoint.code == 2);
 }
+
+TEST_CASE("train --help lists the names of every named choice of the config, from its table") {
+  const auto help = run("train --help");
+  CHECK(help.code == 0);
+  for (const char* line : {"runtime.mode: simulate, lockstep, async", "runtime.pacing: stages, loader",
+                           "training.tick_order: forward_first, backward_first",
+                           "training.schedule.kind: cosine, step, constant",
+                           "data.dataset: fashion-mnist, mnist, cifar10, imagenet32, imagenet",
+                           "data.on_bad_image: skip, fail", "runtime.precision: fp32, tf32",
+                           "faults.recovery: local, global", "model.stem: \"\", cifar, imagenet"})
+    CHECK_MESSAGE(help.output.find(line) != std::string::npos, "no line " << line);
+}

@@ -24,6 +24,6 @@ TEST_CASE("README: the config example under 'Config' loads, every key in its sec
   // What the example says is what the config holds.
   CHECK(c.runtime.mode == petra::config::runtime_mode::async);
   CHECK(c.output.progress);
-  CHECK(c.model.arch == "fashion_small");
+  CHECK(c.model.arch == petra::config::model_arch::fashion_small);
   CHECK(c.nodes.count("gpu1") == 1);
 }

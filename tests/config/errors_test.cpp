@@ -132,16 +132,16 @@ TEST_CASE("imagenet and imagenet32: three channels, the crop size is the input s
                  "data.on_bad_image at runs/x.yaml:2: 'warn' is not one of skip, fail"));
   CHECK(contains(error_of("runtime:\n  pacing: credits\n"),
                  "runtime.pacing at runs/x.yaml:2: 'credits' is not one of stages, loader"));
-  CHECK(run_config{}.runtime.pacing == "stages");
+  CHECK(run_config{}.runtime.pacing == async_pacing::stages);
   CHECK(contains(
       error_of("training:\n  tick_order: backward\n"),
       "training.tick_order at runs/x.yaml:2: 'backward' is not one of forward_first, backward_first"));
-  CHECK(run_config{}.training.tick_order == "forward_first");
+  CHECK(run_config{}.training.tick_order == tick_order::forward_first);
   const run_config c = parse_config(rgb + "  dataset: imagenet\n  workers: 0\n  on_bad_image: fail\n", "x");
   CHECK(c.data.workers == 0);
-  CHECK(c.data.on_bad_image == "fail");
+  CHECK(c.data.on_bad_image == bad_image_policy::fail);
   CHECK(run_config{}.data.workers == 1);
-  CHECK(run_config{}.data.on_bad_image == "skip");
+  CHECK(run_config{}.data.on_bad_image == bad_image_policy::skip);
 }
 
 TEST_CASE("stash switches are errors outside the delayed method, and say why") {

@@ -71,7 +71,7 @@ TEST_CASE("a missing file names itself, the presets directory and the presets th
 }
 
 TEST_CASE("a preset name resolves with or without .yaml, and an existing file wins over a preset") {
-  CHECK(load_config("default.yaml").model.arch == "fashion_small");
+  CHECK(load_config("default.yaml").model.arch == model_arch::fashion_small);
   temp_dir dir;
   working_dir inside(dir.path);
   write_file("default", "training:\n  epochs: 11\n");  // a local file named like a preset

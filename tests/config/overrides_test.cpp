@@ -29,7 +29,7 @@ TEST_CASE("overrides set scalars, nested keys and lists") {
                   "pipeline.stage_blocks=[4,4]", "data.flip=false", "output.name=", "training.seed=42"});
   CHECK(c.training.epochs == 10);
   CHECK(c.training.optimizer.base_lr == 0.2);
-  CHECK(c.training.schedule.kind == "step");
+  CHECK(c.training.schedule.kind == lr_schedule::step);
   CHECK(c.training.schedule.milestones == std::vector<double>{2, 5});
   CHECK(c.pipeline.devices == std::vector<device_spec>{parse_device("cpu"), parse_device("cuda:0")});
   CHECK(c.pipeline.stage_blocks == std::vector<int>{4, 4});

@@ -33,13 +33,13 @@ TEST_CASE("every preset in presets_dir loads and validates") {
 
 TEST_CASE("default preset: PETRA on Fashion-MNIST with fashion_small, lr 0.05") {
   const run_config c = load_config("default");
-  CHECK(c.model.arch == "fashion_small");
+  CHECK(to_string(c.model.arch) == "fashion_small");
   CHECK(c.model.input == std::vector<int>{1, 28, 28});
-  CHECK(c.model.stem == "cifar");
+  CHECK(to_string(c.model.stem) == "cifar");
   CHECK(c.model.widths == std::vector<int>{16, 32, 64});
   CHECK(c.model.blocks == std::vector<int>{2, 2, 2});
   CHECK(c.pipeline.stage_blocks.empty());  // one block per stage: J = 2 + 6 = 8
-  CHECK(c.data.dataset == "fashion-mnist");
+  CHECK(to_string(c.data.dataset) == "fashion-mnist");
   CHECK(c.data.path == "/usr/share/datasets/fashion-mnist");
   CHECK(c.data.mean == std::vector<float>{0.2860f});
   CHECK(c.data.std == std::vector<float>{0.3530f});
@@ -54,7 +54,7 @@ TEST_CASE("default preset: PETRA on Fashion-MNIST with fashion_small, lr 0.05") 
   CHECK(c.training.optimizer.momentum == 0.9);
   CHECK(c.training.optimizer.weight_decay == 5e-4);
   CHECK(goyal_lr(c) == doctest::Approx(0.05));
-  CHECK(c.training.schedule.kind == "cosine");
+  CHECK(to_string(c.training.schedule.kind) == "cosine");
   CHECK(c.training.schedule.warmup_epochs == 0.5);
   CHECK(c.runtime.mode == runtime_mode::async);  // the main job runs on the actor runtime
   CHECK(c.runtime.threads == 2);
@@ -70,9 +70,9 @@ TEST_CASE("backprop preset is the default with method backprop, and nothing else
 
 TEST_CASE("revnet18_cifar10 preset is the paper's recipe") {
   const run_config c = load_config("revnet18_cifar10");
-  CHECK(c.model.arch == "revnet18");
+  CHECK(to_string(c.model.arch) == "revnet18");
   CHECK(c.model.input == std::vector<int>{3, 32, 32});
-  CHECK(c.data.dataset == "cifar10");
+  CHECK(to_string(c.data.dataset) == "cifar10");
   CHECK(c.data.path == "/usr/share/datasets/cifar10");
   CHECK(c.data.mean == std::vector<float>{0.4914f, 0.4822f, 0.4465f});
   CHECK(c.data.std == std::vector<float>{0.2023f, 0.1994f, 0.2010f});
@@ -86,7 +86,7 @@ TEST_CASE("revnet18_cifar10 preset is the paper's recipe") {
   CHECK(c.training.optimizer.nesterov);
   CHECK(c.training.optimizer.momentum == 0.9);
   CHECK(c.training.optimizer.weight_decay == 5e-4);
-  CHECK(c.training.schedule.kind == "step");
+  CHECK(to_string(c.training.schedule.kind) == "step");
   CHECK(c.training.schedule.warmup_epochs == 5);
   CHECK(c.training.schedule.milestones == std::vector<double>{150, 225});
   CHECK(c.training.schedule.gamma == 0.1);
@@ -94,11 +94,11 @@ TEST_CASE("revnet18_cifar10 preset is the paper's recipe") {
 
 TEST_CASE("revnet18_imagenet32 preset is the paper's ImageNet32 recipe") {
   const run_config c = load_config("revnet18_imagenet32");
-  CHECK(c.model.arch == "revnet18");
+  CHECK(to_string(c.model.arch) == "revnet18");
   CHECK(c.model.num_classes == 1000);
   CHECK(c.model.input == std::vector<int>{3, 32, 32});
-  CHECK(c.model.stem == "cifar");
-  CHECK(c.data.dataset == "imagenet32");
+  CHECK(to_string(c.model.stem) == "cifar");
+  CHECK(to_string(c.data.dataset) == "imagenet32");
   CHECK(c.data.mean == std::vector<float>{0.485f, 0.456f, 0.406f});
   CHECK(c.data.std == std::vector<float>{0.229f, 0.224f, 0.225f});
   CHECK(c.data.crop_padding == 4);
@@ -111,7 +111,7 @@ TEST_CASE("revnet18_imagenet32 preset is the paper's ImageNet32 recipe") {
   CHECK(c.training.optimizer.nesterov);
   CHECK(c.training.optimizer.momentum == 0.9);
   CHECK(c.training.optimizer.weight_decay == 1e-4);
-  CHECK(c.training.schedule.kind == "step");
+  CHECK(to_string(c.training.schedule.kind) == "step");
   CHECK(c.training.schedule.warmup_epochs == 5);
   CHECK(c.training.schedule.milestones == std::vector<double>{30, 60, 80});
   CHECK(c.training.schedule.gamma == 0.1);
@@ -121,17 +121,17 @@ TEST_CASE("revnet18_imagenet32 preset is the paper's ImageNet32 recipe") {
 
 TEST_CASE("revnet50_imagenet preset is the paper's ImageNet recipe") {
   const run_config c = load_config("revnet50_imagenet");
-  CHECK(c.model.arch == "revnet50");
+  CHECK(to_string(c.model.arch) == "revnet50");
   CHECK(c.model.num_classes == 1000);
   CHECK(c.model.input == std::vector<int>{3, 224, 224});
-  CHECK(c.model.stem == "imagenet");
-  CHECK(c.data.dataset == "imagenet");
+  CHECK(to_string(c.model.stem) == "imagenet");
+  CHECK(to_string(c.data.dataset) == "imagenet");
   CHECK(c.data.mean == std::vector<float>{0.485f, 0.456f, 0.406f});
   CHECK(c.data.std == std::vector<float>{0.229f, 0.224f, 0.225f});
   CHECK(c.data.crop_size == 224);
   CHECK(c.data.resize_size == 256);
   CHECK(c.data.flip);
-  CHECK(c.data.on_bad_image == "skip");
+  CHECK(to_string(c.data.on_bad_image) == "skip");
   CHECK(c.data.workers >= 2);  // JPEG decoding needs several cores to feed a GPU
   CHECK(c.training.method == training_method::petra);
   CHECK(c.training.epochs == 90);
@@ -139,7 +139,7 @@ TEST_CASE("revnet50_imagenet preset is the paper's ImageNet recipe") {
   CHECK(c.training.accumulation == 4);
   CHECK(goyal_lr(c) == doctest::Approx(0.1));
   CHECK(c.training.optimizer.weight_decay == 1e-4);
-  CHECK(c.training.schedule.kind == "step");
+  CHECK(to_string(c.training.schedule.kind) == "step");
   CHECK(c.training.schedule.warmup_epochs == 5);
   CHECK(c.training.schedule.milestones == std::vector<double>{30, 60, 80});
   CHECK(load_config("revnet50_imagenet", {"data.path=/data/imagenet"}).data.path == "/data/imagenet");
@@ -147,8 +147,8 @@ TEST_CASE("revnet50_imagenet preset is the paper's ImageNet recipe") {
 
 TEST_CASE("ci_smoke and tiny presets are small") {
   const run_config smoke = load_config("ci_smoke");
-  CHECK(smoke.model.arch == "tiny");
-  CHECK(smoke.data.dataset == "fashion-mnist");
+  CHECK(to_string(smoke.model.arch) == "tiny");
+  CHECK(to_string(smoke.data.dataset) == "fashion-mnist");
   CHECK(smoke.data.train_limit == 1024);
   CHECK(smoke.data.test_limit == 512);
   CHECK(smoke.training.epochs == 1);
@@ -157,7 +157,7 @@ TEST_CASE("ci_smoke and tiny presets are small") {
   CHECK(smoke.training.method == training_method::petra);
 
   const run_config tiny = load_config("tiny");
-  CHECK(tiny.model.arch == "tiny");
+  CHECK(to_string(tiny.model.arch) == "tiny");
   CHECK(tiny.data.train_limit > 0);
 }
 

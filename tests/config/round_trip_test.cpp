@@ -70,8 +70,9 @@ void check_round_trip(const run_config& config) {
 // A valid config in which every field differs from its default, with awkward values.
 run_config everything_changed() {
   run_config c;
-  c.model = {"revnet50", 1000, {3, 224, 224}, "imagenet", "bottleneck", 64, {256, 512}, {64, 128}, {3, 4}};
-  c.data.dataset = "cifar10";
+  c.model = {model_arch::revnet50, 1000,      {3, 224, 224}, stem_kind::imagenet, block_kind::bottleneck, 64,
+             {256, 512},           {64, 128}, {3, 4}};
+  c.data.dataset = dataset_kind::cifar10;
   c.data.path = "/data/my cifar: \"v2\" #1/é";
   c.data.mean = {0.1f, 1.0f / 3.0f, 1e-7f};
   c.data.std = {0.2023f, 3.4e38f, 1.17549435e-38f};
@@ -87,7 +88,7 @@ run_config everything_changed() {
   c.training.accumulation = 16;
   c.training.seed = 18446744073709551615ULL;
   c.training.optimizer = {0.1 + 0.2, 0.0, false, 1e-300};
-  c.training.schedule = {"step", 1.0 / 3.0, {0.5, 1.0 / 3.0 + 1, 225}, 0.3};
+  c.training.schedule = {lr_schedule::step, 1.0 / 3.0, {0.5, 1.0 / 3.0 + 1, 225}, 0.3};
   c.pipeline.stage_blocks = {1, 2, 3};
   c.pipeline.devices = {parse_device("cpu"), parse_device("cuda:0"), parse_device("sim:12")};
   c.runtime.threads = 16;
@@ -110,7 +111,7 @@ TEST_CASE("round trip: every field changed, awkward strings and floats") {
   for (const char* name : {"", "null", "~", "123", "x: y", "a #b", "tab\there", "new\nline", "back\\slash",
                            "colon:", "- dash", "[list]", "'single'", "Yes", "é"}) {
     CAPTURE(name);
-    c.model.stem = "";
+    c.model.stem = stem_kind::preset;
     c.output.name = name;
     check_round_trip(c);
   }

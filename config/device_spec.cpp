@@ -1,4 +1,4 @@
-// The named choices of a config (runtime mode, method, device): parsed here once, into typed values.
+// Device names (cpu, cuda:N, sim:N): parsed here once, into typed values.
 #include <array>
 #include <utility>
 
@@ -8,13 +8,10 @@ namespace petra::config {
 namespace {
 
 template <class Value, std::size_t N>
-Value parse_choice(const std::array<std::pair<const char*, Value>, N>& names, const std::string& text) {
-  std::string listed;
-  for (const auto& [name, value] : names) {
+Value parse_kind(const std::array<std::pair<const char*, Value>, N>& names, const std::string& text) {
+  for (const auto& [name, value] : names)
     if (text == name) return value;
-    listed += (listed.empty() ? "" : ", ") + std::string(name);
-  }
-  throw config_error("'" + text + "' is not one of " + listed);
+  throw config_error("'" + text + "' is not a device kind");
 }
 
 template <class Value, std::size_t N>
@@ -24,23 +21,10 @@ std::string name_of(const std::array<std::pair<const char*, Value>, N>& names, V
   return "?";
 }
 
-constexpr std::array<std::pair<const char*, runtime_mode>, 3> mode_names = {
-    {{"simulate", runtime_mode::simulate},
-     {"lockstep", runtime_mode::lockstep},
-     {"async", runtime_mode::async}}};
-constexpr std::array<std::pair<const char*, training_method>, 3> method_names = {
-    {{"backprop", training_method::backprop},
-     {"delayed", training_method::delayed},
-     {"petra", training_method::petra}}};
 constexpr std::array<std::pair<const char*, device_spec::kind>, 3> device_kinds = {
     {{"cpu", device_spec::kind::cpu}, {"cuda", device_spec::kind::cuda}, {"sim", device_spec::kind::sim}}};
 
 }  // namespace
-
-std::string to_string(runtime_mode mode) { return name_of(mode_names, mode); }
-std::string to_string(training_method method) { return name_of(method_names, method); }
-runtime_mode parse_runtime_mode(const std::string& name) { return parse_choice(mode_names, name); }
-training_method parse_training_method(const std::string& name) { return parse_choice(method_names, name); }
 
 std::string device_spec::str() const {
   const std::string kind_name = name_of(device_kinds, type);
@@ -58,7 +42,7 @@ device_spec parse_device(const std::string& name) {
   const std::string kind_name = name.substr(0, colon);
   if (kind_name == "cpu") throw config_error(help);
   try {
-    out.type = parse_choice(device_kinds, kind_name);
+    out.type = parse_kind(device_kinds, kind_name);
   } catch (const config_error&) {
     throw config_error(help);
   }
