@@ -12,7 +12,6 @@
 #include "actors/stage_actor.hpp"
 #include "config/config.hpp"
 #include "messages/errors.hpp"
-#include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 
 namespace petra {
@@ -55,11 +54,8 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
                                                                   per_epoch + c.output.trace_steps[1]);
           }
           auto s = spawn_stage_actor(
-              self->system(),
-              stage_context{placed[index].device, placed[index].compute, index, c.runtime.mode,
-                            c.output.trace ? st.trace : nullptr, st.name, c.output.metrics_every_steps,
-                            async_stage_window(c, index, static_cast<int32_t>(sizes.size())),
-                            backward_first(c)});
+              self->system(), make_stage_context(c, placed[index], index, static_cast<int32_t>(sizes.size()),
+                                                 c.output.trace ? st.trace : nullptr, st.name));
           self->state.stages->push_back(s);
           return s;
         } catch (const std::exception& e) {

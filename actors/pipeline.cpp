@@ -8,7 +8,6 @@
 #include "actors/loss_actor.hpp"
 #include "actors/node_connection.hpp"
 #include "actors/stage_actor.hpp"
-#include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 
 namespace petra {
@@ -71,10 +70,8 @@ void actor_pipeline::build() {
   stages_.clear();
   for (int32_t j = 0; j < count; ++j) {
     if (placement_[j] == "local")
-      stages_.push_back(spawn_stage_actor(
-          sys, stage_context{placed[j].device, placed[j].compute, j, config_.runtime.mode, trace_,
-                             "coordinator", config_.output.metrics_every_steps,
-                             async_stage_window(config_, j, count), backward_first(config_)}));
+      stages_.push_back(
+          spawn_stage_actor(sys, make_stage_context(config_, placed[j], j, count, trace_, "coordinator")));
     else
       stages_.push_back(spawn_remote_stage(placement_[j], j));
   }
@@ -150,12 +147,9 @@ void actor_pipeline::respawn(int32_t j) {
   if (placement_[i] != "local" && !reachable(placement_[i])) move_to_spare(placement_[i]);
   if (placement_[i] == "local") {
     auto placed = build_placed_stages(config_, optimizer_, [&](std::size_t k) { return k == i; });
-    stages_[i] =
-        spawn_stage_actor(control_.self()->system(),
-                          stage_context{placed[i].device, placed[i].compute, j, config_.runtime.mode, trace_,
-                                        "coordinator", config_.output.metrics_every_steps,
-                                        async_stage_window(config_, j, static_cast<int32_t>(stages_.size())),
-                                        backward_first(config_)});
+    const auto count = static_cast<int32_t>(stages_.size());
+    stages_[i] = spawn_stage_actor(control_.self()->system(),
+                                   make_stage_context(config_, placed[i], j, count, trace_, "coordinator"));
   } else {
     stages_[i] = spawn_remote_stage(placement_[i], j);
   }

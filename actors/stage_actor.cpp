@@ -6,6 +6,7 @@
 #include "actors/stage_async.hpp"
 #include "actors/stage_lockstep.hpp"
 #include "compute/pipeline/stage_state.hpp"
+#include "training/runtime_support.hpp"
 
 namespace petra {
 namespace {
@@ -104,6 +105,20 @@ messages::stage_actor spawn_as(caf::actor_system& sys, stage_context context) {
 }
 
 }  // namespace
+
+stage_context make_stage_context(const config::run_config& c, const placed_stage& placed, int32_t j,
+                                 int32_t count, std::shared_ptr<training::trace_recorder> trace,
+                                 std::string process) {
+  return stage_context{placed.device,
+                       placed.compute,
+                       j,
+                       c.runtime.mode,
+                       std::move(trace),
+                       std::move(process),
+                       c.output.metrics_every_steps,
+                       async_stage_window(c, j, count),
+                       backward_first(c)};
+}
 
 messages::stage_actor spawn_stage_actor(caf::actor_system& sys, stage_context context) {
   if (context.mode == config::runtime_mode::lockstep)
