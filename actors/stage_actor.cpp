@@ -33,9 +33,7 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
         return wire_atom_v;
       },
       [=](faults_atom, const stage_faults& f) {
-        stage_core& c = self->state.core;
-        c.faults = f;
-        c.fault_rng.seed(f.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(c.ctx.index));
+        arm_faults(self->state.core, f);
         return faults_atom_v;
       },
       [=](plan_atom, const phase_plan& plan) {
