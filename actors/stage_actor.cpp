@@ -13,10 +13,16 @@ namespace {
 
 using namespace detail;
 
-template <class State>
-caf::error stage_error(const State& st, const std::exception& e) {
-  return caf::make_error(petra_errc::bad_request,
-                         "stage " + std::to_string(st.core.ctx.index + 1) + ": " + e.what());
+/// A request's answer from `work`; what it throws becomes the asker's error (bad_request, naming
+/// the stage), never an exception across the actor boundary.
+template <class Work>
+auto answer(const stage_core& c, Work&& work) -> caf::result<decltype(work())> {
+  try {
+    return work();
+  } catch (const std::exception& e) {
+    return caf::make_error(petra_errc::bad_request,
+                           "stage " + std::to_string(c.ctx.index + 1) + ": " + e.what());
+  }
 }
 
 template <class State>
@@ -40,55 +46,37 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
         on_plan(self, plan);
         return plan_atom_v;
       },
-      [=](eval_data& in) -> caf::result<eval_data> {
+      [=](eval_data& in) {
         stage_core& c = self->state.core;
-        try {
+        return answer(c, [&] {
           return eval_data{in.batch, hand_out(c, c.ctx.compute->evaluate(take_in(c, in.x)), device{}, -1)};
-        } catch (const std::exception& e) {
-          return stage_error(self->state, e);
-        }
+        });
       },
       [=](report_atom) { return make_report(self->state.core); },
       [=](status_atom) { return status_of(self->state); },
-      [=](state_atom) -> caf::result<stage_snapshot> {
+      [=](state_atom) {
         stage_core& c = self->state.core;
-        try {
-          return snapshot_stage(*c.ctx.compute, *c.ctx.device);
-        } catch (const std::exception& e) {
-          return stage_error(self->state, e);
-        }
+        return answer(c, [&] { return snapshot_stage(*c.ctx.compute, *c.ctx.device); });
       },
-      [=](restore_atom, const cut_part& part) -> caf::result<restore_atom> {
-        try {
+      [=](restore_atom, const cut_part& part) {
+        return answer(self->state.core, [&] {
           resume_from(self, part);
           return restore_atom_v;
-        } catch (const std::exception& e) {
-          return stage_error(self->state, e);
-        }
+        });
       },
-      [=](hold_atom) -> caf::result<recovery_order> {
-        try {
-          return on_hold(self);
-        } catch (const std::exception& e) {
-          return stage_error(self->state, e);
-        }
-      },
-      [=](recover_atom, const recovery_order& order) -> caf::result<recover_atom> {
-        try {
+      [=](hold_atom) { return answer(self->state.core, [&] { return on_hold(self); }); },
+      [=](recover_atom, const recovery_order& order) {
+        return answer(self->state.core, [&] {
           on_recover(self, order);
           return recover_atom_v;
-        } catch (const std::exception& e) {
-          return stage_error(self->state, e);
-        }
+        });
       },
-      [=](restore_atom, const stage_snapshot& from) -> caf::result<restore_atom> {
+      [=](restore_atom, const stage_snapshot& from) {
         stage_core& c = self->state.core;
-        try {
+        return answer(c, [&] {
           restore_stage(*c.ctx.compute, *c.ctx.device, from);
           return restore_atom_v;
-        } catch (const std::exception& e) {
-          return stage_error(self->state, e);
-        }
+        });
       },
   };
 }
