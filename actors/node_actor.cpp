@@ -34,10 +34,11 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
     for (auto& s : *stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   });
   return {
-      [=](spawn_atom, const std::string& config_yaml, int32_t index,
-          int64_t steps_per_epoch) -> caf::result<stage_actor> {
+      [=](const spawn_stage& request) -> caf::result<stage_actor> {
+        const int32_t index = request.stage;
+        const int64_t steps_per_epoch = request.steps_per_epoch;
         try {
-          const config::run_config c = config::parse_config(config_yaml, "the coordinator's config");
+          const config::run_config c = config::parse_config(request.config_yaml, "the coordinator's config");
           const auto sizes = stage_sizes(c);
           if (index < 0 || static_cast<std::size_t>(index) >= sizes.size())
             return caf::make_error(petra_errc::bad_request,
@@ -71,9 +72,9 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
         st.trace.reset();  // the next run starts a timeline of its own
         return text;
       },
-      [=](kill_atom, double seconds) {
+      [=](const kill_node& order) {
         // Fault injection: the whole process is killed (SIGKILL), without a goodbye to its peers.
-        std::thread([seconds] {
+        std::thread([seconds = order.seconds] {
           std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
           std::fprintf(stderr, "petra node: injected kill (faults.kill_node): SIGKILL\n");
           ::kill(::getpid(), SIGKILL);

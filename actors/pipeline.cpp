@@ -99,8 +99,8 @@ void actor_pipeline::build() {
     control_.ask<faults_atom>(stages_[j], control_timeout, faults_atom_v, faults_of(j));
   }
   rewire_loss();
-  control_.ask<wire_atom>(loader_, control_timeout, wire_atom_v, forward_sink{stages_.front()}, loss_,
-                          credits);
+  control_.ask<wire_atom>(loader_, control_timeout,
+                          loader_links{forward_sink{stages_.front()}, loss_, credits});
 }
 
 void actor_pipeline::rewire(int32_t j) {
@@ -203,7 +203,7 @@ void actor_pipeline::send_node_kills() {
     const auto at = entry_text.rfind('@');
     const std::string where = config::resolve_node_address(config_, entry_text.substr(0, at));
     const double seconds = std::stod(entry_text.substr(at + 1));
-    control_.self()->send(connect(where, -1), kill_atom_v, seconds);
+    control_.self()->send(connect(where, -1), kill_node{seconds});
     const auto first = std::find(placement_.begin(), placement_.end(), where);
     control_.count_kill(first == placement_.end() ? 0 : static_cast<int32_t>(first - placement_.begin()));
   }
@@ -214,8 +214,8 @@ stage_actor actor_pipeline::spawn_remote_stage(const std::string& where, int32_t
   control_.watch_extra(node.address(), j);
   control_.self()->monitor(node);
   const int64_t steps_per_epoch = optimizer_.total_steps / std::max(1, config_.training.epochs);
-  return control_.ask<stage_actor>(node, control_timeout, spawn_atom_v, config::to_yaml(config_), j,
-                                   steps_per_epoch);
+  return control_.ask<stage_actor>(node, control_timeout,
+                                   spawn_stage{config::to_yaml(config_), j, steps_per_epoch});
 }
 
 node_actor actor_pipeline::connect(const std::string& where, int32_t j) {
