@@ -14,6 +14,7 @@
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 #include "training/snapshot.hpp"
+#include "training/tick_schedule.hpp"
 
 namespace petra {
 namespace {
@@ -53,12 +54,10 @@ class actor_runtime : public pipeline_runtime {
 
   phase_result train(const phase_request& request, const progress_fn& progress, const epoch_fn& on_epoch,
                      const cut_fn& on_cut) override {
-    const auto J = static_cast<int64_t>(stages_);
     const bool lockstep = config_.runtime.mode == config::runtime_mode::lockstep;
     const int64_t extra =
-        request.attempt == 0 && lockstep ? lockstep_link_delays() : 0;  // a replay runs clean
-    const bool backprop = config_.training.method == config::training_method::backprop;
-    const int64_t spacing = backprop ? 2 * J - 1 + extra : 1;
+        request.attempt == 0 && lockstep ? link_delay_ticks(config_) : 0;  // a replay runs clean
+    const int64_t spacing = pipeline_entry_spacing(config_, extra);
     const int64_t wave = request.evaluation_waves ? wave_size_ : 0;
     const input_schedule::shape shape =
         input_schedule::plan(per_epoch_, wave, spacing, request.first, request.count, stages_);
@@ -191,15 +190,6 @@ class actor_runtime : public pipeline_runtime {
 
  private:
   /// Lockstep: the extra ticks the link delays add to a micro-batch's round trip.
-  int64_t lockstep_link_delays() const {
-    int64_t sum = 0;
-    for (std::size_t link = 0; link + 1 < stages_; ++link) {
-      if (link < config_.faults.forward_delay.size()) sum += config_.faults.forward_delay[link];
-      if (link < config_.faults.backward_delay.size()) sum += config_.faults.backward_delay[link];
-    }
-    return sum;
-  }
-
   /// A cut from its parts: each stage's decoded, the loss actor's and the open epochs kept for the
   /// resume (the runtime's own record, opaque to the trainer).
   pipeline_cut assemble_cut(int64_t tick, std::vector<cut_part>& parts, const nlohmann::json& open) {
@@ -215,11 +205,11 @@ class actor_runtime : public pipeline_runtime {
     cut.totals = loss.totals;
     // Lockstep: back at stage 1 before tick `tick`, the micro-batches that entered 2(J−1) ticks or
     // more before. Async: as stage 1's part says.
-    const int64_t J = static_cast<int64_t>(stages_);
+    const int64_t round_trip = round_trip_ticks(0, stages_);
     if (config_.runtime.mode == config::runtime_mode::async)
       count_async_cut(cut, loss.eval_scored);
     else
-      cut.completed = tick >= 2 * (J - 1) + 1 ? (tick - 1 - 2 * (J - 1)) / cut_spacing_ + 1 : 0;
+      cut.completed = tick >= round_trip + 1 ? (tick - 1 - round_trip) / cut_spacing_ + 1 : 0;
     for (const auto& l : loss.labels)
       if (l.eval_epoch < 0) cut.labels[l.id] = l.labels;
     cut.driver = nlohmann::json{{"epochs", open}, {"loss", parts[stages_].meta}}.dump();

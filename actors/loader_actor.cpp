@@ -137,11 +137,11 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
   self->state.trace = std::move(trace);
   self->state.lockstep = lockstep;
   return {
-      [=](wire_atom, forward_sink& first_stage, loss_actor& loss, int32_t window) {
+      [=](loader_links& links) {
         auto& st = self->state;
-        st.first_stage = std::move(first_stage);
-        st.loss = std::move(loss);
-        st.window = std::max<int64_t>(1, window);
+        st.first_stage = std::move(links.first_stage);
+        st.loss = std::move(links.loss);
+        st.window = std::max<int64_t>(1, links.credits);
         return wire_atom_v;
       },
       [=](plan_atom, const phase_plan& plan) {

@@ -12,7 +12,6 @@
 #include "actors/stage_actor.hpp"
 #include "config/config.hpp"
 #include "messages/errors.hpp"
-#include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 
 namespace petra {
@@ -35,10 +34,11 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
     for (auto& s : *stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   });
   return {
-      [=](spawn_atom, const std::string& config_yaml, int32_t index,
-          int64_t steps_per_epoch) -> caf::result<stage_actor> {
+      [=](const spawn_stage& request) -> caf::result<stage_actor> {
+        const int32_t index = request.stage;
+        const int64_t steps_per_epoch = request.steps_per_epoch;
         try {
-          const config::run_config c = config::parse_config(config_yaml, "the coordinator's config");
+          const config::run_config c = config::parse_config(request.config_yaml, "the coordinator's config");
           const auto sizes = stage_sizes(c);
           if (index < 0 || static_cast<std::size_t>(index) >= sizes.size())
             return caf::make_error(petra_errc::bad_request,
@@ -55,11 +55,8 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
                                                                   per_epoch + c.output.trace_steps[1]);
           }
           auto s = spawn_stage_actor(
-              self->system(),
-              stage_context{placed[index].device, placed[index].compute, index, c.runtime.mode,
-                            c.output.trace ? st.trace : nullptr, st.name, c.output.metrics_every_steps,
-                            async_stage_window(c, index, static_cast<int32_t>(sizes.size())),
-                            backward_first(c)});
+              self->system(), make_stage_context(c, placed[index], index, static_cast<int32_t>(sizes.size()),
+                                                 c.output.trace ? st.trace : nullptr, st.name));
           self->state.stages->push_back(s);
           return s;
         } catch (const std::exception& e) {
@@ -75,9 +72,9 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
         st.trace.reset();  // the next run starts a timeline of its own
         return text;
       },
-      [=](kill_atom, double seconds) {
+      [=](const kill_node& order) {
         // Fault injection: the whole process is killed (SIGKILL), without a goodbye to its peers.
-        std::thread([seconds] {
+        std::thread([seconds = order.seconds] {
           std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
           std::fprintf(stderr, "petra node: injected kill (faults.kill_node): SIGKILL\n");
           ::kill(::getpid(), SIGKILL);

@@ -8,7 +8,6 @@
 #include "actors/loss_actor.hpp"
 #include "actors/node_connection.hpp"
 #include "actors/stage_actor.hpp"
-#include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 
 namespace petra {
@@ -71,10 +70,8 @@ void actor_pipeline::build() {
   stages_.clear();
   for (int32_t j = 0; j < count; ++j) {
     if (placement_[j] == "local")
-      stages_.push_back(spawn_stage_actor(
-          sys, stage_context{placed[j].device, placed[j].compute, j, config_.runtime.mode, trace_,
-                             "coordinator", config_.output.metrics_every_steps,
-                             async_stage_window(config_, j, count), backward_first(config_)}));
+      stages_.push_back(
+          spawn_stage_actor(sys, make_stage_context(config_, placed[j], j, count, trace_, "coordinator")));
     else
       stages_.push_back(spawn_remote_stage(placement_[j], j));
   }
@@ -102,8 +99,8 @@ void actor_pipeline::build() {
     control_.ask<faults_atom>(stages_[j], control_timeout, faults_atom_v, faults_of(j));
   }
   rewire_loss();
-  control_.ask<wire_atom>(loader_, control_timeout, wire_atom_v, forward_sink{stages_.front()}, loss_,
-                          credits);
+  control_.ask<wire_atom>(loader_, control_timeout,
+                          loader_links{forward_sink{stages_.front()}, loss_, credits});
 }
 
 void actor_pipeline::rewire(int32_t j) {
@@ -150,12 +147,9 @@ void actor_pipeline::respawn(int32_t j) {
   if (placement_[i] != "local" && !reachable(placement_[i])) move_to_spare(placement_[i]);
   if (placement_[i] == "local") {
     auto placed = build_placed_stages(config_, optimizer_, [&](std::size_t k) { return k == i; });
-    stages_[i] =
-        spawn_stage_actor(control_.self()->system(),
-                          stage_context{placed[i].device, placed[i].compute, j, config_.runtime.mode, trace_,
-                                        "coordinator", config_.output.metrics_every_steps,
-                                        async_stage_window(config_, j, static_cast<int32_t>(stages_.size())),
-                                        backward_first(config_)});
+    const auto count = static_cast<int32_t>(stages_.size());
+    stages_[i] = spawn_stage_actor(control_.self()->system(),
+                                   make_stage_context(config_, placed[i], j, count, trace_, "coordinator"));
   } else {
     stages_[i] = spawn_remote_stage(placement_[i], j);
   }
@@ -209,7 +203,7 @@ void actor_pipeline::send_node_kills() {
     const auto at = entry_text.rfind('@');
     const std::string where = config::resolve_node_address(config_, entry_text.substr(0, at));
     const double seconds = std::stod(entry_text.substr(at + 1));
-    control_.self()->send(connect(where, -1), kill_atom_v, seconds);
+    control_.self()->send(connect(where, -1), kill_node{seconds});
     const auto first = std::find(placement_.begin(), placement_.end(), where);
     control_.count_kill(first == placement_.end() ? 0 : static_cast<int32_t>(first - placement_.begin()));
   }
@@ -220,8 +214,8 @@ stage_actor actor_pipeline::spawn_remote_stage(const std::string& where, int32_t
   control_.watch_extra(node.address(), j);
   control_.self()->monitor(node);
   const int64_t steps_per_epoch = optimizer_.total_steps / std::max(1, config_.training.epochs);
-  return control_.ask<stage_actor>(node, control_timeout, spawn_atom_v, config::to_yaml(config_), j,
-                                   steps_per_epoch);
+  return control_.ask<stage_actor>(node, control_timeout,
+                                   spawn_stage{config::to_yaml(config_), j, steps_per_epoch});
 }
 
 node_actor actor_pipeline::connect(const std::string& where, int32_t j) {

@@ -6,16 +6,23 @@
 #include "actors/stage_async.hpp"
 #include "actors/stage_lockstep.hpp"
 #include "compute/pipeline/stage_state.hpp"
+#include "training/runtime_support.hpp"
 
 namespace petra {
 namespace {
 
 using namespace detail;
 
-template <class State>
-caf::error stage_error(const State& st, const std::exception& e) {
-  return caf::make_error(petra_errc::bad_request,
-                         "stage " + std::to_string(st.core.ctx.index + 1) + ": " + e.what());
+/// A request's answer from `work`; what it throws becomes the asker's error (bad_request, naming
+/// the stage), never an exception across the actor boundary.
+template <class Work>
+auto answer(const stage_core& c, Work&& work) -> caf::result<decltype(work())> {
+  try {
+    return work();
+  } catch (const std::exception& e) {
+    return caf::make_error(petra_errc::bad_request,
+                           "stage " + std::to_string(c.ctx.index + 1) + ": " + e.what());
+  }
 }
 
 template <class State>
@@ -32,64 +39,44 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
         return wire_atom_v;
       },
       [=](faults_atom, const stage_faults& f) {
-        stage_core& c = self->state.core;
-        c.faults = f;
-        c.fault_rng.seed(f.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(c.ctx.index));
+        arm_faults(self->state.core, f);
         return faults_atom_v;
       },
       [=](plan_atom, const phase_plan& plan) {
         on_plan(self, plan);
         return plan_atom_v;
       },
-      [=](eval_data& in) -> caf::result<eval_data> {
+      [=](eval_data& in) {
         stage_core& c = self->state.core;
-        try {
+        return answer(c, [&] {
           return eval_data{in.batch, hand_out(c, c.ctx.compute->evaluate(take_in(c, in.x)), device{}, -1)};
-        } catch (const std::exception& e) {
-          return stage_error(self->state, e);
-        }
+        });
       },
       [=](report_atom) { return make_report(self->state.core); },
       [=](status_atom) { return status_of(self->state); },
-      [=](state_atom) -> caf::result<stage_snapshot> {
+      [=](state_atom) {
         stage_core& c = self->state.core;
-        try {
-          return snapshot_stage(*c.ctx.compute, *c.ctx.device);
-        } catch (const std::exception& e) {
-          return stage_error(self->state, e);
-        }
+        return answer(c, [&] { return snapshot_stage(*c.ctx.compute, *c.ctx.device); });
       },
-      [=](restore_atom, const cut_part& part) -> caf::result<restore_atom> {
-        try {
+      [=](restore_atom, const cut_part& part) {
+        return answer(self->state.core, [&] {
           resume_from(self, part);
           return restore_atom_v;
-        } catch (const std::exception& e) {
-          return stage_error(self->state, e);
-        }
+        });
       },
-      [=](hold_atom) -> caf::result<recovery_order> {
-        try {
-          return on_hold(self);
-        } catch (const std::exception& e) {
-          return stage_error(self->state, e);
-        }
-      },
-      [=](recover_atom, const recovery_order& order) -> caf::result<recover_atom> {
-        try {
+      [=](hold_atom) { return answer(self->state.core, [&] { return on_hold(self); }); },
+      [=](recover_atom, const recovery_order& order) {
+        return answer(self->state.core, [&] {
           on_recover(self, order);
           return recover_atom_v;
-        } catch (const std::exception& e) {
-          return stage_error(self->state, e);
-        }
+        });
       },
-      [=](restore_atom, const stage_snapshot& from) -> caf::result<restore_atom> {
+      [=](restore_atom, const stage_snapshot& from) {
         stage_core& c = self->state.core;
-        try {
+        return answer(c, [&] {
           restore_stage(*c.ctx.compute, *c.ctx.device, from);
           return restore_atom_v;
-        } catch (const std::exception& e) {
-          return stage_error(self->state, e);
-        }
+        });
       },
   };
 }
@@ -104,6 +91,20 @@ messages::stage_actor spawn_as(caf::actor_system& sys, stage_context context) {
 }
 
 }  // namespace
+
+stage_context make_stage_context(const config::run_config& c, const placed_stage& placed, int32_t j,
+                                 int32_t count, std::shared_ptr<training::trace_recorder> trace,
+                                 std::string process) {
+  return stage_context{placed.device,
+                       placed.compute,
+                       j,
+                       c.runtime.mode,
+                       std::move(trace),
+                       std::move(process),
+                       c.output.metrics_every_steps,
+                       async_stage_window(c, j, count),
+                       backward_first(c)};
+}
 
 messages::stage_actor spawn_stage_actor(caf::actor_system& sys, stage_context context) {
   if (context.mode == config::runtime_mode::lockstep)

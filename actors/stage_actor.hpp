@@ -13,6 +13,7 @@
 #include "compute/pipeline/stage.hpp"
 #include "config/config.hpp"
 #include "messages/interfaces.hpp"
+#include "training/setup.hpp"
 #include "training/trace_recorder.hpp"
 
 namespace petra {
@@ -29,6 +30,13 @@ struct stage_context {
   int64_t stage_window = 0;  // async: starts a training forward only while fewer await backward; 0 = no bound
   bool backward_first = false;  // lockstep, training.tick_order: a tick's backward before its forward
 };
+
+/// The context of stage j of `count`, built as `placed` from config `c`: one recipe for every process
+/// that spawns a stage (the coordinator's, a node's). `trace` is the process's timeline (null when
+/// output.trace is off), `process` its name there.
+stage_context make_stage_context(const config::run_config& c, const placed_stage& placed, int32_t j,
+                                 int32_t count, std::shared_ptr<training::trace_recorder> trace,
+                                 std::string process);
 
 /// Spawns the stage actor of `context.mode`; a GPU stage runs detached (one OS thread of its own).
 messages::stage_actor spawn_stage_actor(caf::actor_system& sys, stage_context context);

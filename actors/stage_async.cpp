@@ -86,7 +86,7 @@ bool run_step(async_self self) {
 void advance(async_self self) {
   async_state& st = self->state;
   stage_core& c = st.core;
-  if (!c.in_phase || c.awaiting_loss || c.held) return;
+  if (!c.in_phase || c.awaiting_loss || c.recovery.held) return;
   try {
     while (run_step(self)) {
     }
@@ -131,7 +131,7 @@ void on_forward(async_self self, forward_data in) {
   async_state& st = self->state;
   if (!admit(self, st.core, in, st.core.early_forward)) return;
   if (is_marker(in)) {
-    if (in.s.tick <= st.core.abandoned_cuts) return;
+    if (in.s.tick <= st.core.recovery.abandoned_cuts) return;
     try {
       take_cut(self, in.s.tick);
     } catch (const std::exception& e) {
@@ -139,7 +139,7 @@ void on_forward(async_self self, forward_data in) {
     }
     return;
   }
-  if (st.core.forgotten(in.s.micro_batch)) return;  // lost in a stage-local recovery
+  if (st.core.recovery.forgotten(in.s.micro_batch)) return;  // lost in a stage-local recovery
   // (Evaluation batches are never duplicated: faults spare messages without a micro-batch.)
   if (in.s.micro_batch >= 0 && !st.seen_forward.insert(in.s.micro_batch).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
@@ -152,11 +152,11 @@ void on_backward(async_self self, backward_data in) {
   async_state& st = self->state;
   if (!admit(self, st.core, in, st.core.early_backward)) return;
   if (is_marker(in)) {  // the next stage took its part of the cut: the link's recording ends
-    if (in.s.tick <= st.core.abandoned_cuts) return;
+    if (in.s.tick <= st.core.recovery.abandoned_cuts) return;
     on_backward_marker(self, in.s.tick);
     return;
   }
-  if (st.core.forgotten(in.s.micro_batch)) return;
+  if (st.core.recovery.forgotten(in.s.micro_batch)) return;
   if (!st.seen_backward.insert(in.s.micro_batch).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
   try {
@@ -173,7 +173,7 @@ void on_backward(async_self self, backward_data in) {
 void on_loss(async_self self, loss_data in) {
   stage_core& c = self->state.core;
   if (!c.awaiting_loss || in.s.micro_batch != c.logits_id || in.s.phase != c.plan.phase ||
-      c.forgotten(in.s.micro_batch))
+      c.recovery.forgotten(in.s.micro_batch))
     return;
   c.awaiting_loss = false;
   try {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "actors/link_faults.hpp"
 #include "actors/stage_core.hpp"
 #include "training/cut.hpp"
 

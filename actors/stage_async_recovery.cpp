@@ -15,9 +15,9 @@ void on_recover(async_self self, const recovery_order& order) {
   async_state& st = self->state;
   stage_core& c = st.core;
   const std::vector<int64_t> dropped = forget_lost(c, order);
-  if (order.abandon_cuts > c.abandoned_cuts) {
+  if (order.abandon_cuts > c.recovery.abandoned_cuts) {
     // The cuts in progress are given up: the epoch reports held behind them go now, in order.
-    c.abandoned_cuts = order.abandon_cuts;
+    c.recovery.abandoned_cuts = order.abandon_cuts;
     std::vector<stage_epoch_report> reports;
     for (std::size_t i = 0; i < st.cuts.size(); ++i) {
       auto& after = i + 1 < st.cuts.size() ? st.cuts[i].reports_after : c.held_epoch_reports;
@@ -29,10 +29,10 @@ void on_recover(async_self self, const recovery_order& order) {
     for (auto& r : reports) self->send(c.links.coordinator, std::move(r));
   }
   for (auto f = st.forwards.begin(); f != st.forwards.end();)
-    f = c.forgotten(f->s.micro_batch) ? st.forwards.erase(f) : std::next(f);
+    f = c.recovery.forgotten(f->s.micro_batch) ? st.forwards.erase(f) : std::next(f);
   for (auto b = st.backwards.begin(); b != st.backwards.end();)
-    b = c.forgotten(b->first) ? st.backwards.erase(b) : std::next(b);
-  if (c.awaiting_loss && c.forgotten(c.logits_id)) {
+    b = c.recovery.forgotten(b->first) ? st.backwards.erase(b) : std::next(b);
+  if (c.awaiting_loss && c.recovery.forgotten(c.logits_id)) {
     c.awaiting_loss = false;
     c.logits = activation{};
     c.logits_id = -1;
@@ -48,7 +48,7 @@ void on_recover(async_self self, const recovery_order& order) {
   }
   if (order.forwards_done >= 0) c.tick = order.forwards_done;
   if (order.evals_done >= 0) c.evals_done = order.evals_done;
-  c.held = false;
+  c.recovery.held = false;
   advance(self);
 }
 

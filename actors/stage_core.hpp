@@ -1,16 +1,17 @@
 // What the lockstep and async stage actors share (private to actors/): the stage's links, faults,
 // phase and measurements, and the steps both protocols take — compute with the busy clock and
-// the slow-down fault, send with the link faults, report failures and injected faults.
+// the slow-down fault, hand tensors over, report to the coordinator. Link faults, the timeline and
+// recovery have rooms of their own (link_faults, stage_trace, stage_recovery).
 #pragma once
 
 #include <caf/all.hpp>
 #include <chrono>
-#include <functional>
 #include <random>
-#include <set>
 #include <vector>
 
 #include "actors/stage_actor.hpp"
+#include "actors/stage_recovery.hpp"
+#include "actors/stage_trace.hpp"
 #include "messages/errors.hpp"
 #include "training/stage_window.hpp"
 
@@ -18,7 +19,6 @@ namespace petra::detail {
 
 using namespace messages;
 using namespace atoms;
-using clock_type = std::chrono::steady_clock;
 
 struct stage_core {
   stage_context ctx;
@@ -35,12 +35,9 @@ struct stage_core {
 
   int64_t mailbox_peak = 0;
   double busy_seconds = 0;
-  training::trace_track track;  // this stage's timeline track (empty when not tracing)
-  bool idle = false;            // waiting for input since idle_since
-  clock_type::time_point idle_since;
-  int64_t last_micro_batch = 0;  // what the timeline attributes a wait to
-  stage_window_meter window;     // per-step metrics
-  int64_t evals_done = 0;        // evaluation batches of this phase this stage passed on
+  stage_timeline timeline;
+  stage_window_meter window;  // per-step metrics
+  int64_t evals_done = 0;     // evaluation batches of this phase this stage passed on
   int64_t backwards_in_phase = 0;
   clock_type::time_point epoch_start;  // its record of the running epoch began
   clock_type::time_point phase_start;
@@ -48,18 +45,9 @@ struct stage_core {
   std::vector<stage_epoch_report> held_epoch_reports;  // made since the latest pending cut
   std::vector<forward_data> early_forward;             // for a phase not planned here yet
   std::vector<backward_data> early_backward;
-  // Stage-local recovery (DESIGN.md §6): held while the coordinator rebuilds lost stages; then the
-  // micro-batches lost with them are forgotten here (late messages of theirs dropped, or in lockstep
-  // run as markers).
-  bool held = false;                  // (kept across a plan: a rebuilt stage is held before it gets one)
-  int64_t drop_upto = -1;             // every micro-batch up to this one (stages after the lost ones)
-  std::set<int64_t> cancelled;        // these (stages before the lost ones)
-  int64_t last_forwarded = -1;        // the last training micro-batch this stage forwarded
-  int64_t abandoned_cuts = -1;        // cuts up to this tick were given up (async: their markers are ignored)
-  int64_t quiet_forward_below = -1;   // lockstep, a rebuilt stage: its neighbours hold its messages for
-  int64_t quiet_backward_below = -1;  // ticks before these (or ran them): not sent again
+  int64_t last_forwarded = -1;  // the last training micro-batch this stage forwarded
+  recovery_marks recovery;      // stage-local recovery (DESIGN.md §6)
 
-  bool forgotten(int64_t id) const { return id >= 0 && (id <= drop_upto || cancelled.count(id) > 0); }
   bool is_first() const { return ctx.index == 0; }
   bool is_last() const { return ctx.index == links.count - 1; }
   bool faults_on() const { return plan.attempt == 0; }
@@ -68,14 +56,6 @@ struct stage_core {
     return stamp{id, tick_for, ctx.compute->weight_version(), ctx.index, plan.phase};
   }
 };
-
-/// Stage-local recovery, both protocols: holds the stage and says where it stands; its outstanding
-/// micro-batches whose backward it does not hold (`held_backward` says) are the lost ones. A stage
-/// outside a phase (one being rebuilt) is only held: its order, not its plan, starts it.
-recovery_order hold_stage(stage_core& c, const std::function<bool(int64_t)>& held_backward);
-/// Takes an order's lost micro-batches (checked against the running phase) and drops their
-/// outstanding forwards; returns those dropped.
-std::vector<int64_t> forget_lost(stage_core& c, const recovery_order& order);
 
 /// Starts a phase: the plan, and the measurements from zero.
 void begin_phase(stage_core& c, const phase_plan& plan);
@@ -90,22 +70,8 @@ stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, 
 /// An evaluation batch (running BN statistics, the weights the stage has now), timed.
 activation timed_evaluate(stage_core& c, const activation& x, int64_t index);
 
-/// The stage has nothing to run: the timeline's "wait for input" starts (once).
-void mark_idle(stage_core& c);
-/// Mailbox depth on the timeline.
-void trace_mailbox(stage_core& c, std::size_t waiting);
-
 /// The stage's report of the phase so far.
 stage_report make_report(stage_core& c);
-
-/// The error a throwing stage quits with (injected crashes keep their code).
-caf::error error_of(const std::exception& e);
-
-/// Throws the injected crash when faults.crash_at_tick names this tick (first attempt only).
-void maybe_crash(stage_core& c);
-
-/// Lockstep: the tick a message sent at tick t on a link with this delay is for.
-int64_t arrival_tick(const stage_core& c, int64_t t, int64_t link_delay);
 
 /// The hand-over of DESIGN.md §5, the one place the stage actors cross a device boundary: an
 /// activation of a message as this stage's backend can use it (an event wait, or a copy)...
@@ -152,20 +118,6 @@ void fail(Self* self, stage_core& c, const caf::error& err, const std::string& w
   self->quit(err);
 }
 
-/// A computation threw: an injected crash is counted as a fault; either way the stage fails.
-template <class Self>
-void fail_with(Self* self, stage_core& c, const std::exception& e, int64_t micro_batch) {
-  const caf::error err = error_of(e);
-  if (has_code(err, petra_errc::injected_crash)) report_fault(self, c, fault_kind::crash);
-  fail(self, c, err, e.what(), micro_batch);
-}
-
-/// Reports a slowed computation (faults.slow) as an injected fault.
-template <class Self>
-void count_slowed(Self* self, stage_core& c, bool slowed) {
-  if (slowed) report_fault(self, c, fault_kind::slow);
-}
-
 /// The stage's record of the epoch that just ended, for the coordinator; the next epoch's starts afresh.
 stage_report take_epoch_report(stage_core& c);
 
@@ -207,44 +159,6 @@ void finish_phase(Self* self, stage_core& c) {
   c.in_phase = false;
   c.ctx.device->synchronize();
   self->send(c.links.coordinator, phase_done{c.ctx.index, c.plan.generation});
-}
-
-inline bool chance(stage_core& c, double p) {
-  return p > 0 && std::uniform_real_distribution<double>(0, 1)(c.fault_rng) < p;
-}
-
-/// Sends one message on a link, applying the faults of this stage (first attempt only). In lockstep
-/// a link delay is in the stamp (ticks; `link_delay` is then in ticks); in async it is time
-/// (milliseconds). Every injected fault is reported.
-template <class Self, class Handle, class Message>
-void emit(Self* self, stage_core& c, const Handle& to, Message msg, int64_t link_delay) {
-  if (!c.faults_on()) {
-    self->send(to, std::move(msg));
-    return;
-  }
-  const bool marker = msg.s.micro_batch < 0;
-  if (!marker && chance(c, c.faults.drop)) {
-    report_fault(self, c, fault_kind::drop);
-    return;
-  }
-  const int copies = !marker && chance(c, c.faults.duplicate) ? 2 : 1;
-  if (copies == 2) report_fault(self, c, fault_kind::duplicate);
-  if (c.lockstep() && !marker && link_delay > 0) report_fault(self, c, fault_kind::delay);  // in the stamp
-  int64_t delay_ms = c.lockstep() ? 0 : link_delay;
-  if (!c.lockstep() && c.faults.jitter_ms > 0)
-    delay_ms += std::uniform_int_distribution<int64_t>(0, c.faults.jitter_ms)(c.fault_rng);
-  if (!c.lockstep() && !marker && chance(c, c.faults.reorder)) {
-    delay_ms += 1 + std::uniform_int_distribution<int64_t>(0, 19)(c.fault_rng);  // later messages overtake it
-    report_fault(self, c, fault_kind::reorder);
-  }
-  for (int i = 0; i < copies; ++i) {
-    if (delay_ms > 0) {
-      report_fault(self, c, fault_kind::delay);
-      self->delayed_send(to, std::chrono::milliseconds(delay_ms), msg);
-    } else {
-      self->send(to, msg);
-    }
-  }
 }
 
 }  // namespace petra::detail

@@ -32,7 +32,8 @@ void send_forward(lockstep_self self, int64_t id, int64_t t, const activation& o
                   const forward_data& eval) {
   stage_core& c = self->state.core;
   const int64_t at = arrival_tick(c, t, c.faults.forward_delay);
-  if (at >= c.plan.ticks || at < c.quiet_forward_below) return;  // past the phase, or the next stage has it
+  if (at >= c.plan.ticks || at < c.recovery.quiet_forward_below)
+    return;  // past the phase, or the next stage has it
   forward_data msg{c.stamp_for(id, at), hand_out(c, out, c.links.next_device, id)};
   msg.eval_epoch = eval.eval_epoch, msg.eval_index = eval.eval_index, msg.eval_x = eval.eval_x;
   emit(self, c, c.links.next, std::move(msg), c.faults.forward_delay);
@@ -43,7 +44,7 @@ void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& 
   stage_core& c = self->state.core;
   if (c.is_first()) return;
   const int64_t at = arrival_tick(c, t, c.faults.backward_delay);
-  if (at >= c.plan.ticks || at < c.quiet_backward_below) return;
+  if (at >= c.plan.ticks || at < c.recovery.quiet_backward_below) return;
   emit(self, c, c.links.prev,
        backward_data{c.stamp_for(id, at), hand_out(c, rebuilt, c.links.prev_device, id),
                      hand_out(c, grad, c.links.prev_device, id)},
@@ -77,9 +78,9 @@ void send_cut_part(lockstep_self self, int64_t t, forward_data* f, backward_data
   stage_core& c = self->state.core;
   stage_cut part = cut_stage(*c.ctx.compute, *c.ctx.device);
   if (c.is_first()) f = nullptr;  // the loader's message for tick t: it sends it again on resume
-  if (f && f->x.defined() && !c.forgotten(f->s.micro_batch))
+  if (f && f->x.defined() && !c.recovery.forgotten(f->s.micro_batch))
     part.forward = cut_forward{f->s.micro_batch, on_host(c, f->x)};
-  if (b && b->grad.defined() && !c.forgotten(b->s.micro_batch)) {
+  if (b && b->grad.defined() && !c.recovery.forgotten(b->s.micro_batch)) {
     part.backward.id = b->s.micro_batch;
     part.backward.rebuilt = on_host(c, b->rebuilt);
     part.backward.grad = on_host(c, b->grad);
@@ -97,7 +98,7 @@ void send_cut_part(lockstep_self self, int64_t t, forward_data* f, backward_data
 
 bool cut_due(const stage_core& c, int64_t t) {
   const auto& ticks = c.plan.cut_ticks;
-  return !(c.plan.start_tick > 0 && t == c.plan.start_tick) && t > c.abandoned_cuts &&
+  return !(c.plan.start_tick > 0 && t == c.plan.start_tick) && t > c.recovery.abandoned_cuts &&
          std::binary_search(ticks.begin(), ticks.end(), t);
 }
 
@@ -119,8 +120,9 @@ bool run_tick(lockstep_self self) {
   if (f != st.forwards.end()) st.forwards.erase(f);
   if (b != st.backwards.end()) st.backwards.erase(b);
   // A micro-batch lost in a stage-local recovery passes as a marker.
-  if (fin.x.defined() && c.forgotten(fin.s.micro_batch)) fin.x = activation{}, fin.s.micro_batch = -1;
-  if (bin.grad.defined() && c.forgotten(bin.s.micro_batch)) bin = backward_data{};
+  if (fin.x.defined() && c.recovery.forgotten(fin.s.micro_batch))
+    fin.x = activation{}, fin.s.micro_batch = -1;
+  if (bin.grad.defined() && c.recovery.forgotten(bin.s.micro_batch)) bin = backward_data{};
 
   // First the tick's evaluation batch, with the weights the tick starts with (as the simulator).
   forward_data eval;
@@ -159,7 +161,7 @@ bool run_tick(lockstep_self self) {
 
 void advance(lockstep_self self) {
   stage_core& c = self->state.core;
-  if (!c.in_phase || c.awaiting_loss || c.held) return;
+  if (!c.in_phase || c.awaiting_loss || c.recovery.held) return;
   try {
     while (c.tick < c.plan.ticks && run_tick(self)) {
     }

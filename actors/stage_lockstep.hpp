@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "actors/link_faults.hpp"
 #include "actors/stage_core.hpp"
 #include "training/cut.hpp"
 

@@ -24,7 +24,7 @@ void on_recover(lockstep_self self, const recovery_order& order) {
   lockstep_state& st = self->state;
   stage_core& c = st.core;
   forget_lost(c, order);
-  c.abandoned_cuts = std::max(c.abandoned_cuts, order.abandon_cuts);
+  c.recovery.abandoned_cuts = std::max(c.recovery.abandoned_cuts, order.abandon_cuts);
   if (order.tick >= 0) {  // rebuilt: its first tick, and the inputs lost with the old stage as markers
     const int32_t j = c.ctx.index;
     c.tick = order.tick;
@@ -32,11 +32,11 @@ void on_recover(lockstep_self self, const recovery_order& order) {
       if (!c.is_first()) st.forwards.emplace(t, forward_data{stamp{-1, t, 0, j - 1, c.plan.phase}, {}});
     for (int64_t t = order.tick; t <= order.backward_markers_upto; ++t)
       if (!c.is_last()) st.backwards.emplace(t, backward_data{stamp{-1, t, 0, j + 1, c.plan.phase}, {}, {}});
-    c.quiet_forward_below = order.needs_forward_from;
-    c.quiet_backward_below = order.needs_backward_from;
+    c.recovery.quiet_forward_below = order.needs_forward_from;
+    c.recovery.quiet_backward_below = order.needs_backward_from;
   }
-  c.held = false;
-  if (c.awaiting_loss && c.forgotten(c.logits_id)) {
+  c.recovery.held = false;
+  if (c.awaiting_loss && c.recovery.forgotten(c.logits_id)) {
     try {
       skip_loss(self);
     } catch (const std::exception& e) {

@@ -46,16 +46,24 @@ using loss_actor =
                      caf::replies_to<atoms::hold_atom>::with<int64_t>,
                      caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
 
+/// Whom the loader feeds: the first stage (micro-batches) and the loss actor (labels), and how many
+/// micro-batches it may have in flight before a credit comes back.
+struct loader_links {
+  forward_sink first_stage;
+  loss_actor loss;
+  int32_t credits = 1;
+};
+
 /// The data loader: a plan starts feeding a phase to the first stage (and labels to the loss
 /// actor); credits come back from the first stage (and the loss actor: evaluation batches), stamped
 /// with their phase: a credit that comes before its phase's plan counts there. Stage-local
 /// recovery: hold stops the feed (answer: the tick of the last cut marker sent, -1 = none), recover
 /// resumes it.
-using loader_actor = caf::typed_actor<
-    caf::replies_to<atoms::wire_atom, forward_sink, loss_actor, int32_t>::with<atoms::wire_atom>,
-    caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
-    caf::reacts_to<atoms::credit_atom, int64_t, int64_t>, caf::replies_to<atoms::hold_atom>::with<int64_t>,
-    caf::replies_to<atoms::recover_atom>::with<atoms::recover_atom>>;
+using loader_actor = caf::typed_actor<caf::replies_to<loader_links>::with<atoms::wire_atom>,
+                                      caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
+                                      caf::reacts_to<atoms::credit_atom, int64_t, int64_t>,
+                                      caf::replies_to<atoms::hold_atom>::with<int64_t>,
+                                      caf::replies_to<atoms::recover_atom>::with<atoms::recover_atom>>;
 
 /// Whom a stage talks to: invalid handles where there is none (no previous stage for stage 1, no
 /// next stage for the last one, which talks to the loss actor), and where each neighbour computes:
@@ -88,19 +96,22 @@ using stage_actor =
                      caf::replies_to<atoms::hold_atom>::with<recovery_order>,
                      caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
 
-/// A node: a process that hosts stages for a coordinator. spawn: (the resolved config as YAML,
-/// stage index, optimizer steps per epoch) → the new stage actor. kill: the node process kills
-/// itself with SIGKILL after the given seconds (fault injection). ping: the node's trace clock now
-/// (µs), to align its timeline; trace: its stages' timeline as trace JSON (output.trace).
+/// A node: a process that hosts stages for a coordinator. spawn_stage → the new stage actor.
+/// kill_node: the node process kills itself with SIGKILL (fault injection). ping: the node's trace
+/// clock now (µs), to align its timeline; trace: its stages' timeline as trace JSON (output.trace).
 using node_actor =
-    caf::typed_actor<caf::replies_to<atoms::spawn_atom, std::string, int32_t, int64_t>::with<stage_actor>,
-                     caf::reacts_to<atoms::kill_atom, double>,
+    caf::typed_actor<caf::replies_to<spawn_stage>::with<stage_actor>, caf::reacts_to<kill_node>,
                      caf::replies_to<atoms::ping_atom>::with<double>,
                      caf::replies_to<atoms::trace_atom>::with<std::string>>;
 
 }  // namespace petra::messages
 
 namespace petra::messages {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, loader_links& x) {
+  return f(caf::meta::type_name("loader_links"), x.first_stage, x.loss, x.credits);
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_links& x) {
@@ -118,6 +129,7 @@ CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loss_sink))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::credit_sink))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::coordinator_actor))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loss_actor))
+CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loader_links))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loader_actor))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::stage_links))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::stage_actor))

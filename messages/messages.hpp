@@ -215,4 +215,17 @@ struct phase_done {
   int32_t generation = 0;
 };
 
+/// To a node: build stage `stage` (from 0) of the run whose resolved config this is, with
+/// `steps_per_epoch` optimizer steps per epoch (its learning-rate schedule); the answer is the stage.
+struct spawn_stage {
+  std::string config_yaml;
+  int32_t stage = 0;
+  int64_t steps_per_epoch = 0;
+};
+
+/// To a node (fault injection, faults.kill_node): the whole process is killed after `seconds`.
+struct kill_node {
+  double seconds = 0;
+};
+
 }  // namespace petra::messages

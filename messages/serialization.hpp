@@ -146,6 +146,14 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_done& x) {
   return f(caf::meta::type_name("phase_done"), x.stage, x.generation);
 }
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, spawn_stage& x) {
+  return f(caf::meta::type_name("spawn_stage"), x.config_yaml, x.stage, x.steps_per_epoch);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kill_node& x) {
+  return f(caf::meta::type_name("kill_node"), x.seconds);
+}
 
 }  // namespace messages
 }  // namespace petra

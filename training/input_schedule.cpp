@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "training/tick_schedule.hpp"
+
 namespace petra {
 
 input_schedule::input_schedule(data_feed& train, data_feed* test, int64_t spacing)
@@ -88,7 +90,7 @@ input_schedule::shape input_schedule::plan(int64_t per_epoch, int64_t wave, int6
       last_eval = t;
     }
   }
-  int64_t need = last_train >= 0 ? last_train + 2 * (J - 1) : 0;   // back at stage 1
+  int64_t need = last_train >= 0 ? last_train + round_trip_ticks(0, stages) : 0;  // back at stage 1
   if (last_eval >= 0) need = std::max(need, last_eval + (J - 1));  // scored after the last stage
   out.ticks = need + 1;
   return out;

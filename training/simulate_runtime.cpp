@@ -8,6 +8,7 @@
 #include "training/report_codec.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
+#include "training/tick_schedule.hpp"
 
 namespace petra {
 namespace {
@@ -24,7 +25,7 @@ class simulate_runtime : public pipeline_runtime {
                    const optimizer_settings& optimizer)
       : train_(train),
         waves_(test),
-        spacing_(entry_spacing(method_for(c.training).kind, stage_sizes(c).size())),
+        spacing_(pipeline_entry_spacing(c, 0)),  // simulate injects no link delays
         stages_(build_placed_stages(c, optimizer)),
         loss_(make_loss_backend()),
         sim_(pointers(stages_), *loss_, spacing_, backward_first(c)),

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "training/tick_schedule.hpp"
+
 namespace petra {
 namespace {
 
@@ -22,7 +24,7 @@ nlohmann::json histogram(const std::map<int64_t, int64_t>& h) {
 
 int64_t expected_delay_ticks(const config::run_config& c, std::size_t j, std::size_t J) {
   if (c.runtime.mode == config::runtime_mode::async) return -1;
-  int64_t delay = 2 * static_cast<int64_t>(J - 1 - j);
+  int64_t delay = round_trip_ticks(j, J);
   if (c.runtime.mode == config::runtime_mode::lockstep)
     for (std::size_t link = j; link + 1 < J; ++link)
       delay += entry(c.faults.forward_delay, link) + entry(c.faults.backward_delay, link);

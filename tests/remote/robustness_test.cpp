@@ -92,8 +92,7 @@ void node_still_serves(node_child& node) {
   c.runtime.mode = config::runtime_mode::lockstep;
   caf::scoped_actor self{sys};
   bool built = false;
-  self->request(*handle, std::chrono::seconds(30), atoms::spawn_atom_v, config::to_yaml(c), int32_t{0},
-                int64_t{10})
+  self->request(*handle, std::chrono::seconds(30), messages::spawn_stage{config::to_yaml(c), 0, 10})
       .receive([&](messages::stage_actor& s) { built = static_cast<bool>(s); },
                [&](caf::error& e) { FAIL("spawn failed: " << sys.render(e)); });
   CHECK(built);

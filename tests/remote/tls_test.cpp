@@ -57,8 +57,7 @@ void spawn_stage_through(caf::actor_system& sys, const messages::node_actor& nod
   c.pipeline.stage_blocks = {1, 2, 1, 1};
   caf::scoped_actor self{sys};
   messages::stage_actor stage;
-  self->request(node, std::chrono::seconds(30), atoms::spawn_atom_v, config::to_yaml(c), int32_t{1},
-                int64_t{10})
+  self->request(node, std::chrono::seconds(30), messages::spawn_stage{config::to_yaml(c), 1, 10})
       .receive([&](messages::stage_actor& s) { stage = s; },
                [&](caf::error& e) { FAIL("spawn failed: " << sys.render(e)); });
   REQUIRE(stage);

@@ -1,0 +1,40 @@
+// A stage's part in stage-local recovery, both protocols.
+#include "actors/stage_recovery.hpp"
+
+#include "actors/stage_core.hpp"
+
+namespace petra::detail {
+
+void recovery_marks::restart() {
+  drop_upto = abandoned_cuts = -1;
+  quiet_forward_below = quiet_backward_below = -1;
+  cancelled.clear();
+}
+
+recovery_order hold_stage(stage_core& c, const std::function<bool(int64_t)>& held_backward) {
+  c.recovery.held = true;
+  recovery_order out;
+  if (!c.in_phase) return out;
+  out.phase = c.plan.phase;
+  out.drop_upto = c.last_forwarded;
+  out.forwards_done = c.tick;
+  out.backwards_done = c.backwards_in_phase;
+  out.evals_done = c.evals_done;
+  out.tick = c.tick;
+  for (int64_t id : c.ctx.compute->outstanding_ids())
+    if (!held_backward(id)) out.cancel.push_back(id);  // its backward was in (or behind) the lost stages
+  return out;
+}
+
+std::vector<int64_t> forget_lost(stage_core& c, const recovery_order& order) {
+  if (!c.in_phase || order.phase != c.plan.phase)
+    throw std::invalid_argument("a recovery order for phase " + std::to_string(order.phase) +
+                                (c.in_phase ? ", the stage runs phase " + std::to_string(c.plan.phase)
+                                            : std::string(", the stage is between phases")));
+  recovery_marks& r = c.recovery;
+  r.cancelled.insert(order.cancel.begin(), order.cancel.end());
+  r.drop_upto = std::max(r.drop_upto, order.drop_upto);
+  return c.ctx.compute->drop([&](int64_t id) { return r.forgotten(id); });
+}
+
+}  // namespace petra::detail

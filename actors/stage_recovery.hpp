@@ -1,0 +1,40 @@
+// Stage-local recovery (DESIGN.md §6) as both stage protocols take part in it (private to actors/):
+// while the coordinator rebuilds lost stages a stage is held; then it forgets the micro-batches lost
+// with them (late messages of theirs dropped, or in lockstep run as markers).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <vector>
+
+#include "messages/messages.hpp"
+
+namespace petra::detail {
+
+struct stage_core;
+
+/// What a stage keeps of the recoveries of its phase.
+struct recovery_marks {
+  bool held = false;                  // (kept across a plan: a rebuilt stage is held before it gets one)
+  int64_t drop_upto = -1;             // every micro-batch up to this one (stages after the lost ones)
+  std::set<int64_t> cancelled;        // these (stages before the lost ones)
+  int64_t abandoned_cuts = -1;        // cuts up to this tick were given up (async: their markers are ignored)
+  int64_t quiet_forward_below = -1;   // lockstep, a rebuilt stage: its neighbours hold its messages for
+  int64_t quiet_backward_below = -1;  // ticks before these (or ran them): not sent again
+
+  /// A micro-batch lost in a recovery of this phase.
+  bool forgotten(int64_t id) const { return id >= 0 && (id <= drop_upto || cancelled.count(id) > 0); }
+  /// A new phase: nothing forgotten (a hold stays).
+  void restart();
+};
+
+/// Holds the stage and says where it stands; its outstanding micro-batches whose backward it does not
+/// hold (`held_backward` says) are the lost ones. A stage outside a phase (one being rebuilt) is only
+/// held: its order, not its plan, starts it.
+messages::recovery_order hold_stage(stage_core& c, const std::function<bool(int64_t)>& held_backward);
+/// Takes an order's lost micro-batches (checked against the running phase) and drops their
+/// outstanding forwards; returns those dropped.
+std::vector<int64_t> forget_lost(stage_core& c, const messages::recovery_order& order);
+
+}  // namespace petra::detail

@@ -1,0 +1,25 @@
+// The shared tick arithmetic.
+#include "training/tick_schedule.hpp"
+
+#include "training/setup.hpp"
+
+namespace petra {
+
+int64_t round_trip_ticks(std::size_t j, std::size_t J) { return 2 * static_cast<int64_t>(J - 1 - j); }
+
+int64_t link_delay_ticks(const config::run_config& c) {
+  const std::size_t J = stage_sizes(c).size();
+  int64_t sum = 0;
+  for (std::size_t link = 0; link + 1 < J; ++link) {
+    if (link < c.faults.forward_delay.size()) sum += c.faults.forward_delay[link];
+    if (link < c.faults.backward_delay.size()) sum += c.faults.backward_delay[link];
+  }
+  return sum;
+}
+
+int64_t pipeline_entry_spacing(const config::run_config& c, int64_t link_delays) {
+  const method_kind kind = method_for(c.training).kind;
+  return entry_spacing(kind, stage_sizes(c).size()) + (kind == method_kind::backprop ? link_delays : 0);
+}
+
+}  // namespace petra

@@ -1,0 +1,24 @@
+// The tick arithmetic of DESIGN.md §1 every runtime shares: how long a micro-batch takes to come
+// back to a stage, and how far apart micro-batches enter the pipeline.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "config/config.hpp"
+
+namespace petra {
+
+/// Ticks from a micro-batch's forward at stage j (from 0) of J to its backward there: 2(J−1−j).
+int64_t round_trip_ticks(std::size_t j, std::size_t J);
+
+/// Lockstep's injected link delays (faults.forward_delay, faults.backward_delay), in ticks, summed
+/// over every link of the pipeline: what a micro-batch's round trip from stage 1 takes longer.
+int64_t link_delay_ticks(const config::run_config& c);
+
+/// Ticks between two micro-batches entering the pipeline of `c`: 1, or for backprop, which keeps
+/// one micro-batch in flight, its round trip, 2J − 1, plus `link_delays` (link_delay_ticks when the
+/// runtime injects them; 0 for simulate and for a replay, which runs clean).
+int64_t pipeline_entry_spacing(const config::run_config& c, int64_t link_delays);
+
+}  // namespace petra
