@@ -2,12 +2,12 @@
 // an error names the file, the line and the key, so a truncated or hand-edited file is refused.
 #include "app/report_data.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "training/stage_metrics.hpp"
 
 namespace petra::app {
 namespace {
@@ -150,27 +150,24 @@ void read_config(const fs::path& file, run_data& run) {
   std::ostringstream content;
   content << in.rdbuf();
   run.config_yaml = content.str();
-  try {
-    const YAML::Node root = YAML::Load(run.config_yaml);
-    const YAML::Node training = root["training"];
-    run.method = training && training["method"] ? training["method"].as<std::string>() : "petra";
-    run.accumulation = training && training["accumulation"] ? training["accumulation"].as<int>() : 1;
-    const YAML::Node runtime = root["runtime"];
-    run.runtime = runtime && runtime["mode"] ? runtime["mode"].as<std::string>() : "";
-  } catch (const YAML::Exception& e) {
+  try {  // the text just read, through config/'s one parser: what the run was configured with, typed
+    const config::run_config c = config::parse_config(run.config_yaml, file.string());
+    run.method = c.training.method;
+    run.accumulation = c.training.accumulation;
+    run.runtime = c.runtime.mode;
+  } catch (const config::config_error& e) {
     throw report_input_error(file.string() + ": not a readable config (" + e.what() +
                              "); it is the resolved config a run writes");
   }
-  if (run.accumulation < 1)
-    throw report_input_error(file.string() + ": training.accumulation is " +
-                             std::to_string(run.accumulation) + ", expected ≥ 1");
 }
 
 }  // namespace
 
 double run_data::expected_staleness(int stage) const {
-  if (method == "backprop") return 0.0;
-  return 2.0 * (stage_count - stage) / accumulation;
+  return staleness_steps(
+      method,
+      schedule_delay_ticks(static_cast<std::size_t>(stage - 1), static_cast<std::size_t>(stage_count)),
+      accumulation);
 }
 
 run_data read_run(const std::string& dir) {

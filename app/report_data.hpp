@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config.hpp"
+
 namespace petra::app {
 
 /// Bad input to `petra report` (a missing run directory, a malformed metrics line): the message
@@ -61,16 +63,17 @@ struct run_data {
   std::string dir;          // as given
   std::string name;         // its last path component (made unique among the runs by the caller)
   std::string config_yaml;  // config.yaml, verbatim
-  std::string method;       // training.method
-  std::string runtime;      // runtime.mode
-  int accumulation = 1;     // training.accumulation (k)
-  int stage_count = 0;      // J, from the epoch lines
+  config::training_method method = config::training_method::petra;
+  config::runtime_mode runtime = config::runtime_mode::simulate;
+  int accumulation = 1;  // training.accumulation (k)
+  int stage_count = 0;   // J, from the epoch lines
   std::vector<epoch_line> epochs;
   std::vector<step_line> steps;
   std::optional<summary_line> summary;
   std::vector<std::string> failures;  // the "what" of each failure line
 
-  /// 2(J−j)/k: the staleness in optimizer steps PETRA's schedule gives stage j (0 for backprop).
+  /// 2(J−j)/k, by training's staleness_steps: the staleness in optimizer steps PETRA's schedule
+  /// gives stage j (0 for backprop).
   double expected_staleness(int stage) const;
 };
 

@@ -20,9 +20,16 @@ nlohmann::json histogram(const std::map<int64_t, int64_t>& h) {
 
 }  // namespace
 
+int64_t schedule_delay_ticks(std::size_t j, std::size_t J) { return 2 * static_cast<int64_t>(J - 1 - j); }
+
+double staleness_steps(config::training_method method, int64_t delay_ticks, int accumulation) {
+  if (method == config::training_method::backprop) return 0.0;  // one micro-batch in flight
+  return delay_ticks < 0 ? -1.0 : static_cast<double>(delay_ticks) / accumulation;
+}
+
 int64_t expected_delay_ticks(const config::run_config& c, std::size_t j, std::size_t J) {
   if (c.runtime.mode == config::runtime_mode::async) return -1;
-  int64_t delay = 2 * static_cast<int64_t>(J - 1 - j);
+  int64_t delay = schedule_delay_ticks(j, J);
   if (c.runtime.mode == config::runtime_mode::lockstep)
     for (std::size_t link = j; link + 1 < J; ++link)
       delay += entry(c.faults.forward_delay, link) + entry(c.faults.backward_delay, link);
@@ -30,9 +37,7 @@ int64_t expected_delay_ticks(const config::run_config& c, std::size_t j, std::si
 }
 
 double expected_staleness_steps(const config::run_config& c, std::size_t j, std::size_t J) {
-  if (c.training.method == config::training_method::backprop) return 0.0;
-  const int64_t delay = expected_delay_ticks(c, j, J);
-  return delay < 0 ? -1.0 : static_cast<double>(delay) / c.training.accumulation;
+  return staleness_steps(c.training.method, expected_delay_ticks(c, j, J), c.training.accumulation);
 }
 
 void merge(stage_report& total, const stage_report& later) {
