@@ -51,12 +51,10 @@ std::optional<double> final_accuracy(const run_data& run) {
 }
 
 std::string micro_batches(const run_data& run) {
-  if (!run.summary || run.summary->micro_batches.empty()) return "—";
-  auto count = [&](const char* key) {
-    const auto it = run.summary->micro_batches.find(key);
-    return it == run.summary->micro_batches.end() ? std::string("?") : fixed(it->second, 0);
-  };
-  return count("completed") + " / " + count("replayed") + " / " + count("restarts");
+  if (!run.summary || !run.summary->micro_batches) return "—";
+  const accounting& a = *run.summary->micro_batches;
+  auto count = [](int64_t n) { return std::to_string(n); };
+  return count(a.completed) + " / " + count(a.replayed) + " / " + count(a.restarts);
 }
 
 void summary_table(std::ostream& out, const std::vector<run_data>& runs) {
