@@ -3,6 +3,7 @@
 
 #include <caf/all.hpp>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "actors/control.hpp"
@@ -25,17 +26,12 @@ struct loss_actor_state {
   // Keyed by (wave's epoch or -1 for training, micro-batch or place in the wave).
   std::map<std::pair<int32_t, int64_t>, std::vector<int32_t>> labels;  // not yet used
   std::map<std::pair<int32_t, int64_t>, logits_data> waiting;          // whose labels are not here yet
-  loss_report totals;                                                  // the phase's training totals
-  std::map<int32_t, loss_report> epochs;                     // per epoch, its micro-batches scored so far
-  std::map<int32_t, std::pair<eval_report, int64_t>> waves;  // per epoch, its wave so far and batches in
-  int64_t eval_scored = 0;                                   // evaluation batches of the phase scored
-  std::set<int64_t> cancelled;  // micro-batches lost in a stage-local recovery: late logits are dropped
-  int64_t abandoned_cuts = -1;  // cuts given up in a stage-local recovery: their markers are ignored
+  training::loss_ledger ledger;  // the phase's totals, the open epochs and waves
+  std::set<int64_t> cancelled;   // micro-batches lost in a stage-local recovery: late logits are dropped
+  int64_t abandoned_cuts = -1;   // cuts given up in a stage-local recovery: their markers are ignored
   std::shared_ptr<training::trace_recorder> trace;
   training::trace_track track;
   int32_t stages = 1;
-  double last_loss = 0;  // of the micro-batch just scored
-  int64_t last_correct = 0;
   static inline const char* name = "petra.loss";
 };
 
@@ -51,24 +47,19 @@ loss_data compute_loss(loss_actor_state& st, const stamp& s, const tensor& logit
   out.s = s;
   out.loss = st.device->softmax_cross_entropy(logits, labels, train ? &out.dlogits : nullptr, &out.correct);
   out.samples = static_cast<int64_t>(labels.size());
-  if (train) {
-    ++st.totals.micro_batches;
-    st.totals.samples += out.samples;
-    st.totals.correct += out.correct;
-    st.totals.loss_sum += out.loss;
-    st.last_loss = out.loss;
-    st.last_correct = out.correct;
-  }
   return out;
 }
 
 /// The training loss of one micro-batch, to the last stage; progress to the coordinator.
 void answer(self_ptr self, const logits_data& in, const std::vector<int32_t>& labels) {
   auto& st = self->state;
+  const int64_t id = in.s.micro_batch;
+  std::optional<training::loss_ledger::epoch_tally> epoch_done;
   try {
     const auto begin = training::trace_clock::now();
-    self->send(st.last_stage, compute_loss(st, in.s, in.logits, labels, true));
-    const int64_t id = in.s.micro_batch;
+    loss_data out = compute_loss(st, in.s, in.logits, labels, true);
+    epoch_done = st.ledger.score_train(id, st.per_epoch, out.loss, out.correct, out.samples);
+    self->send(st.last_stage, std::move(out));
     if (st.trace && st.trace->records(id)) {
       const auto end = training::trace_clock::now();
       using training::flow_kind;
@@ -84,22 +75,10 @@ void answer(self_ptr self, const logits_data& in, const std::vector<int32_t>& la
                                               static_cast<uint8_t>(petra_errc::stage_exception), what, 0});
     return self->quit(caf::make_error(petra_errc::stage_exception, what));
   }
-  if (st.progress_every > 0 && st.totals.micro_batches % st.progress_every == 0)
-    self->send(st.coordinator, st.totals);
-  if (st.per_epoch > 0) {  // the epoch's totals, complete with its last micro-batch
-    const int64_t id = in.s.micro_batch;
-    const auto epoch = static_cast<int32_t>(id / st.per_epoch);
-    loss_report& e = st.epochs[epoch];
-    ++e.micro_batches;
-    const std::size_t n = labels.size();
-    e.samples += static_cast<int64_t>(n);
-    e.correct += st.last_correct;
-    e.loss_sum += st.last_loss;
-    if ((id + 1) % st.per_epoch == 0) {
-      self->send(st.coordinator, epoch_loss_report{epoch, e});
-      st.epochs.erase(epoch);
-    }
-  }
+  if (st.progress_every > 0 && st.ledger.totals.micro_batches % st.progress_every == 0)
+    self->send(st.coordinator, report_of(st.ledger.totals));
+  if (epoch_done)
+    self->send(st.coordinator, epoch_loss_report{epoch_done->epoch, report_of(epoch_done->totals)});
 }
 
 /// An evaluation batch of a wave: scored; the wave's result to the coordinator when complete.
@@ -107,17 +86,11 @@ void score_eval(self_ptr self, const logits_data& in, const std::vector<int32_t>
   auto& st = self->state;
   int64_t correct = 0;
   const double loss = st.device->softmax_cross_entropy(in.logits, labels, nullptr, &correct);
-  auto& [wave, items] = st.waves[in.eval_epoch];
-  wave.epoch = in.eval_epoch;
-  wave.loss_sum += loss * static_cast<double>(labels.size());
-  wave.correct += correct;
-  wave.samples += static_cast<int64_t>(labels.size());
-  ++st.eval_scored;
+  const auto wave =
+      st.ledger.score_eval(in.eval_epoch, st.wave_size, loss, correct, static_cast<int64_t>(labels.size()));
   if (st.loader) self->send(st.loader, credit_atom_v, int64_t{1}, in.s.phase);
-  if (++items == st.wave_size) {
-    self->send(st.coordinator, wave);
-    st.waves.erase(in.eval_epoch);
-  }
+  if (wave)
+    self->send(st.coordinator, eval_report{in.eval_epoch, wave->loss_sum, wave->correct, wave->samples});
 }
 
 /// Logits and labels met: a training loss or an evaluation batch.
@@ -187,13 +160,9 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
         auto& st = self->state;
         if (tick <= st.abandoned_cuts) return;
         training::loss_cut part;
+        static_cast<training::loss_ledger&>(part) = st.ledger;
         for (const auto& [key, labels] : st.labels) part.labels.push_back({key.first, key.second, labels});
         part.waiting = static_cast<int64_t>(st.waiting.size());
-        part.totals = totals_of(st.totals);
-        for (const auto& [epoch, e] : st.epochs) part.epochs.push_back({epoch, totals_of(e)});
-        for (const auto& [epoch, w] : st.waves)
-          part.waves.push_back({epoch, w.first.loss_sum, w.first.correct, w.first.samples, w.second});
-        part.eval_scored = st.eval_scored;
         self->send(st.coordinator, cut_part{-1, tick, 0, {}, training::encode(part)});
       },
       [=](restore_atom, const cut_part& from) -> caf::result<restore_atom> {
@@ -201,25 +170,19 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
         try {
           const training::loss_cut part = training::decode_loss_cut(from.meta);
           for (const auto& l : part.labels) st.labels[{l.eval_epoch, l.id}] = l.labels;
-          st.totals = report_of(part.totals);
-          for (const auto& e : part.epochs) st.epochs[e.epoch] = report_of(e.totals);
-          for (const auto& w : part.waves)
-            st.waves[w.epoch] = {eval_report{w.epoch, w.loss_sum, w.correct, w.samples}, w.items};
-          st.eval_scored = part.eval_scored;
+          st.ledger = part;  // the ledger as it stood at the cut
           return restore_atom_v;
         } catch (const std::exception& e) {
           return caf::make_error(petra_errc::bad_request, std::string("loss actor: ") + e.what());
         }
       },
       [=](report_atom) {
-        loss_report out = self->state.totals;
-        self->state.totals = loss_report{};
-        self->state.eval_scored = 0;
+        const loss_report out = report_of(self->state.ledger.end_phase());
         self->state.cancelled.clear();
         self->state.abandoned_cuts = -1;
         return out;
       },
-      [=](hold_atom) { return self->state.eval_scored; },
+      [=](hold_atom) { return self->state.ledger.eval_scored; },
       [=](recover_atom, const recovery_order& order) {
         auto& st = self->state;
         st.abandoned_cuts = std::max(st.abandoned_cuts, order.abandon_cuts);

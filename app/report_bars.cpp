@@ -133,7 +133,7 @@ report_plot draw_busy_fraction(const std::string& dir, const std::vector<run_dat
       p.notes.push_back(runs[r].name +
                         ": no busy time (measured by the actor runtimes, runtime.mode lockstep or "
                         "async; this run used " +
-                        (runs[r].runtime.empty() ? "?" : runs[r].runtime) + ")");
+                        config::to_string(runs[r].runtime) + ")");
       busy[r].clear();
       continue;
     }

@@ -146,7 +146,7 @@ report_plot draw_inversion_error(const std::string& dir, const std::vector<run_d
         }
   for (size_t r = 0; r < runs.size(); ++r)
     if (!sampled[r])
-      p.notes.push_back(runs[r].name + (runs[r].method == "backprop"
+      p.notes.push_back(runs[r].name + (runs[r].method == config::training_method::backprop
                                             ? ": method backprop rebuilds no input"
                                             : ": no inversion error in its step lines"));
   if (stages.empty()) {

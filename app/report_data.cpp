@@ -2,12 +2,13 @@
 // an error names the file, the line and the key, so a truncated or hand-edited file is refused.
 #include "app/report_data.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "training/stage_metrics.hpp"
+#include "training/tick_schedule.hpp"
 
 namespace petra::app {
 namespace {
@@ -20,26 +21,6 @@ struct line_context {
   [[noreturn]] void fail(const std::string& what) const { throw report_input_error(where + ": " + what); }
 };
 
-std::optional<double> number(const json& object, const char* key, const line_context& at) {
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number()) at.fail(std::string("\"") + key + "\" must be a number, got " + it->dump());
-  return it->get<double>();
-}
-
-std::optional<int64_t> integer(const json& object, const char* key, const line_context& at) {
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number_integer()) at.fail(std::string("\"") + key + "\" must be an integer, got " + it->dump());
-  return it->get<int64_t>();
-}
-
-int64_t required_integer(const json& object, const char* key, const line_context& at) {
-  const auto value = integer(object, key, at);
-  if (!value) at.fail(std::string("\"") + key + "\" is missing");
-  return *value;
-}
-
 std::string text(const json& object, const char* key, const line_context& at) {
   const auto it = object.find(key);
   if (it == object.end() || it->is_null()) return "";
@@ -47,102 +28,24 @@ std::string text(const json& object, const char* key, const line_context& at) {
   return it->get<std::string>();
 }
 
-/// The "stages" array of a line; each element an object with an integer "stage" ≥ 1.
-std::vector<const json*> stage_objects(const json& line, const line_context& at) {
-  std::vector<const json*> out;
-  const auto it = line.find("stages");
-  if (it == line.end() || it->is_null()) return out;
-  if (!it->is_array()) at.fail("\"stages\" must be an array");
-  for (const auto& s : *it) {
-    if (!s.is_object()) at.fail("each element of \"stages\" must be an object, got " + s.dump());
-    const line_context inner{at.where + ", stages[" + std::to_string(out.size()) + "]"};
-    if (required_integer(s, "stage", inner) < 1) inner.fail("\"stage\" must be ≥ 1");
-    out.push_back(&s);
+/// A line through training's description of it.
+template <class Line>
+Line read_line(const json& line, const line_context& at) {
+  try {
+    return json_record::read<Line>(line, at.where);
+  } catch (const json_record::field_error& e) {
+    throw report_input_error(e.what());
   }
+}
+
+/// An epoch or step line; each stage numbered from 1.
+template <class Line>
+Line read_staged_line(const json& line, const line_context& at) {
+  Line out = read_line<Line>(line, at);
+  for (std::size_t i = 0; i < out.stages.size(); ++i)
+    if (out.stages[i].stage < 1)
+      throw report_input_error(at.where + ", stages[" + std::to_string(i) + "]: \"stage\" must be ≥ 1");
   return out;
-}
-
-/// A histogram {"7": 12, ...}: integer values (as keys) to counts.
-std::map<int64_t, int64_t> histogram(const json& stage, const char* key, const line_context& at) {
-  std::map<int64_t, int64_t> out;
-  const auto it = stage.find(key);
-  if (it == stage.end() || it->is_null()) return out;
-  if (!it->is_object()) at.fail(std::string("\"") + key + "\" must be an object {\"value\": count}");
-  for (auto bucket = it->begin(); bucket != it->end(); ++bucket) {
-    size_t used = 0;
-    int64_t value = 0;
-    try {
-      value = std::stoll(bucket.key(), &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != bucket.key().size())
-      at.fail(std::string("\"") + key + "\" has the key \"" + bucket.key() + "\", expected an integer");
-    if (!bucket.value().is_number_integer())
-      at.fail(std::string("\"") + key + "\" has a count " + bucket.value().dump() + ", expected an integer");
-    out[value] += bucket.value().get<int64_t>();
-  }
-  return out;
-}
-
-epoch_line read_epoch(const json& line, const line_context& at) {
-  epoch_line e;
-  e.epoch = static_cast<int>(required_integer(line, "epoch", at));
-  e.runtime = text(line, "runtime", at);
-  e.train_loss = number(line, "train_loss", at);
-  e.train_accuracy = number(line, "train_accuracy", at);
-  e.test_loss = number(line, "test_loss", at);
-  e.test_accuracy = number(line, "test_accuracy", at);
-  e.images_per_s = number(line, "images_per_s", at);
-  e.epoch_seconds = number(line, "epoch_seconds", at);
-  for (const json* s : stage_objects(line, at)) {
-    const line_context inner{at.where + ", stage " + std::to_string((*s)["stage"].get<int64_t>())};
-    epoch_stage stage;
-    stage.stage = static_cast<int>((*s)["stage"].get<int64_t>());
-    stage.staleness_steps = histogram(*s, "staleness_steps", inner);
-    stage.busy_fraction = number(*s, "busy_fraction", inner);
-    stage.inversion_error_mean = number(*s, "inversion_error_mean", inner);
-    stage.fifo_peak = integer(*s, "fifo_peak", inner);
-    stage.mailbox_peak = integer(*s, "mailbox_peak", inner);
-    e.stages.push_back(std::move(stage));
-  }
-  return e;
-}
-
-step_line read_step(const json& line, const line_context& at) {
-  step_line s;
-  s.epoch = static_cast<int>(integer(line, "epoch", at).value_or(0));
-  s.step = required_integer(line, "step", at);
-  s.micro_batches = integer(line, "micro_batches", at);
-  s.seconds = number(line, "seconds", at);
-  s.loss = number(line, "loss", at);
-  s.accuracy = number(line, "accuracy", at);
-  s.lr = number(line, "lr", at);
-  s.images_per_s = number(line, "images_per_s", at);
-  for (const json* o : stage_objects(line, at)) {
-    const line_context inner{at.where + ", stage " + std::to_string((*o)["stage"].get<int64_t>())};
-    step_stage stage;
-    stage.stage = static_cast<int>((*o)["stage"].get<int64_t>());
-    stage.staleness_mean = number(*o, "staleness_mean", inner);
-    stage.inversion_error_mean = number(*o, "inversion_error_mean", inner);
-    s.stages.push_back(stage);
-  }
-  return s;
-}
-
-summary_line read_summary(const json& line, const line_context& at) {
-  summary_line s;
-  s.test_accuracy = number(line, "test_accuracy", at);
-  s.wall_seconds = number(line, "wall_seconds", at);
-  s.train_seconds = number(line, "train_seconds", at);
-  s.images_per_s = number(line, "images_per_s", at);
-  const auto it = line.find("micro_batches");
-  if (it != line.end() && !it->is_null()) {
-    if (!it->is_object()) at.fail("\"micro_batches\" must be an object");
-    for (auto m = it->begin(); m != it->end(); ++m)
-      if (m.value().is_number()) s.micro_batches[m.key()] = m.value().get<double>();
-  }
-  return s;
 }
 
 void read_config(const fs::path& file, run_data& run) {
@@ -150,27 +53,23 @@ void read_config(const fs::path& file, run_data& run) {
   std::ostringstream content;
   content << in.rdbuf();
   run.config_yaml = content.str();
-  try {
-    const YAML::Node root = YAML::Load(run.config_yaml);
-    const YAML::Node training = root["training"];
-    run.method = training && training["method"] ? training["method"].as<std::string>() : "petra";
-    run.accumulation = training && training["accumulation"] ? training["accumulation"].as<int>() : 1;
-    const YAML::Node runtime = root["runtime"];
-    run.runtime = runtime && runtime["mode"] ? runtime["mode"].as<std::string>() : "";
-  } catch (const YAML::Exception& e) {
+  try {  // the text just read, through config/'s one parser: what the run was configured with, typed
+    const config::run_config c = config::parse_config(run.config_yaml, file.string());
+    run.method = c.training.method;
+    run.accumulation = c.training.accumulation;
+    run.runtime = c.runtime.mode;
+  } catch (const config::config_error& e) {
     throw report_input_error(file.string() + ": not a readable config (" + e.what() +
                              "); it is the resolved config a run writes");
   }
-  if (run.accumulation < 1)
-    throw report_input_error(file.string() + ": training.accumulation is " +
-                             std::to_string(run.accumulation) + ", expected ≥ 1");
 }
 
 }  // namespace
 
 double run_data::expected_staleness(int stage) const {
-  if (method == "backprop") return 0.0;
-  return 2.0 * (stage_count - stage) / accumulation;
+  return staleness_steps(
+      method, round_trip_ticks(static_cast<std::size_t>(stage - 1), static_cast<std::size_t>(stage_count)),
+      accumulation);
 }
 
 run_data read_run(const std::string& dir) {
@@ -207,11 +106,11 @@ run_data read_run(const std::string& dir) {
     if (!line.is_object()) at.fail("expected a JSON object, got " + line.dump().substr(0, 80));
     const std::string event = text(line, "event", at);
     if (event == "epoch") {
-      run.epochs.push_back(read_epoch(line, at));
+      run.epochs.push_back(read_staged_line<epoch_line>(line, at));
     } else if (event == "step") {
-      run.steps.push_back(read_step(line, at));
+      run.steps.push_back(read_staged_line<step_line>(line, at));
     } else if (event == "summary") {
-      run.summary = read_summary(line, at);
+      run.summary = read_line<summary_line>(line, at);
     } else if (event == "failure") {
       const std::string what = text(line, "what", at);
       run.failures.push_back(what.empty() ? "failure at line " + std::to_string(line_number) : what);

@@ -2,12 +2,14 @@
 // failure and summary lines), checked line by line; unknown keys and events are ignored.
 #pragma once
 
-#include <cstdint>
-#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "config/config.hpp"
+#include "training/metrics_records.hpp"
+#include "training/step_lines.hpp"
 
 namespace petra::app {
 
@@ -18,59 +20,27 @@ class report_input_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// One stage of an epoch line.
-struct epoch_stage {
-  int stage = 0;                               // 1-based
-  std::map<int64_t, int64_t> staleness_steps;  // staleness (optimizer steps) → backwards
-  std::optional<double> busy_fraction;         // actor runtimes
-  std::optional<double> inversion_error_mean;  // reversible stages that sampled it
-  std::optional<int64_t> fifo_peak, mailbox_peak;
-};
-
-/// One `{"event":"epoch"}` line.
-struct epoch_line {
-  int epoch = 0;
-  std::string runtime;
-  std::optional<double> train_loss, train_accuracy, test_loss, test_accuracy, images_per_s, epoch_seconds;
-  std::vector<epoch_stage> stages;
-};
-
-/// One stage of a step line; null where it has no value (not reversible, no sample in the window).
-struct step_stage {
-  int stage = 0;
-  std::optional<double> staleness_mean, inversion_error_mean;
-};
-
-/// One `{"event":"step"}` line: means over the micro-batches since the previous step line.
-struct step_line {
-  int epoch = 0;
-  int64_t step = 0;  // optimizer steps of stage 1 so far
-  std::optional<int64_t> micro_batches;
-  std::optional<double> seconds, loss, accuracy, lr, images_per_s;
-  std::vector<step_stage> stages;
-};
-
-/// The `{"event":"summary"}` line that ends a finished run.
-struct summary_line {
-  std::optional<double> test_accuracy, wall_seconds, train_seconds, images_per_s;
-  std::map<std::string, double> micro_batches;  // completed, replayed, restarts, ...
-};
+/// The lines as training describes them: what it writes is what the report reads.
+using epoch_line = epoch_record;
+using step_line = step_record;
+using summary_line = summary_record;
 
 /// One run directory as the report shows it.
 struct run_data {
   std::string dir;          // as given
   std::string name;         // its last path component (made unique among the runs by the caller)
   std::string config_yaml;  // config.yaml, verbatim
-  std::string method;       // training.method
-  std::string runtime;      // runtime.mode
-  int accumulation = 1;     // training.accumulation (k)
-  int stage_count = 0;      // J, from the epoch lines
+  config::training_method method = config::training_method::petra;
+  config::runtime_mode runtime = config::runtime_mode::simulate;
+  int accumulation = 1;  // training.accumulation (k)
+  int stage_count = 0;   // J, from the epoch lines
   std::vector<epoch_line> epochs;
   std::vector<step_line> steps;
   std::optional<summary_line> summary;
   std::vector<std::string> failures;  // the "what" of each failure line
 
-  /// 2(J−j)/k: the staleness in optimizer steps PETRA's schedule gives stage j (0 for backprop).
+  /// 2(J−j)/k, by training's staleness_steps: the staleness in optimizer steps PETRA's schedule
+  /// gives stage j (0 for backprop).
   double expected_staleness(int stage) const;
 };
 

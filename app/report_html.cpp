@@ -51,12 +51,10 @@ std::optional<double> final_accuracy(const run_data& run) {
 }
 
 std::string micro_batches(const run_data& run) {
-  if (!run.summary || run.summary->micro_batches.empty()) return "—";
-  auto count = [&](const char* key) {
-    const auto it = run.summary->micro_batches.find(key);
-    return it == run.summary->micro_batches.end() ? std::string("?") : fixed(it->second, 0);
-  };
-  return count("completed") + " / " + count("replayed") + " / " + count("restarts");
+  if (!run.summary || !run.summary->micro_batches) return "—";
+  const accounting& a = *run.summary->micro_batches;
+  auto count = [](int64_t n) { return std::to_string(n); };
+  return count(a.completed) + " / " + count(a.replayed) + " / " + count(a.restarts);
 }
 
 void summary_table(std::ostream& out, const std::vector<run_data>& runs) {
@@ -69,8 +67,9 @@ void summary_table(std::ostream& out, const std::vector<run_data>& runs) {
     const std::string wall =
         done && run.summary->wall_seconds ? fixed(*run.summary->wall_seconds, 1) + " s" : "—";
     const auto images = done ? run.summary->images_per_s : run.epochs.back().images_per_s;
-    out << "<tr><td>" << swatch(r) << html_escape(run.name) << "</td><td>" << html_escape(run.method)
-        << "</td><td>" << html_escape(run.runtime) << "</td><td>" << run.stage_count << "</td><td>"
+    out << "<tr><td>" << swatch(r) << html_escape(run.name) << "</td><td>"
+        << html_escape(config::to_string(run.method)) << "</td><td>"
+        << html_escape(config::to_string(run.runtime)) << "</td><td>" << run.stage_count << "</td><td>"
         << run.accumulation << "</td><td>" << run.epochs.size() << "</td><td>" << percent(final_accuracy(run))
         << (done ? "" : " (last epoch)") << "</td><td>" << wall << "</td><td>"
         << (images ? fixed(*images, 0) : "—") << "</td><td>" << micro_batches(run) << "</td><td>"

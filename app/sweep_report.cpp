@@ -7,11 +7,13 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
 #include "compute/serialize/atomic_file.hpp"
+#include "training/metrics_records.hpp"
 
 namespace petra::app {
 namespace {
@@ -35,13 +37,12 @@ std::string number(double value, int decimals) {
   return s == "-0" ? "0" : s;
 }
 
-/// Σ value·count / Σ count of a histogram {"value": count, ...}.
-double histogram_mean(const nlohmann::json& histogram) {
+/// Σ value·count / Σ count of a histogram.
+double histogram_mean(const std::map<int64_t, int64_t>& histogram) {
   double weighted = 0, total = 0;
-  for (auto it = histogram.begin(); it != histogram.end(); ++it) {
-    const double count = it.value().get<double>();
-    weighted += std::stod(it.key()) * count;
-    total += count;
+  for (const auto& [value, count] : histogram) {
+    weighted += static_cast<double>(value) * static_cast<double>(count);
+    total += static_cast<double>(count);
   }
   return total > 0 ? weighted / total : 0.0;
 }
@@ -180,26 +181,28 @@ void read_run_metrics(const std::string& run_dir, point_result& result) {
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!record.is_object()) continue;  // a line cut short by a crash
-    const std::string event = record.value("event", "");
-    if (event == "epoch") {
-      result.has_epoch = true;
-      result.train_loss = record.value("train_loss", 0.0);
-      result.test_accuracy = record.value("test_accuracy", 0.0);
-      result.images_per_s = record.value("images_per_s", 0.0);
-      result.stages.clear();
-      for (const auto& s : record.value("stages", nlohmann::json::array())) {
-        stage_summary summary;
-        summary.mean_delay_ticks = histogram_mean(s.value("delay_ticks", nlohmann::json::object()));
-        summary.mean_staleness_steps = histogram_mean(s.value("staleness_steps", nlohmann::json::object()));
-        if (s.contains("inversion_error_mean"))
-          summary.inversion_error_mean = s["inversion_error_mean"].get<double>();
-        result.stages.push_back(summary);
+    const auto event = record.find("event");
+    if (event == record.end() || !event->is_string()) continue;
+    try {  // through training's descriptions of the lines
+      if (*event == "epoch") {
+        const auto epoch = json_record::read<epoch_record>(record);
+        result.has_epoch = true;
+        result.train_loss = epoch.train_loss.value_or(0.0);
+        result.test_accuracy = epoch.test_accuracy.value_or(0.0);
+        result.images_per_s = epoch.images_per_s.value_or(0.0);
+        result.stages.clear();
+        for (const stage_record& s : epoch.stages)
+          result.stages.push_back(
+              {histogram_mean(s.delay_ticks), histogram_mean(s.staleness_steps), s.inversion_error_mean});
+      } else if (*event == "summary") {
+        const auto summary = json_record::read<summary_record>(record);
+        result.has_summary = true;
+        result.test_accuracy = summary.test_accuracy.value_or(result.test_accuracy);
+        result.wall_seconds = summary.wall_seconds.value_or(0.0);
+        result.images_per_s = summary.images_per_s.value_or(result.images_per_s);
       }
-    } else if (event == "summary") {
-      result.has_summary = true;
-      result.test_accuracy = record.value("test_accuracy", result.test_accuracy);
-      result.wall_seconds = record.value("wall_seconds", 0.0);
-      result.images_per_s = record.value("images_per_s", result.images_per_s);
+    } catch (const json_record::field_error&) {
+      continue;  // a line of another shape: not one petra wrote
     }
   }
 }

@@ -40,14 +40,17 @@ nlohmann::json local_recovery_line(const local_recovery& r, int epoch, int64_t p
   std::printf("\n%s; rebuilt %zu stage(s) from the %s, %lld micro-batches lost\n", r.what.c_str(),
               r.stages.size(), r.from.c_str(), static_cast<long long>(r.lost));
   std::fflush(stdout);
-  nlohmann::json rebuilt = nlohmann::json::array();
-  for (int32_t j : r.stages) rebuilt.push_back(j + 1);
-  return {{"event", "failure"},           {"epoch", epoch},
-          {"position", position},         {"kind", to_string(r.kind)},
-          {"stage", r.stage + 1},         {"what", r.what},
-          {"recovery", "local"},          {"stages_rebuilt", rebuilt},
-          {"restored_from", r.from},      {"lost_micro_batches", r.lost},
-          {"recovery_seconds", r.seconds}};
+  local_recovery_record line;
+  line.epoch = epoch;
+  line.position = position;
+  line.kind = to_string(r.kind);
+  line.stage = r.stage + 1;
+  line.what = r.what;
+  for (int32_t j : r.stages) line.stages_rebuilt.push_back(j + 1);
+  line.restored_from = r.from;
+  line.lost_micro_batches = r.lost;
+  line.recovery_seconds = r.seconds;
+  return json_record::write(line);
 }
 
 void accounting::print() const {
@@ -61,16 +64,6 @@ void accounting::print() const {
         static_cast<long long>(faults_injected), static_cast<long long>(duplicates_discarded));
 }
 
-nlohmann::json accounting::json() const {
-  return {{"completed", completed},
-          {"replayed", replayed},
-          {"rolled_back", rolled_back},
-          {"restarts", restarts},
-          {"faults_injected", faults_injected},
-          {"duplicates_discarded", duplicates_discarded},
-          {"recovery_seconds", recovery_seconds},
-          {"lost", lost},
-          {"local_recoveries", local_recoveries}};
-}
+nlohmann::json accounting::json() const { return json_record::write(*this); }
 
 }  // namespace petra

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "training/faults.hpp"
+#include "training/json_record.hpp"
 #include "training/runtime.hpp"
 
 namespace petra {
@@ -34,6 +36,49 @@ struct accounting {
   /// The summary's line of it, when anything happened.
   void print() const;
 };
+
+/// The summary's "micro_batches" object; a reader takes what is there.
+template <class Fields>
+void describe(Fields& f, accounting& a) {
+  using json_record::presence;
+  f("completed", a.completed, presence::optional);
+  f("replayed", a.replayed, presence::optional);
+  f("rolled_back", a.rolled_back, presence::optional);
+  f("restarts", a.restarts, presence::optional);
+  f("faults_injected", a.faults_injected, presence::optional);
+  f("duplicates_discarded", a.duplicates_discarded, presence::optional);
+  f("recovery_seconds", a.recovery_seconds, presence::optional);
+  f("lost", a.lost, presence::optional);
+  f("local_recoveries", a.local_recoveries, presence::optional);
+}
+
+/// The `{"event":"failure"}` line of a stage-local recovery (it ends no attempt).
+struct local_recovery_record {
+  int epoch = 0;
+  int64_t position = 0;  // the phase's first micro-batch in its epoch
+  std::string kind;
+  int stage = 0;  // 1-based: where it was noticed
+  std::string what;
+  std::vector<int32_t> stages_rebuilt;  // 1-based
+  std::string restored_from;
+  int64_t lost_micro_batches = 0;
+  double recovery_seconds = 0;
+};
+
+template <class Fields>
+void describe(Fields& f, local_recovery_record& r) {
+  f.tag("event", "failure");
+  f.tag("recovery", "local");
+  f("epoch", r.epoch);
+  f("position", r.position);
+  f("kind", r.kind);
+  f("stage", r.stage);
+  f("what", r.what);
+  f("stages_rebuilt", r.stages_rebuilt);
+  f("restored_from", r.restored_from);
+  f("lost_micro_batches", r.lost_micro_batches);
+  f("recovery_seconds", r.recovery_seconds);
+}
 
 /// The metrics line of a stage-local recovery in the phase that started at (epoch, position); the
 /// terminal gets its line too.

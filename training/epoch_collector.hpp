@@ -10,9 +10,8 @@
 #include <vector>
 
 #include "compute/pipeline/stage_report.hpp"
-#include "training/evaluate.hpp"
 #include "training/faults.hpp"
-#include "training/simulator.hpp"
+#include "training/loss_ledger.hpp"
 
 namespace petra {
 
@@ -56,10 +55,17 @@ class epoch_collector {
     epoch_result result;
     std::size_t stages_in = 0;
     bool loss_in = false;
-    int64_t items_in = 0;
-    double loss_sum = 0;
-    int64_t correct = 0;
+    eval_sums wave;  // its evaluation batches scored so far
   };
+  template <class Fields>
+  friend void describe(Fields& f, partial& p) {
+    f("epoch", p.result.epoch);
+    f("train", p.result.train);
+    f("stages", p.result.stages);
+    f("stages_in", p.stages_in);
+    f("loss_in", p.loss_in);
+    f("wave", p.wave);
+  }
   partial& at(int epoch);
   void complete_if_done(int epoch);
 

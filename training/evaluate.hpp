@@ -6,15 +6,10 @@
 #include <functional>
 
 #include "training/data_feed.hpp"
+#include "training/loss_ledger.hpp"
 #include "training/simulator.hpp"
 
 namespace petra {
-
-struct eval_result {
-  double loss = 0;
-  double accuracy = 0;
-  int64_t samples = 0;
-};
 
 /// One micro-batch's evaluation: its mean loss and the number of correct predictions.
 struct eval_score {

@@ -58,9 +58,7 @@ void progress::update(const run_totals& phase_totals) {
 }
 
 void progress::draw(int64_t done, const run_totals& totals, clock::time_point now) {
-  run_totals line = totals;
-  line.micro_batches -= base_.micro_batches, line.samples -= base_.samples;
-  line.correct -= base_.correct, line.loss_sum -= base_.loss_sum;
+  const run_totals line = totals.since(base_);
   if (line.micro_batches <= 0 || done <= first_) return;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double rate = elapsed > 0 ? static_cast<double>(line.samples) / elapsed : 0.0;

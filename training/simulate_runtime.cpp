@@ -2,10 +2,9 @@
 #include "training/simulate_runtime.hpp"
 
 #include <chrono>
-#include <map>
 
 #include "training/input_schedule.hpp"
-#include "training/report_codec.hpp"
+#include "training/json_record.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 #include "training/tick_schedule.hpp"
@@ -49,7 +48,8 @@ class simulate_runtime : public pipeline_runtime {
       if (on_epoch) on_epoch(e);
       out.epochs.push_back(e);
     });
-    std::map<int, run_totals> losses;  // per epoch, its micro-batches scored so far
+    const int64_t wave_size = schedule.wave_size();
+    training::loss_ledger ledger;  // the open epochs' and waves' scores (the simulator sums the phase's)
     simulator_hooks hooks;
     hooks.next = [&](int64_t tick, tick_input& in) { return schedule.next(tick, in); };
     hooks.on_done = [&](const run_totals& t) {
@@ -57,13 +57,8 @@ class simulate_runtime : public pipeline_runtime {
       if (progress) progress(progress_sample{t, windows_});
     };
     hooks.on_loss = [&](int64_t id, double loss, int64_t correct, int64_t samples) {
-      const int epoch = static_cast<int>(id / per_epoch);
-      run_totals& e = losses[epoch];
-      ++e.micro_batches, e.loss_sum += loss, e.correct += correct, e.samples += samples;
-      if ((id + 1) % per_epoch == 0) {
-        epochs.add_loss(epoch, e);
-        losses.erase(epoch);
-      }
+      if (auto done = ledger.score_train(id, per_epoch, loss, correct, samples))
+        epochs.add_loss(done->epoch, done->totals);
     };
     hooks.on_backward = [&](std::size_t j, int64_t id) {
       if (j == 0) stage1_done_ = id;          // what ends a window stage 1 takes now (take_windows)
@@ -78,30 +73,29 @@ class simulate_runtime : public pipeline_runtime {
       epochs.add_stage(static_cast<int>(id / per_epoch), r);
     };
     hooks.on_eval = [&](const eval_item& item, double loss, int64_t correct) {
-      const auto n = static_cast<int64_t>(item.labels.size());
-      epochs.add_eval(item.epoch, loss * static_cast<double>(n), correct, n, 1);
+      if (auto wave = ledger.score_eval(item.epoch, wave_size, loss, correct,
+                                        static_cast<int64_t>(item.labels.size())))
+        epochs.add_wave(item.epoch, wave->loss_sum, wave->correct, wave->samples);
     };
-    // Cuts: before each chosen micro-batch enters; the epochs still open and their scored losses
-    // go with the cut.
+    // Cuts: before each chosen micro-batch enters; the epochs still open and the ledger go with the cut.
     std::size_t next_cut = 0;
     hooks.cut_at = [&](int64_t tick) {
       while (next_cut < phase.cut_before.size() && phase.cut_before[next_cut] * spacing_ < tick) ++next_cut;
       return next_cut < phase.cut_before.size() && phase.cut_before[next_cut] * spacing_ == tick;
     };
     hooks.on_cut = [&](pipeline_cut& cut) {
-      nlohmann::json scored = nlohmann::json::array();
-      for (const auto& [epoch, t] : losses)
-        scored.push_back({{"epoch", epoch}, {"totals", totals_to_json(t)}});
-      cut.driver = nlohmann::json{{"epochs", epochs.save()}, {"scored", scored}}.dump();
+      cut.driver = nlohmann::json{{"epochs", epochs.save()}, {"losses", json_record::write(ledger)}}.dump();
       if (on_cut) on_cut(phase.cut_before[next_cut], cut);
     };
     if (phase.resume) {
       try {
         const nlohmann::json driver = nlohmann::json::parse(phase.resume->driver);
         epochs.load(driver.at("epochs"));
-        for (const nlohmann::json& e : driver.at("scored"))
-          losses[e.at("epoch").get<int>()] = totals_from_json(e.at("totals"));
+        ledger = json_record::read<training::loss_ledger>(driver.at("losses"), "losses");
       } catch (const nlohmann::json::exception& e) {
+        throw std::runtime_error(std::string("the snapshot's record of the simulator is damaged: ") +
+                                 e.what());
+      } catch (const json_record::field_error& e) {
         throw std::runtime_error(std::string("the snapshot's record of the simulator is damaged: ") +
                                  e.what());
       }

@@ -36,15 +36,6 @@ activation hand_over(const activation& a, backend& from, backend& to) {
 
 }  // namespace
 
-run_totals& run_totals::operator+=(const run_totals& other) {
-  micro_batches += other.micro_batches;
-  samples += other.samples;
-  correct += other.correct;
-  loss_sum += other.loss_sum;
-  ticks += other.ticks;
-  return *this;
-}
-
 simulator::simulator(std::vector<stage*> stages, backend& loss, int64_t spacing, bool backward_first)
     : stages_(std::move(stages)), loss_(loss), spacing_(spacing), backward_first_(backward_first) {
   if (stages_.empty()) throw std::invalid_argument("simulator: no stages");

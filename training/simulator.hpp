@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compute/pipeline/stage.hpp"
+#include "training/loss_ledger.hpp"
 
 namespace petra {
 
@@ -36,17 +37,6 @@ struct tick_input {
   micro_batch train;
   bool has_eval = false;
   eval_item eval;
-};
-
-struct run_totals {
-  int64_t micro_batches = 0;
-  int64_t samples = 0;
-  int64_t correct = 0;
-  double loss_sum = 0.0;  // Σ over micro-batches of their mean loss
-  int64_t ticks = 0;
-  double mean_loss() const { return micro_batches ? loss_sum / micro_batches : 0.0; }
-  double accuracy() const { return samples ? static_cast<double>(correct) / samples : 0.0; }
-  run_totals& operator+=(const run_totals& other);
 };
 
 /// The simulator's view of a run: what enters each tick, and what it tells back.

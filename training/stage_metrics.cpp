@@ -14,13 +14,12 @@ void add(std::map<int64_t, int64_t>& total, const std::map<int64_t, int64_t>& mo
   for (const auto& [value, count] : more) total[value] += count;
 }
 
-nlohmann::json histogram(const std::map<int64_t, int64_t>& h) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& [value, count] : h) out[std::to_string(value)] = count;
-  return out;
-}
-
 }  // namespace
+
+double staleness_steps(config::training_method method, int64_t delay_ticks, int accumulation) {
+  if (method == config::training_method::backprop) return 0.0;  // one micro-batch in flight
+  return delay_ticks < 0 ? -1.0 : static_cast<double>(delay_ticks) / accumulation;
+}
 
 int64_t expected_delay_ticks(const config::run_config& c, std::size_t j, std::size_t J) {
   if (c.runtime.mode == config::runtime_mode::async) return -1;
@@ -32,9 +31,7 @@ int64_t expected_delay_ticks(const config::run_config& c, std::size_t j, std::si
 }
 
 double expected_staleness_steps(const config::run_config& c, std::size_t j, std::size_t J) {
-  if (c.training.method == config::training_method::backprop) return 0.0;
-  const int64_t delay = expected_delay_ticks(c, j, J);
-  return delay < 0 ? -1.0 : static_cast<double>(delay) / c.training.accumulation;
+  return staleness_steps(c.training.method, expected_delay_ticks(c, j, J), c.training.accumulation);
 }
 
 void merge(stage_report& total, const stage_report& later) {
@@ -59,45 +56,50 @@ void merge(stage_report& total, const stage_report& later) {
   total.device_bytes = later.device_bytes;
 }
 
-nlohmann::json stage_json(const stage_report& r, const fault_counts& faults, const config::run_config& c,
-                          std::size_t J) {
+stage_record stage_line(const stage_report& r, const fault_counts& faults, const config::run_config& c,
+                        std::size_t J) {
   const std::size_t j = static_cast<std::size_t>(r.stage);
   const int64_t delay = expected_delay_ticks(c, j, J);
   const double staleness = expected_staleness_steps(c, j, J);
   const stage_stats& s = r.stats;
-  nlohmann::json out = {
-      {"stage", r.stage + 1},
-      {"expected_delay_ticks", delay < 0 ? nlohmann::json() : nlohmann::json(delay)},
-      {"expected_staleness_steps", staleness < 0 ? nlohmann::json() : nlohmann::json(staleness)},
-      {"delay_ticks", histogram(s.delay_ticks)},
-      {"staleness_steps", histogram(s.staleness_steps)},
-      {"forwards", s.forwards},
-      {"backwards", s.backwards},
-      {"weight_version", r.weight_version},
-      {"fifo_peak", s.fifo_peak},
-      {"fifo_peak_bytes", s.fifo_peak_bytes},
-      {"stash_peak_versions", s.stash_peak},
-      {"stash_peak_bytes", s.stash_peak_bytes},
-      {"mailbox_peak", r.mailbox_peak},
-      {"busy_seconds", r.busy_seconds},
-      {"busy_fraction", r.wall_seconds > 0 ? r.busy_seconds / r.wall_seconds : 0.0},
-      {"device_bytes", r.device_bytes}};
+  stage_record out;
+  out.stage = r.stage + 1;
+  if (delay >= 0) out.expected_delay_ticks = delay;
+  if (staleness >= 0) out.expected_staleness_steps = staleness;
+  out.delay_ticks = s.delay_ticks;
+  out.staleness_steps = s.staleness_steps;
+  out.forwards = s.forwards;
+  out.backwards = s.backwards;
+  out.weight_version = r.weight_version;
+  out.fifo_peak = static_cast<int64_t>(s.fifo_peak);
+  out.fifo_peak_bytes = static_cast<int64_t>(s.fifo_peak_bytes);
+  out.stash_peak_versions = static_cast<int64_t>(s.stash_peak);
+  out.stash_peak_bytes = static_cast<int64_t>(s.stash_peak_bytes);
+  out.mailbox_peak = r.mailbox_peak;
+  out.busy_seconds = r.busy_seconds;
+  out.busy_fraction = r.wall_seconds > 0 ? r.busy_seconds / r.wall_seconds : 0.0;
+  out.device_bytes = r.device_bytes;
   if (faults.injected() > 0 || faults.duplicates_discarded > 0) {
-    out["injected_drops"] = faults.drops;
-    out["injected_duplicates"] = faults.duplicates;
-    out["injected_reorders"] = faults.reorders;
-    out["injected_delays"] = faults.delays;
-    out["injected_slowdowns"] = faults.slowed;
-    out["injected_crashes"] = faults.crashes;
-    out["injected_kills"] = faults.kills;
-    out["duplicates_discarded"] = faults.duplicates_discarded;
+    out.injected_drops = faults.drops;
+    out.injected_duplicates = faults.duplicates;
+    out.injected_reorders = faults.reorders;
+    out.injected_delays = faults.delays;
+    out.injected_slowdowns = faults.slowed;
+    out.injected_crashes = faults.crashes;
+    out.injected_kills = faults.kills;
+    out.duplicates_discarded = faults.duplicates_discarded;
   }
   if (s.inversion_samples > 0) {
-    out["inversion_samples"] = s.inversion_samples;
-    out["inversion_error_mean"] = s.inversion_error_sum / static_cast<double>(s.inversion_samples);
-    out["inversion_error_max"] = s.inversion_error_max;
+    out.inversion_samples = s.inversion_samples;
+    out.inversion_error_mean = s.inversion_error_sum / static_cast<double>(s.inversion_samples);
+    out.inversion_error_max = s.inversion_error_max;
   }
   return out;
+}
+
+nlohmann::json stage_json(const stage_report& r, const fault_counts& faults, const config::run_config& c,
+                          std::size_t J) {
+  return json_record::write(stage_line(r, faults, c, J));
 }
 
 }  // namespace petra

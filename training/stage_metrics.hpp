@@ -3,28 +3,92 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "compute/pipeline/stage_report.hpp"
 #include "config/config.hpp"
 #include "training/faults.hpp"
+#include "training/json_record.hpp"
 
 namespace petra {
+
+/// The optimizer steps a stage's weights move during a forward→backward delay of `delay_ticks`:
+/// delay / k, 0 for backprop (exact gradients); −1 when the delay has no fixed value (< 0). The one
+/// formula of expected staleness, for the metrics lines and the report alike.
+double staleness_steps(config::training_method method, int64_t delay_ticks, int accumulation);
 
 /// The forward→backward delay, in ticks, that stage j (0-based) of J must show under this config
 /// in simulate and lockstep: 2(J−1−j) plus the injected link delays on its round trip (lockstep);
 /// −1 in async, where the delay is counted in the stage's own forwards and follows no fixed schedule.
 int64_t expected_delay_ticks(const config::run_config& c, std::size_t j, std::size_t J);
 
-/// The optimizer steps stage j's weights move between its forward and backward: delay / k, 0 for
-/// backprop; −1 when the delay has no fixed value (async).
+/// staleness_steps of stage j's expected delay under this config (−1 in async).
 double expected_staleness_steps(const config::run_config& c, std::size_t j, std::size_t J);
 
 /// Adds a later period's report of the same stage: counts and histograms add, peaks take the maximum.
 void merge(stage_report& total, const stage_report& later);
 
-/// The per-stage JSON of an epoch line (README, "What a run writes").
+/// One stage of an epoch line (README, "What a run writes"). Optional where a reader may find a
+/// field absent or null: null expectations in async; the injected faults only when there were any,
+/// the inversion error only where it was sampled.
+struct stage_record {
+  int stage = 0;  // 1-based
+  std::optional<int64_t> expected_delay_ticks;
+  std::optional<double> expected_staleness_steps;
+  std::map<int64_t, int64_t> delay_ticks, staleness_steps;  // value → backwards
+  int64_t forwards = 0, backwards = 0, weight_version = 0;
+  std::optional<int64_t> fifo_peak;
+  int64_t fifo_peak_bytes = 0, stash_peak_versions = 0, stash_peak_bytes = 0;
+  std::optional<int64_t> mailbox_peak;
+  double busy_seconds = 0;
+  std::optional<double> busy_fraction;  // of the epoch's wall time (actor runtimes; 0 in simulate)
+  int64_t device_bytes = 0;
+  std::optional<int64_t> injected_drops, injected_duplicates, injected_reorders, injected_delays,
+      injected_slowdowns, injected_crashes, injected_kills, duplicates_discarded;
+  std::optional<int64_t> inversion_samples;
+  std::optional<double> inversion_error_mean, inversion_error_max;
+};
+
+template <class Fields>
+void describe(Fields& f, stage_record& s) {
+  using json_record::presence;
+  f("stage", s.stage);
+  f("expected_delay_ticks", s.expected_delay_ticks, presence::optional);
+  f("expected_staleness_steps", s.expected_staleness_steps, presence::optional);
+  f.counts("delay_ticks", s.delay_ticks, presence::optional);
+  f.counts("staleness_steps", s.staleness_steps, presence::optional);
+  f("forwards", s.forwards, presence::optional);
+  f("backwards", s.backwards, presence::optional);
+  f("weight_version", s.weight_version, presence::optional);
+  f("fifo_peak", s.fifo_peak, presence::optional);
+  f("fifo_peak_bytes", s.fifo_peak_bytes, presence::optional);
+  f("stash_peak_versions", s.stash_peak_versions, presence::optional);
+  f("stash_peak_bytes", s.stash_peak_bytes, presence::optional);
+  f("mailbox_peak", s.mailbox_peak, presence::optional);
+  f("busy_seconds", s.busy_seconds, presence::optional);
+  f("busy_fraction", s.busy_fraction, presence::optional);
+  f("device_bytes", s.device_bytes, presence::optional);
+  f("injected_drops", s.injected_drops, presence::omitted);
+  f("injected_duplicates", s.injected_duplicates, presence::omitted);
+  f("injected_reorders", s.injected_reorders, presence::omitted);
+  f("injected_delays", s.injected_delays, presence::omitted);
+  f("injected_slowdowns", s.injected_slowdowns, presence::omitted);
+  f("injected_crashes", s.injected_crashes, presence::omitted);
+  f("injected_kills", s.injected_kills, presence::omitted);
+  f("duplicates_discarded", s.duplicates_discarded, presence::omitted);
+  f("inversion_samples", s.inversion_samples, presence::omitted);
+  f("inversion_error_mean", s.inversion_error_mean, presence::omitted);
+  f("inversion_error_max", s.inversion_error_max, presence::omitted);
+}
+
+/// The per-stage record of an epoch line.
+stage_record stage_line(const stage_report& r, const fault_counts& faults, const config::run_config& c,
+                        std::size_t J);
+
+/// The per-stage JSON of an epoch line: stage_line's record.
 nlohmann::json stage_json(const stage_report& r, const fault_counts& faults, const config::run_config& c,
                           std::size_t J);
 

@@ -27,26 +27,21 @@ void step_lines::observe(int epoch, int64_t position, const run_totals& run_so_f
   next_ = (steps / every_ + 1) * every_;
   const auto now = std::chrono::steady_clock::now();
   const double window_seconds = std::chrono::duration<double>(now - last_time_).count();
-  const int64_t micro_batches = run_so_far.micro_batches - last_.micro_batches;
-  const int64_t samples = run_so_far.samples - last_.samples;
-  nlohmann::json per_stage = nlohmann::json::array();
+  const run_totals window = run_so_far.since(last_);
+  step_record line;
+  line.epoch = epoch;
+  line.step = steps;
+  line.micro_batches = position;
+  line.seconds = seconds_before_ + std::chrono::duration<double>(now - start_).count();
+  line.loss = window.mean_loss();
+  line.accuracy = window.accuracy();
+  line.lr = learning_rate(optimizer_, steps);
+  line.images_per_s = window_seconds > 0 ? window.samples / window_seconds : 0.0;
   for (const stage_window& w : stages)
-    per_stage.push_back(
-        {{"stage", w.stage + 1},
-         {"staleness_mean", w.staleness_mean},
-         {"inversion_error_mean",
-          w.inversion_error_mean < 0 ? nlohmann::json() : nlohmann::json(w.inversion_error_mean)}});
-  dir_.log(
-      {{"event", "step"},
-       {"epoch", epoch},
-       {"step", steps},
-       {"micro_batches", position},
-       {"seconds", seconds_before_ + std::chrono::duration<double>(now - start_).count()},
-       {"loss", micro_batches > 0 ? (run_so_far.loss_sum - last_.loss_sum) / micro_batches : 0.0},
-       {"accuracy", samples > 0 ? static_cast<double>(run_so_far.correct - last_.correct) / samples : 0.0},
-       {"lr", learning_rate(optimizer_, steps)},
-       {"images_per_s", window_seconds > 0 ? samples / window_seconds : 0.0},
-       {"stages", per_stage}});
+    line.stages.push_back(
+        {w.stage + 1, w.staleness_mean,
+         w.inversion_error_mean < 0 ? std::nullopt : std::optional(w.inversion_error_mean)});
+  dir_.log(json_record::write(line));
   last_ = run_so_far;
   last_time_ = now;
 }

@@ -4,14 +4,55 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "compute/optimizer.hpp"
+#include "training/json_record.hpp"
 #include "training/run_dir.hpp"
 #include "training/simulator.hpp"
 #include "training/stage_window.hpp"
 
 namespace petra {
+
+/// One stage of a step line; null where it has no value (not reversible, no sample in the window).
+struct step_stage_record {
+  int stage = 0;  // 1-based
+  std::optional<double> staleness_mean, inversion_error_mean;
+};
+
+/// A `{"event":"step"}` line of metrics.jsonl: means over the micro-batches since the previous one.
+/// Optional where a reader may find a field absent (petra writes them all).
+struct step_record {
+  int epoch = 0;
+  int64_t step = 0;                      // optimizer steps of stage 1 so far
+  std::optional<int64_t> micro_batches;  // the stream's position
+  std::optional<double> seconds, loss, accuracy, lr, images_per_s;
+  std::vector<step_stage_record> stages;
+};
+
+template <class Fields>
+void describe(Fields& f, step_stage_record& s) {
+  using json_record::presence;
+  f("stage", s.stage);
+  f("staleness_mean", s.staleness_mean, presence::optional);
+  f("inversion_error_mean", s.inversion_error_mean, presence::optional);
+}
+
+template <class Fields>
+void describe(Fields& f, step_record& r) {
+  using json_record::presence;
+  f.tag("event", "step");
+  f("epoch", r.epoch, presence::optional);
+  f("step", r.step);
+  f("micro_batches", r.micro_batches, presence::optional);
+  f("seconds", r.seconds, presence::optional);
+  f("loss", r.loss, presence::optional);
+  f("accuracy", r.accuracy, presence::optional);
+  f("lr", r.lr, presence::optional);
+  f("images_per_s", r.images_per_s, presence::optional);
+  f("stages", r.stages, presence::optional);
+}
 
 class step_lines {
  public:
