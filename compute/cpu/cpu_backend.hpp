@@ -6,11 +6,11 @@
 #include <string>
 
 #include "compute/backend.hpp"
+#include "compute/cpu/host_pool.hpp"
 
 namespace petra {
 
 class conv2d_engine;
-class host_pool;
 
 /// One backend is used by one thread at a time (the actor that owns it); its
 /// ops run on `threads` OpenMP threads of the calling thread's team.
