@@ -39,11 +39,10 @@ op_result run_on(backend& be, const op_case& c) {
   op_result result = c.run(be, inputs);
   for (tensor& t : result.tensors) {
     if (!t.defined()) continue;
-    if (t.where() == be.where())
-      t = be.to_host(t);
-    else
-      REQUIRE(t.where().type == device_type::cpu);  // a host tensor the op itself returned
+    REQUIRE(t.where() == be.where());  // an op's result is of the backend's device
+    t = be.to_host(t);
   }
+  for (const tensor& t : result.host_tensors) REQUIRE((!t.defined() || t.where().type == device_type::cpu));
   return result;
 }
 
@@ -55,6 +54,11 @@ int check_table(backend& be, backend& reference, measure m) {
     const op_result expected = run_on(reference, c), got = run_on(be, c);
     REQUIRE(got.tensors.size() == expected.tensors.size());
     REQUIRE(got.scalars.size() == expected.scalars.size());
+    REQUIRE(got.host_tensors.size() == expected.host_tensors.size());
+    for (std::size_t k = 0; k < got.host_tensors.size(); ++k) {
+      INFO("host result " << k);
+      CHECK(bit_equal(got.host_tensors[k], expected.host_tensors[k]));
+    }
     for (std::size_t k = 0; k < got.tensors.size(); ++k) {
       INFO("result " << k);
       check_tensor(got.tensors[k], expected.tensors[k], parity_of(c, k), m);

@@ -19,10 +19,12 @@ enum class parity {
   tf32,      // a convolution or GEMM: as rounding, and also run on a TF32 backend (tf32_tolerance)
 };
 
-/// What a case's run leaves: tensors of the backend (or of the host), and scalars.
+/// What a case's run leaves: tensors of the backend, host tensors (what to_host and an export to
+/// the host return: the same bits on every backend), and scalars.
 struct op_result {
   std::vector<tensor> tensors = {};
   std::vector<double> scalars = {};
+  std::vector<tensor> host_tensors = {};
 };
 
 struct op_case {
