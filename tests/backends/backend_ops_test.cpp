@@ -52,23 +52,28 @@ TEST_CASE("sim:0: every op equals the CPU bit for bit, on one and on two threads
   }
 }
 
-TEST_CASE("cuda:0, fp32 and deterministic: every op within the GPU tolerances of the CPU") {
-  std::string why;
-  if (!cuda_usable(&why)) PETRA_SKIP("no usable GPU: " + why);
+namespace {
+
+/// The table on cuda:0 (deterministic algorithms, TF32 or not) against one CPU thread.
+void check_gpu(bool tf32) {
   backend_options options;
+  options.tf32 = tf32;
   options.deterministic = true;
   auto gpu = make_backend(device{device_type::cuda, 0}, options);
   auto reference = make_cpu_backend(1);
-  CHECK(check_table(*gpu, *reference, measure::gpu_fp32) > 0);
+  CHECK(check_table(*gpu, *reference, tf32 ? measure::gpu_tf32 : measure::gpu_fp32) > 0);
+}
+
+}  // namespace
+
+TEST_CASE("cuda:0, fp32 and deterministic: every op within the GPU tolerances of the CPU") {
+  std::string why;
+  if (!cuda_usable(&why)) PETRA_SKIP("no usable GPU: " + why);
+  check_gpu(/*tf32=*/false);
 }
 
 TEST_CASE("cuda:0 with TF32: convolutions and GEMMs within the TF32 tolerance of the CPU") {
   std::string why;
   if (!cuda_usable(&why)) PETRA_SKIP("no usable GPU: " + why);
-  backend_options options;
-  options.tf32 = true;
-  options.deterministic = true;
-  auto gpu = make_backend(device{device_type::cuda, 0}, options);
-  auto reference = make_cpu_backend(1);
-  CHECK(check_table(*gpu, *reference, measure::gpu_tf32) > 0);
+  check_gpu(/*tf32=*/true);
 }
