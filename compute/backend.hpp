@@ -1,7 +1,9 @@
 // Backend: the only device-specific surface. Ops come in forward/backward pairs;
-// parameter gradients accumulate (+=), activation gradients are fresh tensors.
+// parameter gradients accumulate (+=), activation gradients are fresh tensors. Each public op
+// checks its arguments once, here for every backend, and calls the backend's private *_impl.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -39,17 +41,17 @@ class backend {
   virtual std::string name() const = 0;
 
   // --- memory -------------------------------------------------------------
-  virtual tensor empty(const shape_t& shape) = 0;
-  virtual tensor zeros(const shape_t& shape) = 0;
+  tensor empty(const shape_t& shape);
+  tensor zeros(const shape_t& shape);
   /// Copy of a host tensor on this device (a deep copy, also on the CPU).
-  virtual tensor from_host(const tensor& host) = 0;
+  tensor from_host(const tensor& host);
   /// Copy of one of this device's tensors on the host.
-  virtual tensor to_host(const tensor& t) = 0;
+  tensor to_host(const tensor& t);
   /// dst ← src, same shape, same device.
-  virtual void copy(const tensor& src, tensor& dst) = 0;
-  virtual void fill_zero(tensor& t) = 0;
+  void copy(const tensor& src, tensor& dst);
+  void fill_zero(tensor& t);
   /// The host waits for everything this backend has queued (a no-op on the CPU).
-  virtual void synchronize() = 0;
+  void synchronize();
   /// Bytes held now by the live tensors of this backend's device, every stream of it: a sim
   /// device's tensors, a GPU's memory pool in use; 0 on the CPU (host memory is not counted).
   virtual int64_t device_bytes_in_use() const { return 0; }
@@ -63,79 +65,136 @@ class backend {
   /// reach: records on this backend's stream the point after which `t` is complete and returns
   /// `t` itself. Otherwise: copies it to the host (a GPU through pinned staging memory), waits for
   /// that copy only, and returns the host tensor. On the CPU: `t` itself.
-  virtual tensor export_for(const tensor& t, const device& consumer) = 0;
+  tensor export_for(const tensor& t, const device& consumer);
   /// Makes `t`, as its producer's export_for returned it, usable by this backend's later ops.
   /// Same device, another stream: this stream waits for the recorded point and `t` itself comes
   /// back (its memory is freed only after this stream's uses). Another device: a copy here after
   /// that point (GPU ↔ GPU peer copy). A host tensor: a copy here (the CPU: `t` itself). A tensor
   /// of another device that was not exported is refused, naming the missing export.
-  virtual tensor import(const tensor& t) = 0;
+  tensor import(const tensor& t);
 
   // --- convolution: x (N,C,H,W), w (K,C,R,S), b (K) or undefined -----------
   /// y = x ⋆ w + b → (N,K,P,Q), P = (H + 2p − R)/s + 1.
-  virtual tensor conv2d_forward(const tensor& x, const tensor& w, const tensor& b, conv2d_params p) = 0;
+  tensor conv2d_forward(const tensor& x, const tensor& w, const tensor& b, conv2d_params p);
   /// dx = dy ⋆ᵀ w → x_shape.
-  virtual tensor conv2d_backward_data(const tensor& dy, const tensor& w, const shape_t& x_shape,
-                                      conv2d_params p) = 0;
+  tensor conv2d_backward_data(const tensor& dy, const tensor& w, const shape_t& x_shape, conv2d_params p);
   /// dw += x ⋆ dy; db += Σ_{n,p,q} dy (db may be undefined).
-  virtual void conv2d_backward_filter(const tensor& x, const tensor& dy, conv2d_params p, tensor& dw,
-                                      tensor& db) = 0;
+  void conv2d_backward_filter(const tensor& x, const tensor& dy, conv2d_params p, tensor& dw, tensor& db);
 
   // --- batch norm over (N,H,W) per channel --------------------------------
   /// y = γ·(x − μ_B)·inv_std + β with batch statistics; fills `saved`.
-  virtual tensor batch_norm_forward_train(const tensor& x, const tensor& gamma, const tensor& beta, float eps,
-                                          batch_norm_saved& saved) = 0;
+  tensor batch_norm_forward_train(const tensor& x, const tensor& gamma, const tensor& beta, float eps,
+                                  batch_norm_saved& saved);
   /// running ← (1 − m)·running + m·batch (unbiased variance, as PyTorch).
-  virtual void batch_norm_update_running(const batch_norm_saved& saved, int64_t count_per_channel, float eps,
-                                         float momentum, tensor& running_mean, tensor& running_var) = 0;
+  void batch_norm_update_running(const batch_norm_saved& saved, int64_t count_per_channel, float eps,
+                                 float momentum, tensor& running_mean, tensor& running_var);
   /// y = γ·(x − running_mean)/sqrt(running_var + eps) + β.
-  virtual tensor batch_norm_forward_eval(const tensor& x, const tensor& gamma, const tensor& beta,
-                                         const tensor& running_mean, const tensor& running_var,
-                                         float eps) = 0;
+  tensor batch_norm_forward_eval(const tensor& x, const tensor& gamma, const tensor& beta,
+                                 const tensor& running_mean, const tensor& running_var, float eps);
   /// dx of the training forward; dγ += Σ dy·x̂, dβ += Σ dy.
-  virtual tensor batch_norm_backward(const tensor& x, const tensor& gamma, const batch_norm_saved& saved,
-                                     const tensor& dy, tensor& dgamma, tensor& dbeta) = 0;
+  tensor batch_norm_backward(const tensor& x, const tensor& gamma, const batch_norm_saved& saved,
+                             const tensor& dy, tensor& dgamma, tensor& dbeta);
 
   // --- pointwise -----------------------------------------------------------
-  virtual tensor relu_forward(const tensor& x) = 0;
+  tensor relu_forward(const tensor& x);
   /// dx = dy · [y > 0] (y is the ReLU output).
-  virtual tensor relu_backward(const tensor& y, const tensor& dy) = 0;
-  virtual tensor add(const tensor& a, const tensor& b) = 0;
-  virtual tensor sub(const tensor& a, const tensor& b) = 0;
+  tensor relu_backward(const tensor& y, const tensor& dy);
+  tensor add(const tensor& a, const tensor& b);
+  tensor sub(const tensor& a, const tensor& b);
   /// a += b, for a tensor the caller owns and has not shared.
-  virtual void add_inplace(tensor& a, const tensor& b) = 0;
+  void add_inplace(tensor& a, const tensor& b);
 
   // --- pooling -------------------------------------------------------------
   /// 2×2 window, stride 2: (N,C,H,W) → (N,C,H/2,W/2) (H, W even).
-  virtual tensor max_pool2x2_forward(const tensor& x) = 0;
-  virtual tensor max_pool2x2_backward(const tensor& x, const tensor& dy) = 0;
+  tensor max_pool2x2_forward(const tensor& x);
+  tensor max_pool2x2_backward(const tensor& x, const tensor& dy);
   /// (N,C,H,W) → (N,C), the mean over H·W.
-  virtual tensor global_avg_pool_forward(const tensor& x) = 0;
-  virtual tensor global_avg_pool_backward(const tensor& dy, const shape_t& x_shape) = 0;
+  tensor global_avg_pool_forward(const tensor& x);
+  tensor global_avg_pool_backward(const tensor& dy, const shape_t& x_shape);
 
   // --- linear: x (N,I), w (O,I), b (O) -------------------------------------
   /// y = x·wᵀ + b → (N,O).
-  virtual tensor linear_forward(const tensor& x, const tensor& w, const tensor& b) = 0;
+  tensor linear_forward(const tensor& x, const tensor& w, const tensor& b);
   /// dx = dy·w → (N,I).
-  virtual tensor linear_backward_data(const tensor& dy, const tensor& w) = 0;
+  tensor linear_backward_data(const tensor& dy, const tensor& w);
   /// dw += dyᵀ·x; db += Σ_n dy.
-  virtual void linear_backward_weight(const tensor& x, const tensor& dy, tensor& dw, tensor& db) = 0;
+  void linear_backward_weight(const tensor& x, const tensor& dy, tensor& dw, tensor& db);
 
   // --- channels ------------------------------------------------------------
   /// (N,2C,H,W) → two (N,C,H,W) halves.
-  virtual std::pair<tensor, tensor> split_channels(const tensor& x) = 0;
+  std::pair<tensor, tensor> split_channels(const tensor& x);
   /// Two (N,C,H,W) → (N,2C,H,W).
-  virtual tensor concat_channels(const tensor& a, const tensor& b) = 0;
+  tensor concat_channels(const tensor& a, const tensor& b);
 
   // --- loss ----------------------------------------------------------------
   /// Mean softmax cross-entropy of logits (N,K) against labels in [0,K);
   /// dlogits (if asked) = (softmax − onehot)/N; *correct = #argmax hits.
-  virtual float softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
-                                      tensor* dlogits, int64_t* correct) = 0;
+  float softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels, tensor* dlogits,
+                              int64_t* correct);
 
   // --- optimizer -----------------------------------------------------------
-  virtual void sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer,
-                          const sgd_update_params& p) = 0;
+  void sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer, const sgd_update_params& p);
+
+ private:
+  // The checks every op shares (op_checks.cpp): `t` is defined, of this backend's device, usable
+  // by it (check_usable) and, where a layout such as "(N, C, H, W)" is given, of its rank.
+  void require(const char* op, const char* name, const tensor& t) const;
+  void require(const char* op, const char* name, const tensor& t, std::size_t rank, const char* layout) const;
+  /// A per-channel vector of `channels` entries (γ, β, a bias, running statistics); `of` names
+  /// what has that many channels.
+  void require_vector(const char* op, const char* name, const tensor& t, int64_t channels,
+                      const char* of) const;
+
+  /// Beyond its device, may this backend use `t` now? Throws std::invalid_argument naming `op`,
+  /// `name` and the missing step when not (sim: a tensor another stream made and did not hand
+  /// over). By default every tensor of the device may be used.
+  virtual void check_usable(const char* op, const char* name, const tensor& t) const;
+
+  // Each op of a backend, called by the public op of the same name once its arguments are checked:
+  // tensors defined and of this device, ranks, shapes and parameters as documented above. What
+  // only a device can check (a value, a limit of a library) is checked here.
+  virtual tensor empty_impl(const shape_t& shape) = 0;
+  virtual tensor zeros_impl(const shape_t& shape) = 0;
+  virtual tensor from_host_impl(const tensor& host) = 0;
+  virtual tensor to_host_impl(const tensor& t) = 0;
+  virtual void copy_impl(const tensor& src, tensor& dst) = 0;
+  virtual void fill_zero_impl(tensor& t) = 0;
+  virtual void synchronize_impl() = 0;
+  virtual tensor export_for_impl(const tensor& t, const device& consumer) = 0;
+  virtual tensor import_impl(const tensor& t) = 0;
+  virtual tensor conv2d_forward_impl(const tensor& x, const tensor& w, const tensor& b, conv2d_params p) = 0;
+  virtual tensor conv2d_backward_data_impl(const tensor& dy, const tensor& w, const shape_t& x_shape,
+                                           conv2d_params p) = 0;
+  virtual void conv2d_backward_filter_impl(const tensor& x, const tensor& dy, conv2d_params p, tensor& dw,
+                                           tensor& db) = 0;
+  virtual tensor batch_norm_forward_train_impl(const tensor& x, const tensor& gamma, const tensor& beta,
+                                               float eps, batch_norm_saved& saved) = 0;
+  virtual void batch_norm_update_running_impl(const batch_norm_saved& saved, int64_t count_per_channel,
+                                              float eps, float momentum, tensor& running_mean,
+                                              tensor& running_var) = 0;
+  virtual tensor batch_norm_forward_eval_impl(const tensor& x, const tensor& gamma, const tensor& beta,
+                                              const tensor& running_mean, const tensor& running_var,
+                                              float eps) = 0;
+  virtual tensor batch_norm_backward_impl(const tensor& x, const tensor& gamma, const batch_norm_saved& saved,
+                                          const tensor& dy, tensor& dgamma, tensor& dbeta) = 0;
+  virtual tensor relu_forward_impl(const tensor& x) = 0;
+  virtual tensor relu_backward_impl(const tensor& y, const tensor& dy) = 0;
+  virtual tensor add_impl(const tensor& a, const tensor& b) = 0;
+  virtual tensor sub_impl(const tensor& a, const tensor& b) = 0;
+  virtual void add_inplace_impl(tensor& a, const tensor& b) = 0;
+  virtual tensor max_pool2x2_forward_impl(const tensor& x) = 0;
+  virtual tensor max_pool2x2_backward_impl(const tensor& x, const tensor& dy) = 0;
+  virtual tensor global_avg_pool_forward_impl(const tensor& x) = 0;
+  virtual tensor global_avg_pool_backward_impl(const tensor& dy, const shape_t& x_shape) = 0;
+  virtual tensor linear_forward_impl(const tensor& x, const tensor& w, const tensor& b) = 0;
+  virtual tensor linear_backward_data_impl(const tensor& dy, const tensor& w) = 0;
+  virtual void linear_backward_weight_impl(const tensor& x, const tensor& dy, tensor& dw, tensor& db) = 0;
+  virtual std::pair<tensor, tensor> split_channels_impl(const tensor& x) = 0;
+  virtual tensor concat_channels_impl(const tensor& a, const tensor& b) = 0;
+  virtual float softmax_cross_entropy_impl(const tensor& logits, const std::vector<int32_t>& labels,
+                                           tensor* dlogits, int64_t* correct) = 0;
+  virtual void sgd_update_impl(tensor& w, const tensor& grad, tensor& momentum_buffer,
+                               const sgd_update_params& p) = 0;
 };
 
 /// The CPU backend (Eigen, OpenBLAS, oneDNN), using `threads` threads.

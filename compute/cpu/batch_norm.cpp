@@ -3,29 +3,19 @@
 #include <algorithm>
 #include <cmath>
 
-#include "compute/cpu/checks.hpp"
 #include "compute/cpu/cpu_backend.hpp"
 #include "compute/cpu/parallel.hpp"
+#include "compute/op_checks.hpp"
 
 namespace petra {
 
 namespace {
 
-using cpu::fail;
-
 struct nchw {
   int64_t n, c, plane;  // plane = H·W
 };
 
-nchw check_input(const char* op, const tensor& x, const tensor& gamma, const tensor& beta) {
-  cpu::require_host(op, "x", x, 4, "(N, C, H, W)");
-  const int64_t channels = x.dim(1);
-  cpu::require_vector(op, "gamma", gamma, channels, "x's channels");
-  cpu::require_vector(op, "beta", beta, channels, "x's channels");
-  if (x.dim(0) * x.dim(2) * x.dim(3) < 1)
-    fail(op, "x " + x.shape_str() + " has no values per channel: batch norm needs N·H·W ≥ 1");
-  return {x.dim(0), channels, x.dim(2) * x.dim(3)};
-}
+nchw extents_of(const tensor& x) { return {x.dim(0), x.dim(1), x.dim(2) * x.dim(3)}; }
 
 /// y = x·scale[c] + shift[c] over every plane.
 void scale_shift(const float* x, const float* scale, const float* shift, float* y, nchw s, int threads) {
@@ -42,11 +32,9 @@ void scale_shift(const float* x, const float* scale, const float* shift, float* 
 
 }  // namespace
 
-tensor cpu_backend::batch_norm_forward_train(const tensor& x, const tensor& gamma, const tensor& beta,
-                                             float eps, batch_norm_saved& saved) {
-  const char* op = "batch_norm_forward_train";
-  const nchw s = check_input(op, x, gamma, beta);
-  if (!(eps >= 0.f)) fail(op, "eps = " + std::to_string(eps) + " must be ≥ 0");
+tensor cpu_backend::batch_norm_forward_train_impl(const tensor& x, const tensor& gamma, const tensor& beta,
+                                                  float eps, batch_norm_saved& saved) {
+  const nchw s = extents_of(x);
   saved.mean = output({s.c});
   saved.inv_std = output({s.c});
   tensor scale = output({s.c}), shift = output({s.c});
@@ -79,20 +67,10 @@ tensor cpu_backend::batch_norm_forward_train(const tensor& x, const tensor& gamm
   return y;
 }
 
-void cpu_backend::batch_norm_update_running(const batch_norm_saved& saved, int64_t count_per_channel,
-                                            float eps, float momentum, tensor& running_mean,
-                                            tensor& running_var) {
-  const char* op = "batch_norm_update_running";
-  cpu::require_host(op, "saved.mean", saved.mean, 1, "(C) from batch_norm_forward_train");
+void cpu_backend::batch_norm_update_running_impl(const batch_norm_saved& saved, int64_t count_per_channel,
+                                                 float eps, float momentum, tensor& running_mean,
+                                                 tensor& running_var) {
   const int64_t channels = saved.mean.dim(0);
-  cpu::require_vector(op, "saved.inv_std", saved.inv_std, channels, "saved.mean");
-  cpu::require_vector(op, "running_mean", running_mean, channels, "saved.mean");
-  cpu::require_vector(op, "running_var", running_var, channels, "saved.mean");
-  if (count_per_channel < 2)
-    fail(op, "count_per_channel = " + std::to_string(count_per_channel) +
-                 ": the unbiased variance needs at least 2 values per channel (N·H·W ≥ 2)");
-  if (!(momentum >= 0.f && momentum <= 1.f))
-    fail(op, "momentum = " + std::to_string(momentum) + " must be in [0, 1]");
   const double bessel = static_cast<double>(count_per_channel) / static_cast<double>(count_per_channel - 1);
   for (int64_t c = 0; c < channels; ++c) {
     const double inv_std = saved.inv_std.data()[c];
@@ -104,19 +82,18 @@ void cpu_backend::batch_norm_update_running(const batch_norm_saved& saved, int64
   }
 }
 
-tensor cpu_backend::batch_norm_forward_eval(const tensor& x, const tensor& gamma, const tensor& beta,
-                                            const tensor& running_mean, const tensor& running_var,
-                                            float eps) {
-  const char* op = "batch_norm_forward_eval";
-  const nchw s = check_input(op, x, gamma, beta);
-  cpu::require_vector(op, "running_mean", running_mean, s.c, "x's channels");
-  cpu::require_vector(op, "running_var", running_var, s.c, "x's channels");
+tensor cpu_backend::batch_norm_forward_eval_impl(const tensor& x, const tensor& gamma, const tensor& beta,
+                                                 const tensor& running_mean, const tensor& running_var,
+                                                 float eps) {
+  const nchw s = extents_of(x);
   tensor scale = output({s.c}), shift = output({s.c});
   for (int64_t c = 0; c < s.c; ++c) {
     const float var = running_var.data()[c];
+    // A value only the kernel sees (on a device, after the call has returned).
     if (!(var + eps > 0.f))
-      fail(op, "running_var[" + std::to_string(c) + "] + eps = " + std::to_string(var + eps) +
-                   " is not positive: the running statistics are corrupt");
+      fail_op("batch_norm_forward_eval", "running_var[" + std::to_string(c) +
+                                             "] + eps = " + std::to_string(var + eps) +
+                                             " is not positive: the running statistics are corrupt");
     const double a = gamma.data()[c] / std::sqrt(static_cast<double>(var) + eps);
     scale.data()[c] = static_cast<float>(a);
     shift.data()[c] = static_cast<float>(beta.data()[c] - running_mean.data()[c] * a);
@@ -126,19 +103,10 @@ tensor cpu_backend::batch_norm_forward_eval(const tensor& x, const tensor& gamma
   return y;
 }
 
-tensor cpu_backend::batch_norm_backward(const tensor& x, const tensor& gamma, const batch_norm_saved& saved,
-                                        const tensor& dy, tensor& dgamma, tensor& dbeta) {
-  const char* op = "batch_norm_backward";
-  cpu::require_host(op, "x", x, 4, "(N, C, H, W)");
-  const int64_t channels = x.dim(1);
-  cpu::require_vector(op, "gamma", gamma, channels, "x's channels");
-  cpu::require_vector(op, "saved.mean", saved.mean, channels, "x's channels");
-  cpu::require_vector(op, "saved.inv_std", saved.inv_std, channels, "x's channels");
-  cpu::require_host(op, "dy", dy, 4, "(N, C, H, W)");
-  cpu::require_same_shape(op, "dy", dy, "x", x);
-  cpu::require_vector(op, "dgamma", dgamma, channels, "x's channels");
-  cpu::require_vector(op, "dbeta", dbeta, channels, "x's channels");
-  const nchw s{x.dim(0), channels, x.dim(2) * x.dim(3)};
+tensor cpu_backend::batch_norm_backward_impl(const tensor& x, const tensor& gamma,
+                                             const batch_norm_saved& saved, const tensor& dy, tensor& dgamma,
+                                             tensor& dbeta) {
+  const nchw s = extents_of(x);
   const double count = static_cast<double>(s.n * s.plane);
   tensor dx = output(x.shape());
   const float *in = x.data(), *grad = dy.data();

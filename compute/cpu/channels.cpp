@@ -1,20 +1,12 @@
 // Channel halves: split (N,2C,H,W) into two (N,C,H,W) and concatenate them back.
 #include <cstring>
 
-#include "compute/cpu/checks.hpp"
 #include "compute/cpu/cpu_backend.hpp"
 #include "compute/cpu/parallel.hpp"
 
 namespace petra {
 
-using cpu::fail;
-
-std::pair<tensor, tensor> cpu_backend::split_channels(const tensor& x) {
-  const char* op = "split_channels";
-  cpu::require_host(op, "x", x, 4, "(N, 2C, H, W)");
-  if (x.dim(1) % 2)
-    fail(op, "x " + x.shape_str() + " has " + std::to_string(x.dim(1)) +
-                 " channels, expected an even number: the split makes two equal halves");
+std::pair<tensor, tensor> cpu_backend::split_channels_impl(const tensor& x) {
   const shape_t half_shape{x.dim(0), x.dim(1) / 2, x.dim(2), x.dim(3)};
   tensor first = output(half_shape), second = output(half_shape);
   const int64_t n = x.dim(0);
@@ -30,11 +22,7 @@ std::pair<tensor, tensor> cpu_backend::split_channels(const tensor& x) {
   return {std::move(first), std::move(second)};
 }
 
-tensor cpu_backend::concat_channels(const tensor& a, const tensor& b) {
-  const char* op = "concat_channels";
-  cpu::require_host(op, "a", a, 4, "(N, C, H, W)");
-  cpu::require_host(op, "b", b, 4, "(N, C, H, W)");
-  cpu::require_same_shape(op, "a", a, "b", b);
+tensor cpu_backend::concat_channels_impl(const tensor& a, const tensor& b) {
   const int64_t n = a.dim(0);
   tensor y = output({n, 2 * a.dim(1), a.dim(2), a.dim(3)});
   const std::size_t half = static_cast<std::size_t>(a.dim(1) * a.dim(2) * a.dim(3)) * sizeof(float);

@@ -1,20 +1,13 @@
 // Softmax cross-entropy of logits (N,K) against integer labels, its gradient and hits.
 #include <cmath>
 
-#include "compute/cpu/checks.hpp"
 #include "compute/cpu/cpu_backend.hpp"
-#include "compute/op_checks.hpp"
 
 namespace petra {
 
-using cpu::fail;
-
-float cpu_backend::softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
-                                         tensor* dlogits, int64_t* correct) {
-  const char* op = "softmax_cross_entropy";
-  cpu::require_host(op, "logits", logits, 2, "(N, K)");
+float cpu_backend::softmax_cross_entropy_impl(const tensor& logits, const std::vector<int32_t>& labels,
+                                              tensor* dlogits, int64_t* correct) {
   const int64_t n = logits.dim(0), classes = logits.dim(1);
-  check_cross_entropy_labels(op, logits, labels);
 
   if (dlogits) *dlogits = output(logits.shape());
   double loss = 0;

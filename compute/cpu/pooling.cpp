@@ -1,18 +1,10 @@
 // Pooling: 2×2 stride-2 max pool (forward, backward) and global average pool.
-#include "compute/cpu/checks.hpp"
 #include "compute/cpu/cpu_backend.hpp"
 #include "compute/cpu/parallel.hpp"
 
 namespace petra {
 
 namespace {
-
-using cpu::fail;
-
-void require_even_plane(const char* op, const tensor& x) {
-  if (x.dim(2) % 2 || x.dim(3) % 2)
-    fail(op, "x " + x.shape_str() + " has an odd height or width: a 2×2 stride-2 pool needs both even");
-}
 
 /// Offset within the 2×2 window at (row 2i, column 2j) of the first maximum
 /// (row-major scan, as PyTorch): 0, 1, W or W + 1.
@@ -26,10 +18,7 @@ inline int64_t argmax_2x2(const float* top_left, int64_t width) {
 
 }  // namespace
 
-tensor cpu_backend::max_pool2x2_forward(const tensor& x) {
-  const char* op = "max_pool2x2_forward";
-  cpu::require_host(op, "x", x, 4, "(N, C, H, W)");
-  require_even_plane(op, x);
+tensor cpu_backend::max_pool2x2_forward_impl(const tensor& x) {
   const int64_t planes = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
   tensor y = output({x.dim(0), x.dim(1), h / 2, w / 2});
   const float* in = x.data();
@@ -45,14 +34,8 @@ tensor cpu_backend::max_pool2x2_forward(const tensor& x) {
   return y;
 }
 
-tensor cpu_backend::max_pool2x2_backward(const tensor& x, const tensor& dy) {
-  const char* op = "max_pool2x2_backward";
-  cpu::require_host(op, "x", x, 4, "(N, C, H, W)");
-  require_even_plane(op, x);
-  cpu::require_host(op, "dy", dy, 4, "(N, C, H/2, W/2)");
+tensor cpu_backend::max_pool2x2_backward_impl(const tensor& x, const tensor& dy) {
   const int64_t planes = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
-  if (dy.shape() != shape_t{x.dim(0), x.dim(1), h / 2, w / 2})
-    fail(op, "dy " + dy.shape_str() + " is not the pooled shape of x " + x.shape_str());
   tensor dx = output(x.shape());
   const float *in = x.data(), *grad = dy.data();
   float* out = dx.data();
@@ -70,11 +53,8 @@ tensor cpu_backend::max_pool2x2_backward(const tensor& x, const tensor& dy) {
   return dx;
 }
 
-tensor cpu_backend::global_avg_pool_forward(const tensor& x) {
-  const char* op = "global_avg_pool_forward";
-  cpu::require_host(op, "x", x, 4, "(N, C, H, W)");
+tensor cpu_backend::global_avg_pool_forward_impl(const tensor& x) {
   const int64_t planes = x.dim(0) * x.dim(1), area = x.dim(2) * x.dim(3);
-  if (area < 1) fail(op, "x " + x.shape_str() + " has an empty plane: nothing to average");
   tensor y = output({x.dim(0), x.dim(1)});
   const float* in = x.data();
   float* out = y.data();
@@ -89,14 +69,8 @@ tensor cpu_backend::global_avg_pool_forward(const tensor& x) {
   return y;
 }
 
-tensor cpu_backend::global_avg_pool_backward(const tensor& dy, const shape_t& x_shape) {
-  const char* op = "global_avg_pool_backward";
-  cpu::require_host(op, "dy", dy, 2, "(N, C)");
-  if (x_shape.size() != 4 || dy.shape() != shape_t{x_shape[0], x_shape[1]})
-    fail(op, "dy " + dy.shape_str() + " does not match x_shape " + to_string(x_shape) +
-                 ": expected x (N, C, H, W) and dy (N, C)");
+tensor cpu_backend::global_avg_pool_backward_impl(const tensor& dy, const shape_t& x_shape) {
   const int64_t planes = x_shape[0] * x_shape[1], area = x_shape[2] * x_shape[3];
-  if (area < 1) fail(op, "x_shape " + to_string(x_shape) + " has an empty plane");
   tensor dx = output(x_shape);
   const float* grad = dy.data();
   float* out = dx.data();

@@ -4,14 +4,7 @@
 
 namespace petra {
 
-using cuda::fail;
-
-std::pair<tensor, tensor> cuda_backend::split_channels(const tensor& x) {
-  const char* op = "split_channels";
-  require(op, "x", x, 4, "(N, 2C, H, W)");
-  if (x.dim(1) % 2)
-    fail(op, "x " + x.shape_str() + " has " + std::to_string(x.dim(1)) +
-                 " channels, expected an even number: the split makes two equal halves");
+std::pair<tensor, tensor> cuda_backend::split_channels_impl(const tensor& x) {
   enter();
   const shape_t half_shape{x.dim(0), x.dim(1) / 2, x.dim(2), x.dim(3)};
   tensor first = output(half_shape), second = output(half_shape);
@@ -28,11 +21,7 @@ std::pair<tensor, tensor> cuda_backend::split_channels(const tensor& x) {
   return {std::move(first), std::move(second)};
 }
 
-tensor cuda_backend::concat_channels(const tensor& a, const tensor& b) {
-  const char* op = "concat_channels";
-  require(op, "a", a, 4, "(N, C, H, W)");
-  require(op, "b", b, 4, "(N, C, H, W)");
-  cuda::require_same_shape(op, "a", a, "b", b);
+tensor cuda_backend::concat_channels_impl(const tensor& a, const tensor& b) {
   enter();
   tensor y = output({a.dim(0), 2 * a.dim(1), a.dim(2), a.dim(3)});
   const std::size_t half = static_cast<std::size_t>(a.dim(1) * a.dim(2) * a.dim(3)) * sizeof(float);

@@ -2,6 +2,9 @@
 #include "compute/cuda/checks.hpp"
 
 #include <limits>
+#include <stdexcept>
+
+#include "compute/op_checks.hpp"
 
 namespace petra::cuda {
 
@@ -109,37 +112,10 @@ void check_launch(const char* kernel) {
   }
 }
 
-void require_on(const char* op, const char* name, const tensor& t, const device& where, std::size_t rank,
-                const char* layout) {
-  if (!t.defined()) fail(op, std::string(name) + " is undefined: pass a tensor " + layout);
-  if (t.where() != where)
-    fail(op, std::string(name) + " " + t.shape_str() + " lives on " + t.where().str() +
-                 ", but this backend is " + where.str() +
-                 ": the hand-over is missing (export_for on the backend that made it, then import here)");
-  if (t.rank() != rank)
-    fail(op, std::string(name) + " " + t.shape_str() + " has rank " + std::to_string(t.rank()) +
-                 ", expected " + layout);
-}
-
-void require_same_shape(const char* op, const char* name_a, const tensor& a, const char* name_b,
-                        const tensor& b) {
-  if (a.shape() != b.shape())
-    fail(op, std::string(name_a) + " " + a.shape_str() + " and " + name_b + " " + b.shape_str() +
-                 " must have the same shape");
-}
-
-void require_vector(const char* op, const char* name, const tensor& t, const device& where, int64_t channels,
-                    const char* of) {
-  require_on(op, name, t, where, 1, "(C)");
-  if (t.dim(0) != channels)
-    fail(op, std::string(name) + " " + t.shape_str() + " has " + std::to_string(t.dim(0)) + " entries but " +
-                 of + " has " + std::to_string(channels));
-}
-
 int to_int(const char* op, const char* what, int64_t value) {
   if (value < 0 || value > std::numeric_limits<int>::max())
-    fail(op, std::string(what) + " = " + std::to_string(value) +
-                 " does not fit cuDNN/cuBLAS's int extents: split the micro-batch");
+    fail_op(op, std::string(what) + " = " + std::to_string(value) +
+                    " does not fit cuDNN/cuBLAS's int extents: split the micro-batch");
   return static_cast<int>(value);
 }
 

@@ -7,8 +7,6 @@
 
 namespace petra {
 
-using cuda::fail;
-
 cuda_backend::cuda_backend(int device_index, bool tf32, bool deterministic) : index_(device_index) {
   policy_.tf32 = tf32;
   policy_.deterministic = deterministic;
@@ -28,7 +26,7 @@ std::string cuda_backend::name() const {
 
 cudaStream_t cuda_backend::stream() const { return context_->stream(); }
 
-void cuda_backend::synchronize() {
+void cuda_backend::synchronize_impl() {
   enter();
   context_->synchronize();
 }
@@ -52,40 +50,26 @@ tensor cuda_backend::output(const shape_t& shape) {
   return tensor(shape, context_->allocate(static_cast<std::size_t>(numel_of(shape)) * sizeof(float)));
 }
 
-void cuda_backend::require(const char* op, const char* name, const tensor& t, std::size_t rank,
-                           const char* layout) const {
-  cuda::require_on(op, name, t, where(), rank, layout);
-}
-
-void cuda_backend::require_vector(const char* op, const char* name, const tensor& t, int64_t channels,
-                                  const char* of) const {
-  cuda::require_vector(op, name, t, where(), channels, of);
-}
-
-tensor cuda_backend::empty(const shape_t& shape) {
+tensor cuda_backend::empty_impl(const shape_t& shape) {
   enter();
   return output(shape);
 }
 
-tensor cuda_backend::zeros(const shape_t& shape) {
+tensor cuda_backend::zeros_impl(const shape_t& shape) {
   enter();
   tensor t = output(shape);
   if (t.numel()) PETRA_CUDA_CHECK(cudaMemsetAsync(t.data(), 0, t.bytes(), stream()));
   return t;
 }
 
-void cuda_backend::copy(const tensor& src, tensor& dst) {
-  require("copy", "src", src, src.rank(), "on this GPU");
-  require("copy", "dst", dst, dst.rank(), "on this GPU");
-  cuda::require_same_shape("copy", "src", src, "dst", dst);
+void cuda_backend::copy_impl(const tensor& src, tensor& dst) {
   enter();
   if (src.numel() && src.data() != dst.data())
     PETRA_CUDA_CHECK(
         cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice, stream()));
 }
 
-void cuda_backend::fill_zero(tensor& t) {
-  require("fill_zero", "t", t, t.rank(), "on this GPU");
+void cuda_backend::fill_zero_impl(tensor& t) {
   enter();
   if (t.numel()) PETRA_CUDA_CHECK(cudaMemsetAsync(t.data(), 0, t.bytes(), stream()));
 }

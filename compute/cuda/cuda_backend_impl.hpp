@@ -33,78 +33,75 @@ class cuda_backend final : public backend {
   cudaStream_t stream() const;
   /// Convolution shapes seen so far (each with its descriptors and algorithms).
   std::size_t conv_plans() const { return dnn_.conv_plans(); }
-
-  // cuda_backend.cpp
-  tensor empty(const shape_t& shape) override;
-  tensor zeros(const shape_t& shape) override;
-  void copy(const tensor& src, tensor& dst) override;
-  void fill_zero(tensor& t) override;
-  void synchronize() override;
   int64_t device_bytes_in_use() const override;
 
+ private:
+  // cuda_backend.cpp
+  tensor empty_impl(const shape_t& shape) override;
+  tensor zeros_impl(const shape_t& shape) override;
+  void copy_impl(const tensor& src, tensor& dst) override;
+  void fill_zero_impl(tensor& t) override;
+  void synchronize_impl() override;
+
   // handover.cpp: every copy between this GPU and anything else
-  tensor from_host(const tensor& host) override;
-  tensor to_host(const tensor& t) override;
-  tensor export_for(const tensor& t, const device& consumer) override;
-  tensor import(const tensor& t) override;
+  tensor from_host_impl(const tensor& host) override;
+  tensor to_host_impl(const tensor& t) override;
+  tensor export_for_impl(const tensor& t, const device& consumer) override;
+  tensor import_impl(const tensor& t) override;
 
   // conv2d.cpp
-  tensor conv2d_forward(const tensor& x, const tensor& w, const tensor& b, conv2d_params p) override;
-  tensor conv2d_backward_data(const tensor& dy, const tensor& w, const shape_t& x_shape,
-                              conv2d_params p) override;
-  void conv2d_backward_filter(const tensor& x, const tensor& dy, conv2d_params p, tensor& dw,
-                              tensor& db) override;
+  tensor conv2d_forward_impl(const tensor& x, const tensor& w, const tensor& b, conv2d_params p) override;
+  tensor conv2d_backward_data_impl(const tensor& dy, const tensor& w, const shape_t& x_shape,
+                                   conv2d_params p) override;
+  void conv2d_backward_filter_impl(const tensor& x, const tensor& dy, conv2d_params p, tensor& dw,
+                                   tensor& db) override;
 
   // batch_norm.cpp
-  tensor batch_norm_forward_train(const tensor& x, const tensor& gamma, const tensor& beta, float eps,
-                                  batch_norm_saved& saved) override;
-  void batch_norm_update_running(const batch_norm_saved& saved, int64_t count_per_channel, float eps,
-                                 float momentum, tensor& running_mean, tensor& running_var) override;
-  tensor batch_norm_forward_eval(const tensor& x, const tensor& gamma, const tensor& beta,
-                                 const tensor& running_mean, const tensor& running_var, float eps) override;
-  tensor batch_norm_backward(const tensor& x, const tensor& gamma, const batch_norm_saved& saved,
-                             const tensor& dy, tensor& dgamma, tensor& dbeta) override;
+  tensor batch_norm_forward_train_impl(const tensor& x, const tensor& gamma, const tensor& beta, float eps,
+                                       batch_norm_saved& saved) override;
+  void batch_norm_update_running_impl(const batch_norm_saved& saved, int64_t count_per_channel, float eps,
+                                      float momentum, tensor& running_mean, tensor& running_var) override;
+  tensor batch_norm_forward_eval_impl(const tensor& x, const tensor& gamma, const tensor& beta,
+                                      const tensor& running_mean, const tensor& running_var,
+                                      float eps) override;
+  tensor batch_norm_backward_impl(const tensor& x, const tensor& gamma, const batch_norm_saved& saved,
+                                  const tensor& dy, tensor& dgamma, tensor& dbeta) override;
 
   // pointwise.cpp
-  tensor relu_forward(const tensor& x) override;
-  tensor relu_backward(const tensor& y, const tensor& dy) override;
-  tensor add(const tensor& a, const tensor& b) override;
-  tensor sub(const tensor& a, const tensor& b) override;
-  void add_inplace(tensor& a, const tensor& b) override;
+  tensor relu_forward_impl(const tensor& x) override;
+  tensor relu_backward_impl(const tensor& y, const tensor& dy) override;
+  tensor add_impl(const tensor& a, const tensor& b) override;
+  tensor sub_impl(const tensor& a, const tensor& b) override;
+  void add_inplace_impl(tensor& a, const tensor& b) override;
 
   // pooling.cpp
-  tensor max_pool2x2_forward(const tensor& x) override;
-  tensor max_pool2x2_backward(const tensor& x, const tensor& dy) override;
-  tensor global_avg_pool_forward(const tensor& x) override;
-  tensor global_avg_pool_backward(const tensor& dy, const shape_t& x_shape) override;
+  tensor max_pool2x2_forward_impl(const tensor& x) override;
+  tensor max_pool2x2_backward_impl(const tensor& x, const tensor& dy) override;
+  tensor global_avg_pool_forward_impl(const tensor& x) override;
+  tensor global_avg_pool_backward_impl(const tensor& dy, const shape_t& x_shape) override;
 
   // linear.cpp
-  tensor linear_forward(const tensor& x, const tensor& w, const tensor& b) override;
-  tensor linear_backward_data(const tensor& dy, const tensor& w) override;
-  void linear_backward_weight(const tensor& x, const tensor& dy, tensor& dw, tensor& db) override;
+  tensor linear_forward_impl(const tensor& x, const tensor& w, const tensor& b) override;
+  tensor linear_backward_data_impl(const tensor& dy, const tensor& w) override;
+  void linear_backward_weight_impl(const tensor& x, const tensor& dy, tensor& dw, tensor& db) override;
 
   // channels.cpp
-  std::pair<tensor, tensor> split_channels(const tensor& x) override;
-  tensor concat_channels(const tensor& a, const tensor& b) override;
+  std::pair<tensor, tensor> split_channels_impl(const tensor& x) override;
+  tensor concat_channels_impl(const tensor& a, const tensor& b) override;
 
   // loss.cpp
-  float softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels, tensor* dlogits,
-                              int64_t* correct) override;
+  float softmax_cross_entropy_impl(const tensor& logits, const std::vector<int32_t>& labels, tensor* dlogits,
+                                   int64_t* correct) override;
 
   // sgd.cpp
-  void sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer,
-                  const sgd_update_params& p) override;
+  void sgd_update_impl(tensor& w, const tensor& grad, tensor& momentum_buffer,
+                       const sgd_update_params& p) override;
 
- private:
   /// Makes this backend's GPU current on the calling thread (every op starts here).
   void enter() const;
   /// A fresh, uninitialised tensor on this GPU.
   tensor output(const shape_t& shape);
-  void require(const char* op, const char* name, const tensor& t, std::size_t rank, const char* layout) const;
-  void require_vector(const char* op, const char* name, const tensor& t, int64_t channels,
-                      const char* of) const;
-  cuda::conv_plan& conv_plan_for(const char* op, const shape_t& x_shape, const shape_t& w_shape,
-                                 conv2d_params p);
+  cuda::conv_plan& conv_plan_for(const shape_t& x_shape, const shape_t& w_shape, conv2d_params p);
   /// `host` (a host tensor) copied to this GPU through pinned memory; `staged`: copy it into a
   /// staging block first (the caller may change `host` afterwards), else a pinned `host` is
   /// read in place and kept alive until the copy has run.

@@ -6,10 +6,9 @@
 #include "compute/cuda/checks.hpp"
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
+#include "compute/op_checks.hpp"
 
 namespace petra {
-
-using cuda::fail;
 
 namespace {
 
@@ -17,8 +16,8 @@ namespace {
 cuda::device_storage& memory_of(const char* op, const tensor& t) {
   auto* memory = dynamic_cast<cuda::device_storage*>(t.buffer().get());
   if (!memory)
-    fail(op, "the tensor " + t.shape_str() + " on " + t.where().str() +
-                 " was not made by a CUDA backend of this process: it has no stream to order it by");
+    fail_op(op, "the tensor " + t.shape_str() + " on " + t.where().str() +
+                    " was not made by a CUDA backend of this process: it has no stream to order it by");
   return *memory;
 }
 
@@ -51,21 +50,11 @@ tensor cuda_backend::download(const tensor& t) {
   return host;
 }
 
-tensor cuda_backend::from_host(const tensor& host) {
-  if (!host.defined()) fail("from_host", "the tensor is undefined: nothing to copy");
-  if (host.where().type != device_type::cpu)
-    fail("from_host", "the tensor " + host.shape_str() + " lives on " + host.where().str() +
-                          ", not on the host: hand it over with export_for on its maker and import here");
+tensor cuda_backend::from_host_impl(const tensor& host) {
   return upload(host, /*staged=*/true);  // the caller may change `host` as soon as this returns
 }
 
-tensor cuda_backend::to_host(const tensor& t) {
-  if (!t.defined()) fail("to_host", "the tensor is undefined: nothing to copy");
-  if (t.where() != where())
-    fail("to_host", "the tensor " + t.shape_str() + " lives on " + t.where().str() +
-                        ", but this backend is " + where().str() + ": ask the backend that made it");
-  return download(t);
-}
+tensor cuda_backend::to_host_impl(const tensor& t) { return download(t); }
 
 bool cuda_backend::reachable_from(int peer) {
   const auto known = reachable_.find(peer);
@@ -94,14 +83,12 @@ bool cuda_backend::reachable_from(int peer) {
   return possible != 0;
 }
 
-tensor cuda_backend::export_for(const tensor& t, const device& consumer) {
+tensor cuda_backend::export_for_impl(const tensor& t, const device& consumer) {
   const char* op = "export_for";
-  if (!t.defined()) return t;
-  require(op, "t", t, t.rank(), "on this GPU");
   cuda::device_storage& memory = memory_of(op, t);
   if (!memory.usable_by(*context_->shared_stream()))
-    fail(op, "the tensor " + t.shape_str() + " was made on another stream of " + where().str() +
-                 " and not imported by this backend: only its maker (or an importer) can export it");
+    fail_op(op, "the tensor " + t.shape_str() + " was made on another stream of " + where().str() +
+                    " and not imported by this backend: only its maker (or an importer) can export it");
   enter();
   if (consumer.type == device_type::cuda && (consumer.index == index_ || reachable_from(consumer.index))) {
     memory.record_ready(*context_->shared_stream());
@@ -111,22 +98,21 @@ tensor cuda_backend::export_for(const tensor& t, const device& consumer) {
   return download(t);
 }
 
-tensor cuda_backend::import(const tensor& t) {
+tensor cuda_backend::import_impl(const tensor& t) {
   const char* op = "import";
-  if (!t.defined()) return t;
   const device from = t.where();
   if (from.type == device_type::cpu)
     return upload(t, /*staged=*/false);  // a message's tensor stays unchanged
   if (from.type != device_type::cuda)
-    fail(op, "the tensor " + t.shape_str() + " lives on " + from.str() + ": it reaches " + where().str() +
-                 " through the host (export_for cpu on its maker)");
+    fail_op(op, "the tensor " + t.shape_str() + " lives on " + from.str() + ": it reaches " + where().str() +
+                    " through the host (export_for cpu on its maker)");
   cuda::device_storage& theirs = memory_of(op, t);
   const std::shared_ptr<cuda::stream_handle>& mine = context_->shared_stream();
   if (from == where() && theirs.usable_by(*mine)) return t;  // made or imported here already
   enter();
   if (!theirs.wait_ready(stream()))
-    fail(op, "the tensor " + t.shape_str() + " of " + from.str() +
-                 " was not exported: its maker must call export_for before it is sent");
+    fail_op(op, "the tensor " + t.shape_str() + " of " + from.str() +
+                    " was not exported: its maker must call export_for before it is sent");
   // From here this stream uses the memory: its free waits for the work queued here by then.
   theirs.add_user(mine);
   if (from == where()) return t;

@@ -4,27 +4,18 @@
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
 #include "compute/cuda/kernels.hpp"
-#include "compute/op_checks.hpp"
 
 namespace petra {
 
 namespace {
 
-using cuda::fail;
-
 const float one = 1.f, zero = 0.f;
 
 }  // namespace
 
-tensor cuda_backend::linear_forward(const tensor& x, const tensor& w, const tensor& b) {
+tensor cuda_backend::linear_forward_impl(const tensor& x, const tensor& w, const tensor& b) {
   const char* op = "linear_forward";
-  require(op, "x", x, 2, "(N, I)");
-  require(op, "w", w, 2, "(O, I)");
   const int64_t n = x.dim(0), in = x.dim(1), out = w.dim(0);
-  if (w.dim(1) != in)
-    fail(op, "x " + x.shape_str() + " has " + std::to_string(in) + " features but w " + w.shape_str() +
-                 " expects " + std::to_string(w.dim(1)));
-  if (b.defined()) require_vector(op, "b", b, out, "w's outputs (O)");
   enter();
   tensor y = output({n, out});
   if (b.defined()) cuda::kernels::broadcast_rows(b.data(), y.data(), n, out, stream());
@@ -41,14 +32,9 @@ tensor cuda_backend::linear_forward(const tensor& x, const tensor& w, const tens
   return y;
 }
 
-tensor cuda_backend::linear_backward_data(const tensor& dy, const tensor& w) {
+tensor cuda_backend::linear_backward_data_impl(const tensor& dy, const tensor& w) {
   const char* op = "linear_backward_data";
-  require(op, "dy", dy, 2, "(N, O)");
-  require(op, "w", w, 2, "(O, I)");
   const int64_t n = dy.dim(0), out = w.dim(0), in = w.dim(1);
-  if (dy.dim(1) != out)
-    fail(op, "dy " + dy.shape_str() + " has " + std::to_string(dy.dim(1)) + " outputs but w " +
-                 w.shape_str() + " has " + std::to_string(out));
   enter();
   tensor dx = output({n, in});
   if (n == 0 || in == 0) return dx;
@@ -64,14 +50,9 @@ tensor cuda_backend::linear_backward_data(const tensor& dy, const tensor& w) {
   return dx;
 }
 
-void cuda_backend::linear_backward_weight(const tensor& x, const tensor& dy, tensor& dw, tensor& db) {
+void cuda_backend::linear_backward_weight_impl(const tensor& x, const tensor& dy, tensor& dw, tensor& db) {
   const char* op = "linear_backward_weight";
-  require(op, "x", x, 2, "(N, I)");
-  require(op, "dy", dy, 2, "(N, O)");
-  require(op, "dw", dw, 2, "(O, I)");
-  check_linear_weight_grad_shapes(op, x, dy, dw);
   const int64_t n = x.dim(0), in = x.dim(1), out = dy.dim(1);
-  if (db.defined()) require_vector(op, "db", db, out, "dy's outputs (O)");
   enter();
   if (n > 0 && in > 0 && out > 0)
     // dwᵀ (I, O) += xᵀ (I, N) · dy (N, O); column-major x is xᵀ (I, N), dy is dyᵀ (O, N).

@@ -7,18 +7,12 @@
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
 #include "compute/cuda/kernels.hpp"
-#include "compute/op_checks.hpp"
 
 namespace petra {
 
-using cuda::fail;
-
-float cuda_backend::softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
-                                          tensor* dlogits, int64_t* correct) {
-  const char* op = "softmax_cross_entropy";
-  require(op, "logits", logits, 2, "(N, K)");
+float cuda_backend::softmax_cross_entropy_impl(const tensor& logits, const std::vector<int32_t>& labels,
+                                               tensor* dlogits, int64_t* correct) {
   const int64_t n = logits.dim(0), classes = logits.dim(1);
-  check_cross_entropy_labels(op, logits, labels);
   enter();
   const auto rows = static_cast<std::size_t>(n);
   // One scratch block: labels (int32), then per-row losses (double, 8-aligned), then hits (int32).

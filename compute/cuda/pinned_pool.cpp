@@ -1,4 +1,4 @@
-// Pinned host memory: the pool of blocks and the ring of uploads in flight.
+// Pinned host memory: its blocks (for the pool) and the ring of uploads in flight.
 #include "compute/cuda/pinned_pool.hpp"
 
 #include <cuda_runtime_api.h>
@@ -8,63 +8,21 @@
 
 namespace petra::cuda {
 
-namespace {
-
-constexpr std::size_t page = 4096;
-
-std::size_t round_up(std::size_t bytes) { return (bytes + page - 1) / page * page; }
-
-}  // namespace
-
 bool is_pinned(const tensor& t) { return dynamic_cast<const pinned_storage*>(t.buffer().get()) != nullptr; }
 
-std::shared_ptr<pinned_pool> pinned_pool::create(std::size_t max_idle_bytes) {
-  return std::make_shared<pinned_pool>(key{}, max_idle_bytes);
-}
-
-pinned_pool::~pinned_pool() {
-  for (auto& [bytes, blocks] : idle_)
-    for (void* block : blocks) cudaFreeHost(block);
-  cudaGetLastError();
-}
-
-tensor pinned_pool::empty(const shape_t& shape) {
-  const std::size_t bytes = static_cast<std::size_t>(numel_of(shape)) * sizeof(float);
-  if (bytes == 0) return tensor(shape, std::make_shared<pinned_storage>(nullptr, 0, device{}, nullptr));
-  const std::size_t rounded = round_up(bytes);
+void* pinned_memory::allocate(std::size_t bytes) {
   void* block = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto found = idle_.find(rounded);
-    if (found != idle_.end() && !found->second.empty()) {
-      block = found->second.back();
-      found->second.pop_back();
-      idle_bytes_ -= rounded;
-    }
-  }
-  if (!block) PETRA_CUDA_CHECK(cudaHostAlloc(&block, rounded, cudaHostAllocPortable));
-  // The deleter keeps the pool alive while any of its blocks is in use.
-  return tensor(shape, std::make_shared<pinned_storage>(
-                           block, bytes, device{},
-                           [pool = shared_from_this(), rounded](void* p) { pool->give_back(p, rounded); }));
+  PETRA_CUDA_CHECK(cudaHostAlloc(&block, bytes, cudaHostAllocPortable));
+  return block;
 }
 
-void pinned_pool::give_back(void* block, std::size_t rounded_bytes) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (idle_bytes_ + rounded_bytes <= max_idle_bytes_) {
-      idle_[rounded_bytes].push_back(block);
-      idle_bytes_ += rounded_bytes;
-      return;
-    }
-  }
+void pinned_memory::release(void* block) {
   cudaFreeHost(block);
-  cudaGetLastError();
+  cudaGetLastError();  // a failed free (the driver going away at exit) is not this caller's error
 }
 
-std::size_t pinned_pool::idle_bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return idle_bytes_;
+tensor pinned_memory::unpooled(const shape_t& shape) {
+  return tensor(shape, std::make_shared<pinned_storage>(nullptr, 0, device{}, nullptr));
 }
 
 upload_ring::~upload_ring() {

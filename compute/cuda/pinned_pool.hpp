@@ -5,11 +5,8 @@
 
 #include <cstddef>
 #include <deque>
-#include <memory>
-#include <mutex>
-#include <unordered_map>
-#include <vector>
 
+#include "compute/block_pool.hpp"
 #include "compute/cuda/streams.hpp"
 #include "compute/tensor.hpp"
 
@@ -24,29 +21,19 @@ class pinned_storage final : public storage {
 /// True when `t`'s buffer is pinned memory of a pinned_pool.
 bool is_pinned(const tensor& t);
 
-class pinned_pool : public std::enable_shared_from_this<pinned_pool> {
-  struct key {};
-
- public:
-  /// At most `max_idle_bytes` stay cached while unused; the rest goes back to the driver.
-  static std::shared_ptr<pinned_pool> create(std::size_t max_idle_bytes);
-  pinned_pool(key, std::size_t max_idle_bytes) : max_idle_bytes_(max_idle_bytes) {}
-  ~pinned_pool();
-  pinned_pool(const pinned_pool&) = delete;
-  pinned_pool& operator=(const pinned_pool&) = delete;
-
-  /// An uninitialised pinned host tensor (device `cpu`: any host code may read it).
-  tensor empty(const shape_t& shape);
-  std::size_t idle_bytes() const;
-
- private:
-  void give_back(void* block, std::size_t rounded_bytes);
-
-  const std::size_t max_idle_bytes_;
-  mutable std::mutex mutex_;
-  std::unordered_map<std::size_t, std::vector<void*>> idle_;  // by rounded size
-  std::size_t idle_bytes_ = 0;
+/// Blocks from cudaHostAlloc (portable: any device may copy from and to them); every size is
+/// pooled, an empty tensor has no block.
+struct pinned_memory {
+  using storage_type = pinned_storage;
+  static constexpr std::size_t min_pooled_bytes = 0;
+  static void* allocate(std::size_t bytes);
+  static void release(void* block);
+  static tensor unpooled(const shape_t& shape);
 };
+
+/// Pinned host tensors (device `cpu`: any host code may read them); at most `max_idle_bytes` stay
+/// cached while unused, the rest goes back to the driver.
+using pinned_pool = block_pool<pinned_memory>;
 
 /// The uploads a backend has queued and not yet seen finish: each keeps its pinned source (a
 /// staging block, or a pinned tensor of a message) alive until its event has passed.

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "compute/cpu/cpu_backend.hpp"
+#include "compute/op_checks.hpp"
 #include "compute/sim/sim_device.hpp"
 #include "compute/sim/sim_devices.hpp"
 #include "compute/sim/sim_storage.hpp"
@@ -11,10 +12,6 @@
 namespace petra {
 
 namespace {
-
-[[noreturn]] void fail(const char* op, const std::string& what) {
-  throw std::invalid_argument(std::string(op) + ": " + what);
-}
 
 /// Worker side: a copy of host tensor `t` in the kernels' recycled buffers (fresh pages would
 /// cost the copy its page faults).
@@ -55,28 +52,14 @@ tensor sim_backend::output(const shape_t& shape) {
       shape, std::make_shared<sim::sim_storage>(bytes, device_->index(), stream_->id(), device_->memory()));
 }
 
-void sim_backend::require(const char* op, const char* name, const tensor& t, int rank) const {
-  if (!t.defined()) fail(op, std::string(name) + " is undefined");
-  if (t.where() != where()) {
-    if (t.where().type == device_type::sim)
-      fail(op, std::string(name) + " " + t.shape_str() + " lives on " + t.where().str() + ", not on " +
-                   where().str() + ": the hand-over is missing (export_for on its maker, then import here)");
-    fail(op, std::string(name) + " " + t.shape_str() + " lives on " + t.where().str() + ", not on " +
-                 where().str() + ": the hand-over is missing (import it here first)");
-  }
+void sim_backend::check_usable(const char* op, const char* name, const tensor& t) const {
   const sim::sim_storage& s = sim::storage_of(t);
   if (!s.usable_by(stream_->id()))
-    fail(op,
-         std::string(name) + " " + t.shape_str() + " was made on stream " + std::to_string(s.owner()) +
-             " of " + where().str() + " and this backend (stream " + std::to_string(stream_->id()) +
-             ") has not imported it: the hand-over is missing (export_for on its maker, then import here)");
-  if (rank >= 0 && t.rank() != static_cast<std::size_t>(rank))
-    fail(op, std::string(name) + " " + t.shape_str() + " has rank " + std::to_string(t.rank()) +
-                 ", expected " + std::to_string(rank));
-}
-
-void sim_backend::require_optional(const char* op, const char* name, const tensor& t, int rank) const {
-  if (t.defined()) require(op, name, t, rank);
+    fail_op(
+        op,
+        std::string(name) + " " + t.shape_str() + " was made on stream " + std::to_string(s.owner()) +
+            " of " + where().str() + " and this backend (stream " + std::to_string(stream_->id()) +
+            ") has not imported it: the hand-over is missing (export_for on its maker, then import here)");
 }
 
 uint64_t sim_backend::enqueue(std::function<void(cpu_backend&)> work) {
@@ -90,56 +73,42 @@ tensor sim_backend::download(const tensor& t) {
   return *result;
 }
 
-tensor sim_backend::empty(const shape_t& shape) { return output(shape); }
+tensor sim_backend::empty_impl(const shape_t& shape) { return output(shape); }
 
-tensor sim_backend::zeros(const shape_t& shape) {
+tensor sim_backend::zeros_impl(const shape_t& shape) {
   tensor t = output(shape);
   enqueue([t](cpu_backend& cpu) { sim::storage_of(t).install(cpu.zeros(t.shape())); });
   return t;
 }
 
-tensor sim_backend::from_host(const tensor& host) {
-  if (!host.defined()) fail("from_host", "the tensor is undefined: nothing to copy");
-  if (host.where().type != device_type::cpu)
-    fail("from_host", "the tensor " + host.shape_str() + " lives on " + host.where().str() +
-                          ", not on the host: hand it over with export_for and import");
+tensor sim_backend::from_host_impl(const tensor& host) {
   tensor t = output(host.shape());
   // The caller may change `host` once this returns: the values are taken now, installed in order.
   enqueue([t, values = host.clone()](cpu_backend&) { sim::storage_of(t).install(values); });
   return t;
 }
 
-tensor sim_backend::to_host(const tensor& t) {
-  require("to_host", "t", t);
-  return download(t);
-}
+tensor sim_backend::to_host_impl(const tensor& t) { return download(t); }
 
-void sim_backend::copy(const tensor& src, tensor& dst) {
-  require("copy", "src", src);
-  require("copy", "dst", dst);
-  if (src.shape() != dst.shape())
-    fail("copy", "src " + src.shape_str() + " and dst " + dst.shape_str() + " must have the same shape");
+void sim_backend::copy_impl(const tensor& src, tensor& dst) {
   enqueue([src, dst](cpu_backend& cpu) {
     tensor out = sim::host_view(dst);
     cpu.copy(sim::host_view(src), out);
   });
 }
 
-void sim_backend::fill_zero(tensor& t) {
-  require("fill_zero", "t", t);
+void sim_backend::fill_zero_impl(tensor& t) {
   enqueue([t](cpu_backend& cpu) {
     tensor out = sim::host_view(t);
     cpu.fill_zero(out);
   });
 }
 
-void sim_backend::synchronize() { device_->drain(*stream_); }
+void sim_backend::synchronize_impl() { device_->drain(*stream_); }
 
 int64_t sim_backend::device_bytes_in_use() const { return device_->memory()->bytes.load(); }
 
-tensor sim_backend::export_for(const tensor& t, const device& consumer) {
-  if (!t.defined()) return t;
-  require("export_for", "t", t);
+tensor sim_backend::export_for_impl(const tensor& t, const device& consumer) {
   if (consumer.type == device_type::sim) {
     // This device or another simulated one: the consumer waits for this point (and copies).
     sim::storage_of(t).set_ready(device_->enqueue_record(*stream_));
@@ -149,8 +118,7 @@ tensor sim_backend::export_for(const tensor& t, const device& consumer) {
   return download(t);
 }
 
-tensor sim_backend::import(const tensor& t) {
-  if (!t.defined()) return t;
+tensor sim_backend::import_impl(const tensor& t) {
   const device from = t.where();
   if (from.type == device_type::cpu) {
     // A host tensor of a message is never written again: the upload reads it when its turn comes.
@@ -159,15 +127,15 @@ tensor sim_backend::import(const tensor& t) {
     return mine;
   }
   if (from.type != device_type::sim)
-    fail("import", "the tensor " + t.shape_str() + " lives on " + from.str() + ": a GPU and " +
-                       where().str() + " exchange tensors through the host (export_for cpu on its maker)");
+    fail_op("import", "the tensor " + t.shape_str() + " lives on " + from.str() + ": a GPU and " +
+                          where().str() + " exchange tensors through the host (export_for cpu on its maker)");
   sim::sim_storage& theirs = sim::storage_of(t);
   if (from == where() && theirs.usable_by(stream_->id())) return t;  // this stream's already
   const std::shared_ptr<sim::event> ready = theirs.ready();
   if (!ready)
-    fail("import", "the tensor " + t.shape_str() + " of " + from.str() + " (stream " +
-                       std::to_string(theirs.owner()) +
-                       ") was not exported: its maker must call export_for before it is sent");
+    fail_op("import", "the tensor " + t.shape_str() + " of " + from.str() + " (stream " +
+                          std::to_string(theirs.owner()) +
+                          ") was not exported: its maker must call export_for before it is sent");
   if (!options_.skip_import_wait) device_->enqueue_wait(*stream_, ready);
   if (from == where()) {
     theirs.add_user(stream_->id());  // the same memory: no copy

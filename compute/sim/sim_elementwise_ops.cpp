@@ -2,9 +2,7 @@
 // in sim_ops.cpp; the loss's scalars wait for the stream.
 #include <memory>
 
-#include "compute/cpu/checks.hpp"
 #include "compute/cpu/cpu_backend.hpp"
-#include "compute/op_checks.hpp"
 #include "compute/sim/sim_backend.hpp"
 #include "compute/sim/sim_device.hpp"
 #include "compute/sim/sim_storage.hpp"
@@ -13,8 +11,6 @@ namespace petra {
 
 namespace {
 
-using cpu::fail;
-using cpu::require_same_shape;
 using sim::host_view;
 using sim::install;
 
@@ -22,45 +18,31 @@ using sim::install;
 
 // --- pointwise --------------------------------------------------------------------------------
 
-tensor sim_backend::relu_forward(const tensor& x) {
-  require("relu_forward", "x", x);
+tensor sim_backend::relu_forward_impl(const tensor& x) {
   tensor y = output(x.shape());
   enqueue([x, y](cpu_backend& cpu) { install(y, cpu.relu_forward(host_view(x))); });
   return y;
 }
 
-tensor sim_backend::relu_backward(const tensor& y, const tensor& dy) {
-  const char* op = "relu_backward";
-  require(op, "y", y);
-  require(op, "dy", dy);
-  require_same_shape(op, "y", y, "dy", dy);
+tensor sim_backend::relu_backward_impl(const tensor& y, const tensor& dy) {
   tensor dx = output(y.shape());
   enqueue([y, dy, dx](cpu_backend& cpu) { install(dx, cpu.relu_backward(host_view(y), host_view(dy))); });
   return dx;
 }
 
-tensor sim_backend::add(const tensor& a, const tensor& b) {
-  require("add", "a", a);
-  require("add", "b", b);
-  require_same_shape("add", "a", a, "b", b);
+tensor sim_backend::add_impl(const tensor& a, const tensor& b) {
   tensor sum = output(a.shape());
   enqueue([a, b, sum](cpu_backend& cpu) { install(sum, cpu.add(host_view(a), host_view(b))); });
   return sum;
 }
 
-tensor sim_backend::sub(const tensor& a, const tensor& b) {
-  require("sub", "a", a);
-  require("sub", "b", b);
-  require_same_shape("sub", "a", a, "b", b);
+tensor sim_backend::sub_impl(const tensor& a, const tensor& b) {
   tensor difference = output(a.shape());
   enqueue([a, b, difference](cpu_backend& cpu) { install(difference, cpu.sub(host_view(a), host_view(b))); });
   return difference;
 }
 
-void sim_backend::add_inplace(tensor& a, const tensor& b) {
-  require("add_inplace", "a", a);
-  require("add_inplace", "b", b);
-  require_same_shape("add_inplace", "a", a, "b", b);
+void sim_backend::add_inplace_impl(tensor& a, const tensor& b) {
   enqueue([a, b](cpu_backend& cpu) {
     tensor ha = host_view(a);
     cpu.add_inplace(ha, host_view(b));
@@ -69,37 +51,26 @@ void sim_backend::add_inplace(tensor& a, const tensor& b) {
 
 // --- pooling ----------------------------------------------------------------------------------
 
-tensor sim_backend::max_pool2x2_forward(const tensor& x) {
-  require("max_pool2x2_forward", "x", x, 4);
-  if (x.dim(2) % 2 != 0 || x.dim(3) % 2 != 0)
-    fail("max_pool2x2_forward",
-         "x " + x.shape_str() + " has an odd height or width: a 2×2 stride-2 pool needs both even");
+tensor sim_backend::max_pool2x2_forward_impl(const tensor& x) {
   tensor y = output({x.dim(0), x.dim(1), x.dim(2) / 2, x.dim(3) / 2});
   enqueue([x, y](cpu_backend& cpu) { install(y, cpu.max_pool2x2_forward(host_view(x))); });
   return y;
 }
 
-tensor sim_backend::max_pool2x2_backward(const tensor& x, const tensor& dy) {
-  require("max_pool2x2_backward", "x", x, 4);
-  require("max_pool2x2_backward", "dy", dy, 4);
+tensor sim_backend::max_pool2x2_backward_impl(const tensor& x, const tensor& dy) {
   tensor dx = output(x.shape());
   enqueue(
       [x, dy, dx](cpu_backend& cpu) { install(dx, cpu.max_pool2x2_backward(host_view(x), host_view(dy))); });
   return dx;
 }
 
-tensor sim_backend::global_avg_pool_forward(const tensor& x) {
-  require("global_avg_pool_forward", "x", x, 4);
+tensor sim_backend::global_avg_pool_forward_impl(const tensor& x) {
   tensor y = output({x.dim(0), x.dim(1)});
   enqueue([x, y](cpu_backend& cpu) { install(y, cpu.global_avg_pool_forward(host_view(x))); });
   return y;
 }
 
-tensor sim_backend::global_avg_pool_backward(const tensor& dy, const shape_t& x_shape) {
-  require("global_avg_pool_backward", "dy", dy, 2);
-  if (x_shape.size() != 4 || dy.shape() != shape_t{x_shape[0], x_shape[1]})
-    fail("global_avg_pool_backward", "dy " + dy.shape_str() + " does not match x_shape " +
-                                         to_string(x_shape) + ": expected (N, C) of (N, C, H, W)");
+tensor sim_backend::global_avg_pool_backward_impl(const tensor& dy, const shape_t& x_shape) {
   tensor dx = output(x_shape);
   enqueue([dy, x_shape, dx](cpu_backend& cpu) {
     install(dx, cpu.global_avg_pool_backward(host_view(dy), x_shape));
@@ -109,12 +80,7 @@ tensor sim_backend::global_avg_pool_backward(const tensor& dy, const shape_t& x_
 
 // --- channels ---------------------------------------------------------------------------------
 
-std::pair<tensor, tensor> sim_backend::split_channels(const tensor& x) {
-  const char* op = "split_channels";
-  require(op, "x", x, 4);
-  if (x.dim(1) % 2 != 0)
-    fail(op, "x " + x.shape_str() + " has " + std::to_string(x.dim(1)) +
-                 " channels: a split into two halves needs an even number");
+std::pair<tensor, tensor> sim_backend::split_channels_impl(const tensor& x) {
   const shape_t half{x.dim(0), x.dim(1) / 2, x.dim(2), x.dim(3)};
   tensor first = output(half), second = output(half);
   enqueue([x, first, second](cpu_backend& cpu) {
@@ -125,11 +91,7 @@ std::pair<tensor, tensor> sim_backend::split_channels(const tensor& x) {
   return {first, second};
 }
 
-tensor sim_backend::concat_channels(const tensor& a, const tensor& b) {
-  const char* op = "concat_channels";
-  require(op, "a", a, 4);
-  require(op, "b", b, 4);
-  require_same_shape(op, "a", a, "b", b);
+tensor sim_backend::concat_channels_impl(const tensor& a, const tensor& b) {
   tensor y = output({a.dim(0), 2 * a.dim(1), a.dim(2), a.dim(3)});
   enqueue([a, b, y](cpu_backend& cpu) { install(y, cpu.concat_channels(host_view(a), host_view(b))); });
   return y;
@@ -137,11 +99,8 @@ tensor sim_backend::concat_channels(const tensor& a, const tensor& b) {
 
 // --- loss: its scalars wait for the stream ----------------------------------------------------
 
-float sim_backend::softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
-                                         tensor* dlogits, int64_t* correct) {
-  const char* op = "softmax_cross_entropy";
-  require(op, "logits", logits, 2);
-  check_cross_entropy_labels(op, logits, labels);
+float sim_backend::softmax_cross_entropy_impl(const tensor& logits, const std::vector<int32_t>& labels,
+                                              tensor* dlogits, int64_t* correct) {
   const tensor gradient = dlogits ? output(logits.shape()) : tensor{};
   struct scalars {
     float loss = 0;
@@ -162,13 +121,8 @@ float sim_backend::softmax_cross_entropy(const tensor& logits, const std::vector
 
 // --- optimizer --------------------------------------------------------------------------------
 
-void sim_backend::sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer,
-                             const sgd_update_params& p) {
-  const char* op = "sgd_update";
-  require(op, "w", w);
-  require(op, "grad", grad);
-  require_optional(op, "momentum_buffer", momentum_buffer);
-  require_same_shape(op, "grad", grad, "w", w);
+void sim_backend::sgd_update_impl(tensor& w, const tensor& grad, tensor& momentum_buffer,
+                                  const sgd_update_params& p) {
   enqueue([w, grad, momentum_buffer, p](cpu_backend& cpu) {
     tensor hw = host_view(w), hm = host_view(momentum_buffer);
     cpu.sgd_update(hw, host_view(grad), hm, p);

@@ -1,6 +1,8 @@
 // What the CUDA backend can check on any machine: availability with a reason, the factory's
-// refusal, cuDNN descriptor shapes (no GPU needed), status messages and preconditions.
+// refusal, cuDNN descriptor shapes (no GPU needed), status messages and its int extents.
 #include <doctest/doctest.h>
+
+#include <stdexcept>
 
 #include "compute/backend_factory.hpp"
 #include "compute/cuda/checks.hpp"
@@ -86,20 +88,11 @@ TEST_CASE("a failed call names the call, the status and what to do") {
   CHECK_NOTHROW(PETRA_CUDA_CHECK(CUDNN_STATUS_SUCCESS));
 }
 
-TEST_CASE("preconditions name the op, the tensor and where it lives") {
-  const tensor host = tensor::zeros({2, 3});
-  const device gpu{device_type::cuda, 0};
-  CHECK_THROWS_WITH_AS(cuda::require_on("relu_forward", "x", host, gpu, 2, "(N, C)"),
-                       doctest::Contains("relu_forward: x (2, 3) lives on cpu, but this backend is cuda:0"),
-                       std::invalid_argument);
-  // A tensor that claims cuda:0 (no memory behind it: only its device is looked at).
-  const tensor on_gpu({2, 3}, std::make_shared<storage>(nullptr, 24, gpu, nullptr));
-  CHECK_NOTHROW(cuda::require_on("relu_forward", "x", on_gpu, gpu, 2, "(N, C)"));
-  CHECK_THROWS_WITH_AS(cuda::require_on("conv2d_forward", "x", on_gpu, gpu, 4, "(N, C, H, W)"),
-                       doctest::Contains("has rank 2, expected (N, C, H, W)"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(
-      cuda::require_vector("batch_norm_forward_train", "gamma", on_gpu.reshaped({6}), gpu, 4, "x's channels"),
-      doctest::Contains("has 6 entries but x's channels has 4"), std::invalid_argument);
+// The ops' preconditions (device, rank, channels) are the interface's, the same for every backend:
+// tests/backends/op_checks_test.cpp. What is the CUDA backend's own: cuDNN and cuBLAS take ints.
+TEST_CASE("an extent beyond cuDNN's and cuBLAS's int is refused, naming the op") {
   CHECK_THROWS_WITH_AS(cuda::to_int("linear_forward", "N", int64_t{1} << 40),
-                       doctest::Contains("does not fit"), std::invalid_argument);
+                       doctest::Contains("linear_forward: N = 1099511627776 does not fit"),
+                       std::invalid_argument);
+  CHECK(cuda::to_int("linear_forward", "N", 1024) == 1024);
 }

@@ -1,0 +1,102 @@
+// The table's linear, loss and optimizer cases.
+#include <array>
+
+#include "tests/backends/op_table.hpp"
+#include "tests/backends/parity_measures.hpp"
+
+namespace petra::testing {
+
+namespace {
+
+std::vector<op_case> linear_cases(std::mt19937& rng) {
+  std::vector<op_case> cases;
+  for (const auto& [n, in, out] :
+       std::vector<std::array<int64_t, 3>>{{4, 6, 10}, {128, 1024, 10}, {3, 1, 1}, {5, 7, 3}}) {
+    const tensor x = random_host({n, in}, rng), w = random_host({out, in}, rng), b = random_host({out}, rng);
+    const tensor dy = random_host({n, out}, rng), dw = random_host({out, in}, rng),
+                 db = random_host({out}, rng);
+    cases.push_back({"linear_forward with and without bias, backward_data, backward_weight twice: N " +
+                         std::to_string(n) + " I " + std::to_string(in) + " O " + std::to_string(out),
+                     {x, w, b, dy, dw, db},
+                     [](backend& be, std::vector<tensor>& t) {
+                       const tensor y = be.linear_forward(t[0], t[1], t[2]);
+                       const tensor y_no_bias = be.linear_forward(t[0], t[1], tensor{});
+                       const tensor dx = be.linear_backward_data(t[3], t[1]);
+                       for (int pass = 0; pass < 2; ++pass) be.linear_backward_weight(t[0], t[3], t[4], t[5]);
+                       return op_result{{y, y_no_bias, dx, t[4], t[5]}};
+                     },
+                     // db is a sum of our own, not a GEMM: fp32 round-off even with TF32.
+                     {parity::tf32, parity::tf32, parity::tf32, parity::tf32, parity::rounding}});
+  }
+  return cases;
+}
+
+op_case loss_case(const tensor& logits, const std::vector<int32_t>& labels) {
+  return {"softmax_cross_entropy with and without its gradient: logits " + logits.shape_str(),
+          {logits},
+          [labels](backend& be, std::vector<tensor>& in) {
+            tensor dlogits;
+            int64_t correct = -1, eval_correct = -1;
+            const float loss = be.softmax_cross_entropy(in[0], labels, &dlogits, &correct);
+            const float eval_loss = be.softmax_cross_entropy(in[0], labels, nullptr, &eval_correct);
+            const float bare_loss = be.softmax_cross_entropy(in[0], labels, nullptr, nullptr);
+            return op_result{{dlogits},
+                             {loss, static_cast<double>(correct), eval_loss,
+                              static_cast<double>(eval_correct), bare_loss}};
+          },
+          {parity::rounding}};
+}
+
+std::vector<op_case> loss_cases(std::mt19937& rng) {
+  std::vector<op_case> cases;
+  for (const auto& [n, k] : std::vector<std::array<int64_t, 2>>{{128, 10}, {5, 1000}, {1, 1}}) {
+    std::vector<int32_t> labels;
+    const tensor logits = random_host({n, k}, rng, 4.f);
+    for (int64_t i = 0; i < n; ++i) labels.push_back(static_cast<int32_t>(rng() % k));
+    cases.push_back(loss_case(logits, labels));
+  }
+  cases.push_back(loss_case(random_host({6, 5}, rng, 2.f), {0, 4, 2, 2, 1, 3}));
+  return cases;
+}
+
+struct sgd_setting {
+  sgd_update_params p;
+  shape_t shape;
+  bool warm_buffer;  // a non-zero momentum buffer; otherwise zero, PyTorch's start
+};
+
+std::vector<op_case> sgd_cases(std::mt19937& rng) {
+  const std::vector<sgd_setting> settings = {{{0.1f, 0.f, 0.f, false, 1.f}, {33, 7}, false},
+                                             {{0.1f, 0.9f, 5e-4f, false, 0.5f}, {33, 7}, false},
+                                             {{0.05f, 0.9f, 5e-4f, true, 0.25f}, {33, 7}, false},
+                                             {{0.2f, 0.f, 1e-2f, false, 1.f}, {33, 7}, false},
+                                             {{0.1f, 0.9f, 5e-4f, true, 0.5f}, {4, 3}, true}};
+  std::vector<op_case> cases;
+  for (const sgd_setting& s : settings) {
+    const sgd_update_params p = s.p;
+    const tensor buffer = s.warm_buffer ? random_host(s.shape, rng) : tensor::zeros(s.shape);
+    cases.push_back({"sgd_update, three steps: momentum " + std::to_string(p.momentum) + " nesterov " +
+                         std::to_string(p.nesterov) + " weight decay " + std::to_string(p.weight_decay) +
+                         " grad scale " + std::to_string(p.grad_scale) + ", " + to_string(s.shape),
+                     {random_host(s.shape, rng), buffer, random_host(s.shape, rng), random_host(s.shape, rng),
+                      random_host(s.shape, rng)},
+                     [p](backend& be, std::vector<tensor>& in) {
+                       for (int step = 0; step < 3; ++step) be.sgd_update(in[0], in[2 + step], in[1], p);
+                       return op_result{{in[0], in[1]}};
+                     },
+                     {parity::rounding}});
+  }
+  return cases;
+}
+
+}  // namespace
+
+std::vector<op_case> dense_cases() {
+  std::mt19937 rng(4);
+  std::vector<op_case> cases = linear_cases(rng);
+  for (op_case& c : loss_cases(rng)) cases.push_back(std::move(c));
+  for (op_case& c : sgd_cases(rng)) cases.push_back(std::move(c));
+  return cases;
+}
+
+}  // namespace petra::testing
