@@ -21,6 +21,7 @@
 #include "compute/pipeline/partition.hpp"
 #include "compute/pipeline/stage.hpp"
 #include "training/simulator.hpp"
+#include "training/tick_schedule.hpp"
 
 namespace {
 

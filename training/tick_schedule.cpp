@@ -7,6 +7,10 @@ namespace petra {
 
 int64_t round_trip_ticks(std::size_t j, std::size_t J) { return 2 * static_cast<int64_t>(J - 1 - j); }
 
+int64_t entry_spacing(method_kind kind, std::size_t J) {
+  return kind == method_kind::backprop ? 2 * static_cast<int64_t>(J) - 1 : 1;
+}
+
 int64_t link_delay_ticks(const config::run_config& c) {
   const std::size_t J = stage_sizes(c).size();
   int64_t sum = 0;

@@ -5,12 +5,17 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "compute/pipeline/method.hpp"
 #include "config/config.hpp"
 
 namespace petra {
 
 /// Ticks from a micro-batch's forward at stage j (from 0) of J to its backward there: 2(J−1−j).
 int64_t round_trip_ticks(std::size_t j, std::size_t J);
+
+/// Ticks between two micro-batches entering a pipeline of J stages: backprop keeps one micro-batch in
+/// flight (its round trip takes 2J − 1 ticks), every other method feeds one per tick.
+int64_t entry_spacing(method_kind kind, std::size_t J);
 
 /// Lockstep's injected link delays (faults.forward_delay, faults.backward_delay), in ticks, summed
 /// over every link of the pipeline: what a micro-batch's round trip from stage 1 takes longer.

@@ -26,8 +26,4 @@ stage_options method_options::for_stage(int inversion_sample_every) const {
   return o;
 }
 
-int64_t entry_spacing(method_kind kind, std::size_t J) {
-  return kind == method_kind::backprop ? 2 * static_cast<int64_t>(J) - 1 : 1;
-}
-
 }  // namespace petra

@@ -22,8 +22,4 @@ struct method_options {
   stage_options for_stage(int inversion_sample_every) const;
 };
 
-/// Ticks between two micro-batches entering a pipeline of J stages: backprop keeps one micro-batch in
-/// flight (its round trip takes 2J − 1 ticks), every other method feeds one per tick.
-int64_t entry_spacing(method_kind kind, std::size_t J);
-
 }  // namespace petra

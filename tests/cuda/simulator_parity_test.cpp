@@ -7,6 +7,7 @@
 #include "compute/pipeline/partition.hpp"
 #include "tests/cuda/parity.hpp"
 #include "training/simulator.hpp"
+#include "training/tick_schedule.hpp"
 
 using namespace petra;
 using namespace petra::testing;

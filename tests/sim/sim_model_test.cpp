@@ -13,6 +13,7 @@
 #include "compute/pipeline/partition.hpp"
 #include "tests/sim/sim_fixture.hpp"
 #include "training/simulator.hpp"
+#include "training/tick_schedule.hpp"
 
 using namespace petra;
 using namespace petra::testing;

@@ -7,6 +7,7 @@
 #include "compute/pipeline/partition.hpp"
 #include "tests/compute/gradcheck.hpp"
 #include "training/simulator.hpp"
+#include "training/tick_schedule.hpp"
 
 namespace petra::testing {
 
