@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,43 @@ void describe(Fields& f, local_recovery_record& r) {
   f("restored_from", r.restored_from);
   f("lost_micro_batches", r.lost_micro_batches);
   f("recovery_seconds", r.recovery_seconds);
+}
+
+/// The `{"event":"failure"}` line of a failed attempt that rolled every stage back and replays.
+struct rollback_record {
+  int epoch = 0;
+  int64_t position = 0;  // the phase's first micro-batch in its epoch
+  std::string kind;
+  std::optional<int> stage;  // 1-based; null when no stage was named
+  int64_t tick = 0;
+  std::string what;
+  int attempt = 0;
+  std::optional<int64_t> completed_before_failure;  // null when stage 1 was lost (not known)
+  int64_t faults_injected = 0, duplicates_discarded = 0;
+  double recovery_seconds = 0;
+  std::string restored_from;  // snapshot | checkpoint
+  std::string recovery;       // "global", or "global (why not local)"
+  int64_t replayed_micro_batches = 0;
+};
+
+template <class Fields>
+void describe(Fields& f, rollback_record& r) {
+  using json_record::presence;
+  f.tag("event", "failure");
+  f("epoch", r.epoch);
+  f("position", r.position);
+  f("kind", r.kind);
+  f("stage", r.stage, presence::optional);
+  f("tick", r.tick);
+  f("what", r.what);
+  f("attempt", r.attempt);
+  f("completed_before_failure", r.completed_before_failure, presence::optional);
+  f("faults_injected", r.faults_injected);
+  f("duplicates_discarded", r.duplicates_discarded);
+  f("recovery_seconds", r.recovery_seconds);
+  f("restored_from", r.restored_from);
+  f("recovery", r.recovery);
+  f("replayed_micro_batches", r.replayed_micro_batches);
 }
 
 /// The metrics line of a stage-local recovery in the phase that started at (epoch, position); the

@@ -8,6 +8,7 @@
 
 #include "compute/serialize/atomic_file.hpp"
 #include "training/accounting.hpp"
+#include "training/metrics_records.hpp"
 #include "training/prepared_run.hpp"
 #include "training/progress.hpp"
 #include "training/restore_points.hpp"
@@ -159,22 +160,22 @@ class run {
         const double seconds = seconds_since(t0);
         account_.add_failure(e, std::max<int64_t>(0, kept), std::max<int64_t>(0, e.completed - kept), replay,
                              seconds);  // (stage 1 lost: what it had undone is not known)
-        dir_.log(
-            {{"event", "failure"},
-             {"epoch", request.epoch},
-             {"position", request.first},
-             {"kind", to_string(e.kind())},
-             {"stage", e.stage() >= 0 ? nlohmann::json(e.stage() + 1) : nlohmann::json()},
-             {"tick", e.tick()},
-             {"what", e.what()},
-             {"attempt", attempt.attempt},
-             {"completed_before_failure", e.completed < 0 ? nlohmann::json() : nlohmann::json(e.completed)},
-             {"faults_injected", total(e.faults).injected()},
-             {"duplicates_discarded", total(e.faults).duplicates_discarded},
-             {"recovery_seconds", seconds},
-             {"restored_from", attempt.resume ? "snapshot" : "checkpoint"},
-             {"recovery", e.not_local.empty() ? "global" : "global (" + e.not_local + ")"},
-             {"replayed_micro_batches", replay}});
+        rollback_record line;
+        line.epoch = request.epoch;
+        line.position = request.first;
+        line.kind = to_string(e.kind());
+        if (e.stage() >= 0) line.stage = e.stage() + 1;
+        line.tick = e.tick();
+        line.what = e.what();
+        line.attempt = attempt.attempt;
+        if (e.completed >= 0) line.completed_before_failure = e.completed;
+        line.faults_injected = total(e.faults).injected();
+        line.duplicates_discarded = total(e.faults).duplicates_discarded;
+        line.recovery_seconds = seconds;
+        line.restored_from = attempt.resume ? "snapshot" : "checkpoint";
+        line.recovery = e.not_local.empty() ? "global" : "global (" + e.not_local + ")";
+        line.replayed_micro_batches = replay;
+        dir_.log(json_record::write(line));
       }
     }
   }
@@ -188,27 +189,26 @@ class run {
     const double seconds = seconds_since(epoch_clock_) - eval_seconds_;
     epoch_clock_ = clock_type::now();
     eval_seconds_ = 0;
-    nlohmann::json stages = nlohmann::json::array();
+    epoch_record line;
     for (std::size_t j = 0; j < e.stages.size(); ++j)
-      stages.push_back(stage_json(e.stages[j], e.faults[j], cfg, J_));
+      line.stages.push_back(stage_line(e.stages[j], e.faults[j], cfg, J_));
     for (const data::bad_image& bad : p_.data.new_bad_images())
       dir_.log({{"event", "bad_image"}, {"path", bad.path}, {"reason", bad.reason}});
     const double waited = p_.data.train_feed->waited_seconds();
     const double images_per_s = seconds > 0 ? e.train.samples / seconds : 0.0;
-    dir_.log({{"event", "epoch"},
-              {"epoch", e.epoch},
-              {"runtime", config::to_string(cfg.runtime.mode)},
-              {"evaluated", waves() ? "live weights (evaluation wave)" : "drained pipeline"},
-              {"train_loss", e.train.mean_loss()},
-              {"train_accuracy", e.train.accuracy()},
-              {"test_loss", e.test.loss},
-              {"test_accuracy", e.test.accuracy},
-              {"images_per_s", images_per_s},
-              {"epoch_seconds", seconds},
-              {"lr", p_.runtime->current_lr()},
-              {"loader_wait_seconds", waited - waited_before_},
-              {"bad_images", p_.data.bad_image_count()},
-              {"stages", stages}});
+    line.epoch = e.epoch;
+    line.runtime = config::to_string(cfg.runtime.mode);
+    line.evaluated = waves() ? "live weights (evaluation wave)" : "drained pipeline";
+    line.train_loss = e.train.mean_loss();
+    line.train_accuracy = e.train.accuracy();
+    line.test_loss = e.test.loss;
+    line.test_accuracy = e.test.accuracy;
+    line.images_per_s = images_per_s;
+    line.epoch_seconds = seconds;
+    line.lr = p_.runtime->current_lr();
+    line.loader_wait_seconds = waited - waited_before_;
+    line.bad_images = p_.data.bad_image_count();
+    dir_.log(json_record::write(line));
     waited_before_ = waited;
     std::printf("epoch %d/%d  train loss %.4f acc %.2f%%  test loss %.4f acc %.2f%%  %.0f img/s  %.1f s\n",
                 e.epoch, cfg.training.epochs, e.train.mean_loss(), 100 * e.train.accuracy(), e.test.loss,
@@ -218,12 +218,13 @@ class run {
 
   void summarize(double wall) {
     const double images_per_s = train_seconds_ > 0 ? train_images_ / train_seconds_ : 0.0;
-    dir_.log({{"event", "summary"},
-              {"test_accuracy", last_test_accuracy_},
-              {"micro_batches", account_.json()},
-              {"wall_seconds", wall},
-              {"train_seconds", train_seconds_},
-              {"images_per_s", images_per_s}});
+    summary_record line;
+    line.test_accuracy = last_test_accuracy_;
+    line.micro_batches = account_;
+    line.wall_seconds = wall;
+    line.train_seconds = train_seconds_;
+    line.images_per_s = images_per_s;
+    dir_.log(json_record::write(line));
     std::printf("done: test accuracy %.2f%%, wall %.1f s, %.0f img/s training -> %s\n",
                 100 * last_test_accuracy_, wall, images_per_s, dir_.path().c_str());
     account_.print();
