@@ -10,13 +10,9 @@
 #include <cstdlib>
 #include <string>
 
-namespace petra::testing {
+#include "tests/petra_command.hpp"
 
-/// The petra binary: $PETRA_BINARY where set (a bundle run on another machine), else this build's.
-inline const char* petra_binary() {
-  const char* from_environment = std::getenv("PETRA_BINARY");
-  return from_environment && *from_environment ? from_environment : PETRA_BINARY;
-}
+namespace petra::testing {
 
 class node_process {
  public:

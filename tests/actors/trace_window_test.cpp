@@ -1,31 +1,18 @@
 // output.trace_steps fitted to the run: a run shorter than the window still writes a timeline with
 // spans and flows, and a window set to start after the run's end is refused before anything is written.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
-
 #include "tests/actors/node_process.hpp"
 #include "tests/actors/trace_checks.hpp"
+#include "tests/petra_command.hpp"
 
 using namespace petra;
 using namespace petra::testing;
 
 namespace {
 
-/// `petra train ci_smoke` (one epoch, 32 micro-batches of 32) into `r.root`/`name`; its output.
-std::pair<int, std::string> train_ci_smoke(const run_here& r, const std::string& name,
-                                           const std::string& sets) {
-  const std::string command = std::string(petra_binary()) +
-                              " train ci_smoke --set output.dir=" + r.root.string() +
-                              " --set output.name=" + name + " " + sets + " 2>&1";
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+/// `petra train ci_smoke` (one epoch, 32 micro-batches of 32) into `r.root`/`name`.
+command_result train_ci_smoke(const run_here& r, const std::string& name, const std::string& sets) {
+  return run_petra("train ci_smoke --set output.dir=" + r.root.string() + " --set output.name=" + name + " " +
+                   sets);
 }
 
 }  // namespace

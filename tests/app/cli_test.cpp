@@ -5,23 +5,11 @@
 #include <cstdio>
 #include <string>
 
+#include "tests/petra_command.hpp"
+
 namespace {
 
-struct result {
-  int code;
-  std::string output;
-};
-
-result run(const std::string& args) {
-  const std::string command = std::string(PETRA_BINARY) + " " + args + " 2>&1";
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+petra::testing::command_result run(const std::string& args) { return petra::testing::run_petra(args); }
 
 }  // namespace
 

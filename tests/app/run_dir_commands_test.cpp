@@ -1,9 +1,7 @@
 // Every command that reads a run directory (eval, report, train --resume) accepts each one petra
 // writes: simulate, lockstep and async runs, traced, with faults, with a stage on a petra node.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,27 +10,12 @@
 #include <string>
 
 #include "tests/actors/node_process.hpp"
+#include "tests/petra_command.hpp"
 #include "tests/skip.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-struct result {
-  int code;
-  std::string output;
-};
-
-result petra(const std::string& args) {
-  const std::string command = std::string(petra::testing::petra_binary()) + " " + args + " 2>&1";
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
 
 struct scratch_dir {
   fs::path path = fs::temp_directory_path() / ("petra-run-dir-commands-" + std::to_string(::getpid()));
@@ -65,15 +48,16 @@ void check_commands(const scratch_dir& out, const std::string& name, const std::
   const fs::path run = out.path / name;
   const std::string common = " --set output.dir=" + out.path.string() + " --set output.name=" + name +
                              " --set training.epochs=2 --set data.train_limit=512 --set data.test_limit=256 ";
-  const result first = petra("train ci_smoke --stop-after-epoch 1" + common + sets);
+  const petra::testing::command_result first =
+      petra::testing::run_petra("train ci_smoke --stop-after-epoch 1" + common + sets);
   INFO(first.output);
   REQUIRE(first.code == 0);
-  const result resumed = petra("train --resume " + run.string());
+  const petra::testing::command_result resumed = petra::testing::run_petra("train --resume " + run.string());
   INFO(resumed.output);
   REQUIRE(resumed.code == 0);
   CHECK(resumed.output.find("done: test accuracy") != std::string::npos);
 
-  const result evaluated = petra("eval " + run.string());
+  const petra::testing::command_result evaluated = petra::testing::run_petra("eval " + run.string());
   INFO(evaluated.output);
   REQUIRE(evaluated.code == 0);
   std::smatch accuracy;
@@ -82,8 +66,8 @@ void check_commands(const scratch_dir& out, const std::string& name, const std::
   REQUIRE(!expected.empty());
   CHECK(accuracy[1].str() == expected);
 
-  const result reported =
-      petra("report " + run.string() + " --output " + (out.path / (name + "-report")).string());
+  const petra::testing::command_result reported = petra::testing::run_petra(
+      "report " + run.string() + " --output " + (out.path / (name + "-report")).string());
   INFO(reported.output);
   CHECK(reported.code == 0);
   CHECK(fs::exists(out.path / (name + "-report") / "report.html"));
