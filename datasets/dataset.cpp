@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cmath>
+#include <utility>
 
 #include "datasets/cifar10.hpp"
 #include "datasets/idx.hpp"
@@ -10,17 +11,49 @@
 
 namespace petra::data {
 
-dataset load_dataset(const std::string& kind, const std::string& dir, bool train) {
-  if (kind == "fashion-mnist" || kind == "mnist") return load_mnist_like(dir, train, kind);
-  if (kind == "cifar10") return load_cifar10(dir, train);
-  if (kind == "imagenet32") return load_imagenet32(dir, train);
-  if (kind == "imagenet") {
-    throw std::invalid_argument(
-        "dataset kind 'imagenet' is read from its files on demand and has no in-memory form: open it with "
-        "open_dataset (datasets/open_dataset.hpp)");
-  }
-  throw std::invalid_argument("unknown dataset kind '" + kind +
+namespace {
+
+constexpr std::array<std::pair<const char*, dataset_kind>, 5> kind_names = {
+    {{"fashion-mnist", dataset_kind::fashion_mnist},
+     {"mnist", dataset_kind::mnist},
+     {"cifar10", dataset_kind::cifar10},
+     {"imagenet32", dataset_kind::imagenet32},
+     {"imagenet", dataset_kind::imagenet}}};
+
+}  // namespace
+
+const char* name_of(dataset_kind kind) {
+  for (const auto& [name, k] : kind_names)
+    if (k == kind) return name;
+  return "?";
+}
+
+dataset_kind parse_dataset_kind(const std::string& name) {
+  for (const auto& [known, kind] : kind_names)
+    if (name == known) return kind;
+  throw std::invalid_argument("unknown dataset kind '" + name +
                               "': expected fashion-mnist, mnist, cifar10, imagenet32 or imagenet");
+}
+
+dataset load_dataset(dataset_kind kind, const std::string& dir, bool train) {
+  switch (kind) {
+    case dataset_kind::fashion_mnist:
+    case dataset_kind::mnist:
+      return load_mnist_like(dir, train, kind);
+    case dataset_kind::cifar10:
+      return load_cifar10(dir, train);
+    case dataset_kind::imagenet32:
+      return load_imagenet32(dir, train);
+    case dataset_kind::imagenet:
+      break;
+  }
+  throw std::invalid_argument(
+      "dataset kind 'imagenet' is read from its files on demand and has no in-memory form: open it with "
+      "open_dataset (datasets/open_dataset.hpp)");
+}
+
+dataset load_dataset(const std::string& kind, const std::string& dir, bool train) {
+  return load_dataset(parse_dataset_kind(kind), dir, train);
 }
 
 void keep_first(dataset& d, int64_t n) {

@@ -29,9 +29,20 @@ struct dataset {
   int64_t image_size() const { return int64_t{channels} * height * width; }
 };
 
+/// The datasets this layer reads.
+enum class dataset_kind { fashion_mnist, mnist, cifar10, imagenet32, imagenet };
+
+/// "fashion-mnist", "mnist", "cifar10", "imagenet32", "imagenet".
+const char* name_of(dataset_kind kind);
+
+/// The kind `name` names; std::invalid_argument listing the names otherwise.
+dataset_kind parse_dataset_kind(const std::string& name);
+
 /// Loads the train or test split of `kind` (fashion-mnist | mnist | cifar10 | imagenet32) from `dir`;
-/// an unknown kind, or imagenet (file-backed: see open_dataset), is std::invalid_argument, a bad
-/// file a dataset_error.
+/// imagenet (file-backed: see open_dataset) is std::invalid_argument, a bad file a dataset_error.
+dataset load_dataset(dataset_kind kind, const std::string& dir, bool train);
+
+/// The same by name (an unknown name is std::invalid_argument).
 dataset load_dataset(const std::string& kind, const std::string& dir, bool train);
 
 /// Keeps only the first `n` images (n ≤ 0 or n ≥ count keeps all); used for quick runs.

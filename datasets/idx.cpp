@@ -131,7 +131,8 @@ dataset load_idx(const std::string& images_path, const std::string& labels_path,
   return d;
 }
 
-dataset load_mnist_like(const std::string& dir, bool train, const std::string& kind) {
+dataset load_mnist_like(const std::string& dir, bool train, dataset_kind kind) {
+  const std::string name = name_of(kind);
   const std::string split = train ? "train" : "t10k";
   std::vector<std::string> missing;
   const std::string images_path = gz_or_plain(dir, split + "-images-idx3-ubyte", missing);
@@ -139,18 +140,18 @@ dataset load_mnist_like(const std::string& dir, bool train, const std::string& k
   if (images_path.empty() || labels_path.empty()) {
     std::error_code ec;
     std::string message =
-        kind + " " + (train ? "train" : "test") + " split not found in directory '" + dir + "'" +
+        name + " " + (train ? "train" : "test") + " split not found in directory '" + dir + "'" +
         (std::filesystem::is_directory(dir, ec) ? "" : " (the directory does not exist)") + ": looked for";
     for (const auto& path : missing) message += " " + path;
     message +=
-        kind == "fashion-mnist"
+        kind == dataset_kind::fashion_mnist
             ? "; install the Debian package dataset-fashion-mnist (apt install dataset-fashion-mnist, "
               "files in /usr/share/datasets/fashion-mnist) or set data.path to a directory holding them"
             : "; download the four MNIST idx files (.gz or plain) into that directory or set data.path";
     throw dataset_error(message);
   }
   dataset d = load_idx(images_path, labels_path, 10);
-  d.name = kind + (train ? "/train" : "/test");
+  d.name = name + (train ? "/train" : "/test");
   return d;
 }
 

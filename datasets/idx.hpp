@@ -13,8 +13,8 @@ namespace petra::data {
 dataset load_idx(const std::string& images_path, const std::string& labels_path, int num_classes);
 
 /// The MNIST-layout split in `dir`: {train,t10k}-{images-idx3,labels-idx1}-ubyte, each tried as
-/// `.gz` first, then plain; 10 classes. `kind` ("mnist" or "fashion-mnist") names the dataset
-/// and picks the install hint of the not-found error.
-dataset load_mnist_like(const std::string& dir, bool train, const std::string& kind = "mnist");
+/// `.gz` first, then plain; 10 classes. `kind` (mnist or fashion_mnist) names the dataset and
+/// picks the install hint of the not-found error.
+dataset load_mnist_like(const std::string& dir, bool train, dataset_kind kind = dataset_kind::mnist);
 
 }  // namespace petra::data

@@ -8,11 +8,28 @@
 namespace petra {
 namespace {
 
+/// config's data.dataset as the dataset layer's kind (the layers share the names, not the enum).
+data::dataset_kind dataset_kind_of(config::dataset_kind kind) {
+  switch (kind) {
+    case config::dataset_kind::fashion_mnist:
+      return data::dataset_kind::fashion_mnist;
+    case config::dataset_kind::mnist:
+      return data::dataset_kind::mnist;
+    case config::dataset_kind::cifar10:
+      return data::dataset_kind::cifar10;
+    case config::dataset_kind::imagenet32:
+      return data::dataset_kind::imagenet32;
+    case config::dataset_kind::imagenet:
+      break;
+  }
+  return data::dataset_kind::imagenet;
+}
+
 data::dataset_spec spec_of(const config::data_config& d, int64_t limit) {
   const data::bad_image_policy on_bad_image = d.on_bad_image == config::bad_image_policy::fail
                                                   ? data::bad_image_policy::fail
                                                   : data::bad_image_policy::skip;
-  return {config::to_string(d.dataset),
+  return {dataset_kind_of(d.dataset),
           d.path,
           d.mean,
           d.std,

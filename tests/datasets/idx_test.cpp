@@ -54,7 +54,7 @@ TEST_CASE("load_mnist_like finds .gz or plain files and names the split") {
   temp_dir dir;
   write_split(dir, "train", true);
   write_split(dir, "t10k", false, {1, 1, 2});
-  const dataset train = load_mnist_like(dir.str(), true, "fashion-mnist");
+  const dataset train = load_mnist_like(dir.str(), true, dataset_kind::fashion_mnist);
   CHECK(train.name == "fashion-mnist/train");
   CHECK(train.labels == std::vector<int32_t>{3, 0, 9});
   const dataset test = load_dataset("mnist", dir.str(), false);

@@ -75,7 +75,7 @@ TEST_CASE("load_imagenet32 concatenates train_data_batch_1..10 in order and read
   write_imagenet32(nested.file("Imagenet32_val"));
   CHECK(load_imagenet32(nested.str(), true).count == train.count);
   dataset_spec spec;
-  spec.kind = "imagenet32";
+  spec.kind = dataset_kind::imagenet32;
   spec.path = nested.str();
   spec.mean = {0.485f, 0.456f, 0.406f};
   spec.std = {0.229f, 0.224f, 0.225f};

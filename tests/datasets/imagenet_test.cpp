@@ -86,7 +86,7 @@ TEST_CASE("an ImageNet tree lists classes sorted by folder, files sorted by name
 
   // open_dataset opens the same thing by name.
   dataset_spec spec;
-  spec.kind = "imagenet";
+  spec.kind = dataset_kind::imagenet;
   spec.path = dir.str();
   spec.mean = {0.485f, 0.456f, 0.406f};
   spec.std = {0.229f, 0.224f, 0.225f};
