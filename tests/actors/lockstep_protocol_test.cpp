@@ -35,7 +35,7 @@ struct recorded {
 caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<recorded> log) {
   return {
       [=](forward_data& f) { log->forward_ticks.push_back(f.s.tick); },
-      [=](credit_atom, int64_t n, int64_t) { log->credits += n; },
+      [=](credit_return& c) { log->credits += c.count; },
       [=](phase_done&) { ++log->done; },
   };
 }

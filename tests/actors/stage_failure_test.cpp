@@ -72,7 +72,7 @@ TEST_CASE("a stage that throws reports its stage and tick to the coordinator, th
           down = true;
           CHECK(has_code(d.reason, petra_errc::stage_exception));
         },
-        [](forward_data&) {}, [](credit_atom, int64_t, int64_t) {}, [](fault_event&) {},
+        [](forward_data&) {}, [](credit_return&) {}, [](fault_event&) {},
         caf::after(std::chrono::seconds(5)) >> [&] { FAIL("no failure report within 5 s"); });
   }
   CHECK(reported);
