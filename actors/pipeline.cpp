@@ -116,7 +116,7 @@ void actor_pipeline::rewire(int32_t j) {
   links.loader = loader_;
   links.coordinator = control_.handle();
   links.count = count;
-  control_.ask<wire_atom>(stages_[j], control_timeout, wire_atom_v, links);
+  control_.ask<wire_atom>(stages_[j], control_timeout, links);
 }
 
 void actor_pipeline::rewire_loss() {

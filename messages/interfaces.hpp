@@ -89,20 +89,18 @@ struct stage_links {
 
 /// A pipeline stage. Stage-local recovery (async): hold stops it (the answer says where it stands);
 /// recover tells it what to forget and count, and it goes on.
-using stage_actor =
-    caf::typed_actor<caf::reacts_to<forward_data>, caf::reacts_to<backward_data>, caf::reacts_to<loss_data>,
-                     caf::reacts_to<atoms::process_atom>,
-                     caf::replies_to<atoms::wire_atom, stage_links>::with<atoms::wire_atom>,
-                     caf::replies_to<atoms::faults_atom, stage_faults>::with<atoms::faults_atom>,
-                     caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
-                     caf::replies_to<eval_data>::with<eval_data>,
-                     caf::replies_to<atoms::report_atom>::with<stage_report>,
-                     caf::replies_to<atoms::status_atom>::with<stage_status>,
-                     caf::replies_to<atoms::state_atom>::with<stage_snapshot>,
-                     caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>,
-                     caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>,
-                     caf::replies_to<atoms::hold_atom>::with<recovery_order>,
-                     caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
+using stage_actor = caf::typed_actor<
+    caf::reacts_to<forward_data>, caf::reacts_to<backward_data>, caf::reacts_to<loss_data>,
+    caf::reacts_to<atoms::process_atom>, caf::replies_to<stage_links>::with<atoms::wire_atom>,
+    caf::replies_to<atoms::faults_atom, stage_faults>::with<atoms::faults_atom>,
+    caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
+    caf::replies_to<eval_data>::with<eval_data>, caf::replies_to<atoms::report_atom>::with<stage_report>,
+    caf::replies_to<atoms::status_atom>::with<stage_status>,
+    caf::replies_to<atoms::state_atom>::with<stage_snapshot>,
+    caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>,
+    caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>,
+    caf::replies_to<atoms::hold_atom>::with<recovery_order>,
+    caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
 
 /// A node: a process that hosts stages for a coordinator. spawn_stage → the new stage actor.
 /// kill_node: the node process kills itself with SIGKILL (fault injection). ping: the node's trace

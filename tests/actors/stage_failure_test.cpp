@@ -50,7 +50,7 @@ TEST_CASE("a stage that throws reports its stage and tick to the coordinator, th
   links.loader = caf::actor_cast<loader_actor>(me);
   links.coordinator = caf::actor_cast<coordinator_actor>(me);
   links.count = 2;
-  coordinator->request(s, std::chrono::seconds(5), wire_atom_v, links)
+  coordinator->request(s, std::chrono::seconds(5), links)
       .receive([](wire_atom) {}, [&](caf::error& e) { FAIL(sys.render(e)); });
   coordinator->request(s, std::chrono::seconds(5), plan_atom_v, phase_plan{1, 8, 10, 0})
       .receive([](plan_atom) {}, [&](caf::error& e) { FAIL(sys.render(e)); });
