@@ -166,8 +166,9 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
         feed_while_credit(self);
         return plan_atom_v;
       },
-      [=](credit_atom, int64_t n, int64_t phase) {
+      [=](const credit_return& credit) {
         auto& st = self->state;
+        const int64_t n = credit.count, phase = credit.phase;
         if (phase > st.plan.phase) {  // its phase's plan has not come yet (a resumed stage 1 runs at once)
           st.early_credits[phase] += n;
           return;

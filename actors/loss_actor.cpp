@@ -88,7 +88,7 @@ void score_eval(self_ptr self, const logits_data& in, const std::vector<int32_t>
   const double loss = st.device->softmax_cross_entropy(in.logits, labels, nullptr, &correct);
   const auto wave =
       st.ledger.score_eval(in.eval_epoch, st.wave_size, loss, correct, static_cast<int64_t>(labels.size()));
-  if (st.loader) self->send(st.loader, credit_atom_v, int64_t{1}, in.s.phase);
+  if (st.loader) self->send(st.loader, credit_return{1, in.s.phase});
   if (wave)
     self->send(st.coordinator, eval_report{in.eval_epoch, wave->loss_sum, wave->correct, wave->samples});
 }
@@ -110,14 +110,13 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
   self->state.trace = std::move(trace);
   self->state.stages = stages;
   return {
-      [=](wire_atom, loss_sink& last_stage, coordinator_actor& coordinator, credit_sink& loader,
-          int64_t per_epoch, int64_t wave_size) {
+      [=](loss_links& links) {
         auto& st = self->state;
-        st.last_stage = std::move(last_stage);
-        st.coordinator = std::move(coordinator);
-        st.loader = std::move(loader);
-        st.per_epoch = per_epoch;
-        st.wave_size = wave_size;
+        st.last_stage = std::move(links.last_stage);
+        st.coordinator = std::move(links.coordinator);
+        st.loader = std::move(links.loader);
+        st.per_epoch = links.per_epoch;
+        st.wave_size = links.wave_size;
         return wire_atom_v;
       },
       [=](labels_data& in) {
@@ -152,12 +151,12 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
           return caf::make_error(petra_errc::bad_request, std::string("evaluation loss: ") + e.what());
         }
       },
-      [=](cut_atom, int64_t tick) {
-        // The last stage's marker (lockstep and async alike): every logits message it sent before
-        // the cut is in. The labels
-        // kept (also those of micro-batches the loader sent after the cut: it sends them again),
-        // the totals so far and the epochs' partial sums make the loss side's part.
+      [=](const cut_marker& marker) {
+        // Every logits message the last stage sent before the cut is in. The labels kept (also
+        // those of micro-batches the loader sent after the cut: it sends them again), the totals
+        // so far and the epochs' partial sums make the loss side's part.
         auto& st = self->state;
+        const int64_t tick = marker.tick;
         if (tick <= st.abandoned_cuts) return;
         training::loss_cut part;
         static_cast<training::loss_ledger&>(part) = st.ledger;

@@ -116,15 +116,16 @@ void actor_pipeline::rewire(int32_t j) {
   links.loader = loader_;
   links.coordinator = control_.handle();
   links.count = count;
-  control_.ask<wire_atom>(stages_[j], control_timeout, wire_atom_v, links);
+  control_.ask<wire_atom>(stages_[j], control_timeout, links);
 }
 
 void actor_pipeline::rewire_loss() {
   // In async the loss actor returns an evaluation batch's credit; in lockstep credits count ticks.
   const credit_sink eval_credits =
       config_.runtime.mode == config::runtime_mode::async ? credit_sink{loader_} : credit_sink{};
-  control_.ask<wire_atom>(loss_, control_timeout, wire_atom_v, loss_sink{stages_.back()}, control_.handle(),
-                          eval_credits, feed_->micro_batches_per_epoch(), waves_->micro_batches_per_epoch());
+  control_.ask<wire_atom>(loss_, control_timeout,
+                          loss_links{loss_sink{stages_.back()}, control_.handle(), eval_credits,
+                                     feed_->micro_batches_per_epoch(), waves_->micro_batches_per_epoch()});
 }
 
 std::vector<int32_t> actor_pipeline::lost_with(int32_t j) {

@@ -34,7 +34,7 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
       [=](backward_data& in) { on_backward(self, std::move(in)); },
       [=](loss_data& in) { on_loss(self, std::move(in)); },
       [=](process_atom) { advance(self); },
-      [=](wire_atom, stage_links& links) {
+      [=](stage_links& links) {
         self->state.core.links = std::move(links);
         return wire_atom_v;
       },

@@ -28,7 +28,7 @@ void send_backward(async_self self, int64_t id, const activation& rebuilt, const
     return;
   }
   ++st.completed;
-  self->send(c.links.loader, credit_atom_v, int64_t{1}, c.plan.phase);
+  self->send(c.links.loader, credit_return{1, c.plan.phase});
 }
 
 /// One unit of work, backward first (in this stage's FIFO order). False when idle or waiting for the loss.

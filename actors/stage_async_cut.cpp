@@ -69,7 +69,7 @@ void take_cut(async_self self, int64_t t) {
   c.hold_epoch_reports = true;
   const stamp marker{-1, t, c.ctx.compute->weight_version(), c.ctx.index, c.plan.phase};
   if (c.is_last())
-    self->send(c.links.loss, cut_atom_v, t);
+    self->send(c.links.loss, cut_marker{t});
   else
     self->send(c.links.next, forward_data{marker, {}});
   if (!c.is_first()) self->send(c.links.prev, backward_data{marker, {}, {}});

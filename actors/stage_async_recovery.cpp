@@ -42,7 +42,7 @@ void on_recover(async_self self, const recovery_order& order) {
     // its credit back (it is lost, not completed).
     c.backwards_in_phase += static_cast<int64_t>(dropped.size());
     if (c.is_first() && !dropped.empty())
-      self->send(c.links.loader, credit_atom_v, static_cast<int64_t>(dropped.size()), c.plan.phase);
+      self->send(c.links.loader, credit_return{static_cast<int64_t>(dropped.size()), c.plan.phase});
   } else {
     c.backwards_in_phase = order.backwards_done;
   }

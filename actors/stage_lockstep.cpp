@@ -67,7 +67,7 @@ void backward_half(lockstep_self self, const backward_data& in) {
 /// The end of tick t: the loader's credit at stage 1, and the clock.
 void end_tick(lockstep_self self) {
   stage_core& c = self->state.core;
-  if (c.is_first()) self->send(c.links.loader, credit_atom_v, int64_t{1}, c.plan.phase);
+  if (c.is_first()) self->send(c.links.loader, credit_return{1, c.plan.phase});
   ++c.tick;
 }
 
@@ -91,7 +91,7 @@ void send_cut_part(lockstep_self self, int64_t t, forward_data* f, backward_data
     part.eval.images = on_host(c, f->eval_x);
   }
   encoded_stage_cut e = encode_stage_cut(part);
-  if (c.is_last()) self->send(c.links.loss, cut_atom_v, t);
+  if (c.is_last()) self->send(c.links.loss, cut_marker{t});
   self->send(c.links.coordinator,
              cut_part{c.ctx.index, t, c.plan.phase, std::move(e.tensors), std::move(e.meta)});
 }

@@ -16,8 +16,8 @@ using forward_sink = caf::typed_actor<caf::reacts_to<forward_data>>;
 using backward_sink = caf::typed_actor<caf::reacts_to<backward_data>>;
 /// What the last stage is to the loss actor.
 using loss_sink = caf::typed_actor<caf::reacts_to<loss_data>>;
-/// What the loader is to whoever returns its credits: (credits, the phase they belong to).
-using credit_sink = caf::typed_actor<caf::reacts_to<atoms::credit_atom, int64_t, int64_t>>;
+/// What the loader is to whoever returns its credits.
+using credit_sink = caf::typed_actor<caf::reacts_to<credit_return>>;
 
 /// What the coordinator is to the actors of its pipeline: phase ends, failures, injected faults and
 /// the loss actor's progress arrive here.
@@ -27,21 +27,29 @@ using coordinator_actor =
                      caf::reacts_to<stage_epoch_report>, caf::reacts_to<epoch_loss_report>,
                      caf::reacts_to<eval_report>, caf::reacts_to<cut_part>>;
 
+/// Whom the loss actor talks to, and the sizes it scores by: the last stage (training losses), the
+/// coordinator, the loader (async: an evaluation batch's credit; invalid in lockstep, where credits
+/// count ticks), micro-batches per epoch and batches per evaluation wave.
+struct loss_links {
+  loss_sink last_stage;
+  coordinator_actor coordinator;
+  credit_sink loader;
+  int64_t per_epoch = 0;
+  int64_t wave_size = 0;
+};
+
 /// The loss actor: labels from the loader; logits from the last stage, answered with a loss_data
 /// message to the wired last stage; evaluation logits of the waves (scored per epoch, an eval_report
 /// to the coordinator when a wave is complete, a credit back to the loader per batch); evaluation
 /// logits with their labels on request; its totals per phase; the last stage's marker of a cut
-/// (the loss actor's part goes to the coordinator) and, to resume, its part of a cut back. wire:
-/// (last stage, coordinator, loader, micro-batches per epoch, batches per evaluation wave). Stage-
+/// (the loss actor's part goes to the coordinator) and, to resume, its part of a cut back. Stage-
 /// local recovery: hold → the evaluation batches of the phase scored so far; recover → forgets the
 /// labels of the cancelled micro-batches and drops their logits should any still come.
 using loss_actor =
-    caf::typed_actor<caf::replies_to<atoms::wire_atom, loss_sink, coordinator_actor, credit_sink, int64_t,
-                                     int64_t>::with<atoms::wire_atom>,
-                     caf::reacts_to<labels_data>, caf::reacts_to<logits_data>,
+    caf::typed_actor<caf::replies_to<loss_links>::with<atoms::wire_atom>, caf::reacts_to<labels_data>,
+                     caf::reacts_to<logits_data>,
                      caf::replies_to<atoms::eval_atom, logits_data, labels_data>::with<loss_data>,
-                     caf::replies_to<atoms::report_atom>::with<loss_report>,
-                     caf::reacts_to<atoms::cut_atom, int64_t>,
+                     caf::replies_to<atoms::report_atom>::with<loss_report>, caf::reacts_to<cut_marker>,
                      caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>,
                      caf::replies_to<atoms::hold_atom>::with<int64_t>,
                      caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
@@ -59,11 +67,11 @@ struct loader_links {
 /// with their phase: a credit that comes before its phase's plan counts there. Stage-local
 /// recovery: hold stops the feed (answer: the tick of the last cut marker sent, -1 = none), recover
 /// resumes it.
-using loader_actor = caf::typed_actor<caf::replies_to<loader_links>::with<atoms::wire_atom>,
-                                      caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
-                                      caf::reacts_to<atoms::credit_atom, int64_t, int64_t>,
-                                      caf::replies_to<atoms::hold_atom>::with<int64_t>,
-                                      caf::replies_to<atoms::recover_atom>::with<atoms::recover_atom>>;
+using loader_actor =
+    caf::typed_actor<caf::replies_to<loader_links>::with<atoms::wire_atom>,
+                     caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
+                     caf::reacts_to<credit_return>, caf::replies_to<atoms::hold_atom>::with<int64_t>,
+                     caf::replies_to<atoms::recover_atom>::with<atoms::recover_atom>>;
 
 /// Whom a stage talks to: invalid handles where there is none (no previous stage for stage 1, no
 /// next stage for the last one, which talks to the loss actor), and where each neighbour computes:
@@ -81,20 +89,18 @@ struct stage_links {
 
 /// A pipeline stage. Stage-local recovery (async): hold stops it (the answer says where it stands);
 /// recover tells it what to forget and count, and it goes on.
-using stage_actor =
-    caf::typed_actor<caf::reacts_to<forward_data>, caf::reacts_to<backward_data>, caf::reacts_to<loss_data>,
-                     caf::reacts_to<atoms::process_atom>,
-                     caf::replies_to<atoms::wire_atom, stage_links>::with<atoms::wire_atom>,
-                     caf::replies_to<atoms::faults_atom, stage_faults>::with<atoms::faults_atom>,
-                     caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
-                     caf::replies_to<eval_data>::with<eval_data>,
-                     caf::replies_to<atoms::report_atom>::with<stage_report>,
-                     caf::replies_to<atoms::status_atom>::with<stage_status>,
-                     caf::replies_to<atoms::state_atom>::with<stage_snapshot>,
-                     caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>,
-                     caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>,
-                     caf::replies_to<atoms::hold_atom>::with<recovery_order>,
-                     caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
+using stage_actor = caf::typed_actor<
+    caf::reacts_to<forward_data>, caf::reacts_to<backward_data>, caf::reacts_to<loss_data>,
+    caf::reacts_to<atoms::process_atom>, caf::replies_to<stage_links>::with<atoms::wire_atom>,
+    caf::replies_to<atoms::faults_atom, stage_faults>::with<atoms::faults_atom>,
+    caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
+    caf::replies_to<eval_data>::with<eval_data>, caf::replies_to<atoms::report_atom>::with<stage_report>,
+    caf::replies_to<atoms::status_atom>::with<stage_status>,
+    caf::replies_to<atoms::state_atom>::with<stage_snapshot>,
+    caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>,
+    caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>,
+    caf::replies_to<atoms::hold_atom>::with<recovery_order>,
+    caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
 
 /// A node: a process that hosts stages for a coordinator. spawn_stage → the new stage actor.
 /// kill_node: the node process kills itself with SIGKILL (fault injection). ping: the node's trace
@@ -114,6 +120,12 @@ typename Inspector::result_type inspect(Inspector& f, loader_links& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, loss_links& x) {
+  return f(caf::meta::type_name("loss_links"), x.last_stage, x.coordinator, x.loader, x.per_epoch,
+           x.wave_size);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_links& x) {
   return f(caf::meta::type_name("stage_links"), x.prev, x.next, x.prev_device, x.next_device, x.loss,
            x.loader, x.coordinator, x.count);
@@ -128,6 +140,7 @@ CAF_ADD_TYPE_ID(petra_handles, (petra::messages::backward_sink))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loss_sink))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::credit_sink))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::coordinator_actor))
+CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loss_links))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loss_actor))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loader_links))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loader_actor))

@@ -66,6 +66,20 @@ struct loss_data {
   int64_t samples = 0;
 };
 
+/// Credits back to the loader (from stage 1, or the loss actor for an evaluation batch): `count`
+/// micro-batches of phase `phase` left the pipeline, so as many more may enter. A credit stamped
+/// with a later phase than the loader's plan counts there when that plan comes.
+struct credit_return {
+  int64_t count = 1;
+  int64_t phase = 0;
+};
+
+/// The last stage's marker of the cut before tick `tick`, to the loss actor (lockstep and async):
+/// every logits message the stage sent before the cut is in.
+struct cut_marker {
+  int64_t tick = -1;
+};
+
 /// One evaluation batch flowing forward through every stage (running BN statistics).
 struct eval_data {
   int64_t batch = -1;

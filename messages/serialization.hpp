@@ -82,6 +82,14 @@ typename Inspector::result_type inspect(Inspector& f, loss_data& x) {
   return f(caf::meta::type_name("loss_data"), x.s, x.dlogits, x.loss, x.correct, x.samples);
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, credit_return& x) {
+  return f(caf::meta::type_name("credit_return"), x.count, x.phase);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cut_marker& x) {
+  return f(caf::meta::type_name("cut_marker"), x.tick);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_data& x) {
   return f(caf::meta::type_name("eval_data"), x.batch, x.x);
 }

@@ -35,7 +35,7 @@ struct recorded {
 caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<recorded> log) {
   return {
       [=](forward_data& f) { log->forward_ticks.push_back(f.s.tick); },
-      [=](credit_atom, int64_t n, int64_t) { log->credits += n; },
+      [=](credit_return& c) { log->credits += c.count; },
       [=](phase_done&) { ++log->done; },
   };
 }
@@ -73,7 +73,7 @@ TEST_CASE("lockstep: tick t waits for both inputs; one message per neighbour, st
   links.loader = caf::actor_cast<loader_actor>(sink);
   links.coordinator = caf::actor_cast<coordinator_actor>(sink);
   links.count = 2;
-  caf::anon_send(first, wire_atom_v, links);
+  caf::anon_send(first, links);
   caf::anon_send(first, plan_atom_v, phase_plan{1, 2, 4, 0});
   sched.run();
 

@@ -50,7 +50,7 @@ TEST_CASE("a stage that throws reports its stage and tick to the coordinator, th
   links.loader = caf::actor_cast<loader_actor>(me);
   links.coordinator = caf::actor_cast<coordinator_actor>(me);
   links.count = 2;
-  coordinator->request(s, std::chrono::seconds(5), wire_atom_v, links)
+  coordinator->request(s, std::chrono::seconds(5), links)
       .receive([](wire_atom) {}, [&](caf::error& e) { FAIL(sys.render(e)); });
   coordinator->request(s, std::chrono::seconds(5), plan_atom_v, phase_plan{1, 8, 10, 0})
       .receive([](plan_atom) {}, [&](caf::error& e) { FAIL(sys.render(e)); });
@@ -72,7 +72,7 @@ TEST_CASE("a stage that throws reports its stage and tick to the coordinator, th
           down = true;
           CHECK(has_code(d.reason, petra_errc::stage_exception));
         },
-        [](forward_data&) {}, [](credit_atom, int64_t, int64_t) {}, [](fault_event&) {},
+        [](forward_data&) {}, [](credit_return&) {}, [](fault_event&) {},
         caf::after(std::chrono::seconds(5)) >> [&] { FAIL("no failure report within 5 s"); });
   }
   CHECK(reported);
