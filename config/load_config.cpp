@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "config/schema.hpp"
+#include "config/yaml_stream.hpp"
 
 namespace petra::config {
 namespace fs = std::filesystem;
@@ -110,26 +111,26 @@ void apply_override(section& root, const std::string& text, source_map& sources)
 run_config parse_config(const std::string& yaml_text, const std::string& origin_name,
                         const std::vector<std::string>& overrides) {
   const origin from{origin_name, true};
-  std::vector<YAML::Node> documents;
+  yaml_stream_head head;
   try {
-    documents = YAML::LoadAll(yaml_text);
+    head = read_stream_head(yaml_text);
   } catch (const YAML::ParserException& e) {
     throw config_error(from.place(e.mark) + ": YAML syntax error at column " +
                        std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
-  if (documents.empty() || documents[0].IsNull())
+  if (head.first.IsNull())
     throw config_error(
         from.place(YAML::Mark()) +
         ": the config is empty; write at least one section (e.g. 'training: {epochs: 3}') or use a"
         " preset such as 'default'");
-  if (documents.size() > 1)
-    throw config_error(from.place(documents[1].Mark()) +
+  if (head.has_second)
+    throw config_error(from.place(head.second_mark) +
                        ": a second YAML document ('---'); a config is one document");
 
   run_config config;
   section root = schema(config);
   source_map sources;
-  read_section(documents[0], documents[0].Mark(), root, "", from, sources);
+  read_section(head.first, head.first.Mark(), root, "", from, sources);
   for (const std::string& text : overrides) apply_override(root, text, sources);
   validate(config, sources);
   config.sources = std::move(sources);

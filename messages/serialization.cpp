@@ -1,6 +1,7 @@
 // Tensor serialization: rank, extents, then the payload as one raw block.
 #include "messages/serialization.hpp"
 
+#include <caf/binary_deserializer.hpp>
 #include <caf/sec.hpp>
 #include <cstring>
 #include <limits>
@@ -40,6 +41,14 @@ caf::error inspect(caf::deserializer& f, tensor& x) {
           "tensor shape " + to_string(shape) + " is negative or larger than 16 GiB: message rejected");
     count *= static_cast<uint64_t>(d);
   }
+  // A few bytes claiming a large shape must not make a node allocate gigabytes: where the source
+  // knows its size (the binary deserializer of every remote message), the payload must be there.
+  if (const auto* binary = dynamic_cast<const caf::binary_deserializer*>(&f);
+      binary && count > binary->remaining() / sizeof(float))
+    return caf::make_error(caf::sec::end_of_stream,
+                           "tensor shape " + to_string(shape) + " needs " +
+                               std::to_string(count * sizeof(float)) + " bytes, only " +
+                               std::to_string(binary->remaining()) + " remain: message rejected");
   tensor t = tensor::empty(shape);
   if (count) {
     if (auto err = f.apply_raw(t.bytes(), t.data())) return err;

@@ -168,6 +168,13 @@ TEST_CASE("empty documents, syntax errors and duplicate keys are reported with f
   CHECK(contains(error_of("training: {epochs: 3}\n---\ntraining: {epochs: 4}\n"), "runs/x.yaml:3"));
 }
 
+TEST_CASE("a stray closing bracket is an error, not an endless stream of documents") {
+  // yaml-cpp's LoadAll loops on these until memory runs out (found by tests/fuzz, config target)
+  CHECK(contains(error_of("]\n"), "runs/x.yaml:1"));
+  CHECK(contains(error_of("}"), "runs/x.yaml:1"));
+  CHECK(contains(error_of("training: {epochs: 3}\n]\n"), "runs/x.yaml:2"));
+}
+
 TEST_CASE("a good config with sections left out keeps every default") {
   const run_config c = parse_config("training:\n  epochs: 7\nmodel:\n", "x");
   CHECK(c.training.epochs == 7);
