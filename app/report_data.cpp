@@ -99,7 +99,7 @@ run_data read_run(const std::string& dir) {
     json line;
     try {
       line = json::parse(text_line);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
       at.fail(std::string("not valid JSON (") + e.what() +
               "); a truncated line? Remove it to report what is before it");
     }

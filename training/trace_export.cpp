@@ -201,7 +201,7 @@ void trace_recorder::merge(const std::string& exported, double clock_offset_us) 
   nlohmann::json trace;
   try {
     trace = nlohmann::json::parse(exported);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number too large
     throw std::invalid_argument(std::string("trace to merge is not JSON: ") + e.what());
   }
   if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array())

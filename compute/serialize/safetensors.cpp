@@ -221,7 +221,7 @@ safetensors_file load_safetensors(const std::string& path) {
   json header;
   try {
     header = json::parse(header_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
     fail(path, std::string("header is not valid JSON (") + e.what() + ")");
   }
   if (!header.is_object()) fail(path, "header is not a JSON object");
