@@ -10,6 +10,11 @@ namespace petra::data {
 namespace {
 
 constexpr int64_t max_pixels = int64_t{1} << 28;  // 268 M pixels: far above any photo, far below 4 GB of RGB
+// Huffman-coded scans spend at least one bit on every 8×8 block, so a complete image has at most
+// 512 pixels per byte of file; twice that is refused as a corrupt header (a few hundred bytes must
+// not make the decoder fill and convert gigabytes). Only an arithmetic-coded, near-constant image
+// could be that small, and no dataset holds one.
+constexpr int64_t max_pixels_per_byte = 1024;
 
 }  // namespace
 
@@ -62,6 +67,11 @@ jpeg_header jpeg_decoder::read_header(const uint8_t* data, std::size_t size) {
   if (int64_t{width} * height > max_pixels) {  // a corrupt header must not make us allocate gigabytes
     throw jpeg_error("JPEG header claims " + std::to_string(width) + "×" + std::to_string(height) +
                      " pixels, more than the " + std::to_string(max_pixels >> 20) + " Mi pixels accepted");
+  }
+  if (int64_t{width} * height > max_pixels_per_byte * static_cast<int64_t>(size)) {
+    throw jpeg_error("JPEG header claims " + std::to_string(width) + "×" + std::to_string(height) +
+                     " pixels in a file of " + std::to_string(size) + " bytes, more than " +
+                     std::to_string(max_pixels_per_byte) + " pixels per byte can hold: corrupt");
   }
   jpeg_header header;
   header.width = width;

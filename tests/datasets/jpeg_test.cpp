@@ -134,6 +134,18 @@ TEST_CASE("truncated, corrupt and non-JPEG bytes are jpeg_errors with libjpeg-tu
   }
   CHECK_THROWS_WITH_AS(decoder.decode(huge.data(), huge.size(), {1, 1}, image),
                        doctest::Contains("claims 60000×60000 pixels"), jpeg_error);
+  // Within that limit, but far more pixels than the file's bytes can code (fuzzing found a 672-byte
+  // file claiming 4096×61699 that decoded, with warnings, into 1.7 GB): refused as corrupt.
+  std::vector<uint8_t> dense = huge;
+  for (std::size_t i = 2; i + 8 < dense.size(); ++i) {
+    if (dense[i] == 0xFF && dense[i + 1] == 0xC0) {
+      dense[i + 5] = dense[i + 7] = 0x10;  // 4096×4096
+      dense[i + 6] = dense[i + 8] = 0x00;
+      break;
+    }
+  }
+  CHECK_THROWS_WITH_AS(decoder.decode(dense.data(), dense.size(), {1, 1}, image),
+                       doctest::Contains("pixels per byte can hold: corrupt"), jpeg_error);
   // The decoder stays usable after an error.
   decoder.decode(good.data(), good.size(), {1, 1}, image);
   CHECK(image.pixels == reference_rgb(good, 120, 90));
