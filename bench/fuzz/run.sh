@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Long fuzzing run of one target: bench/fuzz/run.sh TARGET SECONDS
+# Long fuzzing run of one target: bench/fuzz/run.sh TARGET SECONDS [LIBFUZZER FLAGS...]
 # Builds the clang fuzz build (build-fuzz/, CUDA off) if needed, fuzzes (one process, no -jobs) a copy of
 # tests/fuzz/corpus/TARGET for SECONDS with one job, and leaves new inputs and crash files in
 # bench/fuzz/out/TARGET/ (add a crash to the corpus once it is fixed: it is replayed by ctest).
 set -euo pipefail
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 TARGET SECONDS   (targets: idx cifar10 imagenet32 jpeg safetensors checkpoint config set messages)" >&2
+if [[ $# -lt 2 ]]; then
+  echo "usage: $0 TARGET SECONDS [LIBFUZZER FLAGS...]   (targets: idx cifar10 imagenet32 jpeg safetensors checkpoint config set messages)" >&2
   exit 2
 fi
 target=$1
 seconds=$2
+shift 2  # what is left goes to libFuzzer, e.g. -fork=1 -ignore_ooms=1 to go on past a known finding
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${PETRA_FUZZ_BUILD:-$root/build-fuzz}
 clang=${PETRA_FUZZ_CXX:-clang++-14}
@@ -36,4 +37,4 @@ cp -n "$root/tests/fuzz/corpus/$target"/* "$out/corpus/"
 echo "fuzzing $target for $seconds s; new inputs in $out/corpus, crashes in $out/crashes"
 cd "$out"
 "$build/petra_fuzz_$target" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
-  -rss_limit_mb=4096 -artifact_prefix="$out/crashes/" -print_final_stats=1 "$out/corpus"
+  -rss_limit_mb=4096 -artifact_prefix="$out/crashes/" -print_final_stats=1 "$@" "$out/corpus"
