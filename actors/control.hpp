@@ -1,18 +1,21 @@
-// The coordinator's mailbox, driven from the calling thread: control messages to many actors at
-// once with their replies gathered, and the events of the running pipeline — phase ends, failure
-// reports, injected faults, loss progress, lost actors — every one of which is handled wherever
-// the coordinator waits, so a lost actor or a stall ends the attempt at once, never at a timeout.
+// The trainer thread's side of the coordinator: control messages to many actors at once with their
+// replies gathered, and the events of the running pipeline as the coordinator actor
+// (actors/coordinator_actor.hpp) kept them — phase ends, failure reports, lost actors, loss progress,
+// epoch and cut parts — acted on wherever the trainer waits, so a lost actor or a stall ends the
+// attempt at once, never at a timeout.
 #pragma once
 
 #include <caf/all.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "actors/coordinator_actor.hpp"
 #include "messages/errors.hpp"
 #include "messages/interfaces.hpp"
 #include "training/epoch_collector.hpp"
@@ -26,20 +29,33 @@ run_totals totals_of(const messages::loss_report& r);
 
 class control_channel {
  public:
-  /// `stall` bounds every wait for the pipeline's progress (faults.stall_seconds).
+  /// Spawns the coordinator actor. `stall` bounds every wait for the pipeline's progress
+  /// (faults.stall_seconds).
   control_channel(caf::actor_system& system, std::chrono::seconds stall);
+  ~control_channel();
+  control_channel(const control_channel&) = delete;
+  control_channel& operator=(const control_channel&) = delete;
 
+  /// The trainer thread's actor: control requests go out from it, their replies come back to it.
   caf::scoped_actor& self() { return self_; }
   /// The coordinator as its pipeline's actors see it.
-  messages::coordinator_actor handle();
+  messages::coordinator_actor handle() const { return coordinator_; }
 
   /// The actors of the current pipeline (their loss ends an attempt) and which stage each is
   /// (-1 = not a stage); events of any other actor are stale and dropped.
-  void watch(std::vector<caf::actor_addr> actors, std::vector<int32_t> stage_of, int32_t generation);
+  void watch(const std::vector<caf::actor_addr>& actors, const std::vector<int32_t>& stage_of,
+             int32_t generation) {
+    events_->watch(actors, stage_of, generation);
+  }
   /// Also watches one more actor while a request to it is out (a node), or a rebuilt stage.
-  void watch_extra(const caf::actor_addr& who, int32_t stage);
+  void watch_extra(const caf::actor_addr& who, int32_t stage) { events_->watch_extra(who, stage); }
   /// No longer watches `who` (a lost actor, once its loss is handled): its events are stale.
-  void unwatch(const caf::actor_addr& who) { watched_.erase(who); }
+  void unwatch(const caf::actor_addr& who) { events_->unwatch(who); }
+  /// The coordinator actor monitors `who`: its loss, while watched, ends the attempt.
+  template <class Handle>
+  void monitor(const Handle& who) {
+    caf::anon_send(coordinator_, atoms::watch_atom_v, caf::actor_cast<caf::actor>(who));
+  }
   /// Gives up the cuts up to tick `upto` that are not complete (stage-local recovery): their parts
   /// are dropped, now and when they come.
   void abandon_cuts(int64_t upto);
@@ -60,10 +76,10 @@ class control_channel {
     cuts_.clear();
   }
   /// The faults injected since the previous call (an epoch's), per stage.
-  std::vector<fault_counts> take_epoch_faults();
+  std::vector<fault_counts> take_epoch_faults() { return events_->take_epoch_faults(); }
   /// Counts a fault injected by the coordinator itself (a node kill) at `stage`.
-  void count_kill(int32_t stage);
-  const std::vector<fault_counts>& faults() const { return faults_; }
+  void count_kill(int32_t stage) { events_->count_kill(stage); }
+  std::vector<fault_counts> faults() const { return events_->faults(); }
 
   /// Waits until `count` stages reported the end of their phase; `on_stall` names what stopped
   /// when nothing arrives for the stall time (it throws).
@@ -115,19 +131,14 @@ class control_channel {
                                           std::chrono::milliseconds timeout);
 
  private:
-  /// Handles one message: `handlers...` first, then the pipeline's events; `on_timeout` when
-  /// nothing comes within `timeout`.
+  /// Acts on one event the coordinator actor kept, else handles one message here: `handlers...`
+  /// first (replies); `on_timeout` when nothing comes within `timeout`.
   template <class... Fs>
   void pump(std::chrono::seconds timeout, const std::function<void()>& on_timeout, Fs... handlers) {
+    if (auto notice = events_->take()) return act_on(*notice);
     self_->receive(
-        handlers..., [&](messages::fault_event& e) { on_fault(e); },
-        [&](messages::loss_report& r) { on_progress(r); }, [&](messages::window_report& w) { on_window(w); },
-        [&](messages::stage_epoch_report& r) { on_epoch_part(r); },
-        [&](messages::epoch_loss_report& r) { on_epoch_part(r); },
-        [&](messages::eval_report& r) { on_epoch_part(r); }, [&](messages::cut_part& p) { on_cut_part(p); },
-        [&](messages::phase_done& d) { on_phase_done(d); },
-        [&](messages::failure_report& f) { on_failure(f); }, [&](caf::down_msg& down) { on_down(down); },
-        [&](caf::error& err) { on_error(err); }, drop_the_rest(),  // e.g. a reply nobody waits for any more
+        handlers..., [&](caf::error& err) { on_error(err); }, [](atoms::news_atom) {},
+        drop_the_rest(),  // e.g. a reply nobody waits for any more
         caf::after(timeout) >> [&] { on_timeout(); });
   }
 
@@ -137,11 +148,7 @@ class control_channel {
   static auto drop_the_rest() {
     return caf::others >> [](caf::message_view&) -> caf::result<caf::message> { return caf::message{}; };
   }
-  bool current(const caf::actor_addr& who) const;
-  int32_t stage_of(const caf::actor_addr& who) const;
-  void on_fault(const messages::fault_event& e);
-  void on_progress(const messages::loss_report& r);
-  void on_window(const messages::window_report& w);
+  void act_on(coordinator_notice& notice);
   void on_epoch_part(const messages::stage_epoch_report& r);
   void on_epoch_part(const messages::epoch_loss_report& r);
   void on_epoch_part(const messages::eval_report& r);
@@ -156,11 +163,6 @@ class control_channel {
     for (auto& [tick, c] : cuts_)
       if (!c.parts[producer]) feed(c.shadow);
   }
-  static void count(fault_counts& f, messages::fault_kind kind);
-  void notify();
-  void on_phase_done(const messages::phase_done& d);
-  void on_failure(const messages::failure_report& f);
-  void on_down(const caf::down_msg& down);
   void on_error(const caf::error& err);
   template <class Handle>
   run_failure no_answer(const std::vector<Handle>& targets, const std::vector<bool>& got,
@@ -171,28 +173,20 @@ class control_channel {
     return no_answer_from(silent, timeout);
   }
   run_failure no_answer_from(const std::vector<caf::actor_addr>& silent, std::chrono::seconds timeout);
-  run_failure with_counts(run_failure f) const;
 
-  caf::actor_system& system_;
   caf::scoped_actor self_;
+  std::shared_ptr<coordinator_events> events_;
+  coordinator_control coordinator_;
   std::chrono::seconds stall_;
-  std::map<caf::actor_addr, int32_t> watched_;  // actor → stage (-1 = not a stage)
-  int32_t generation_ = 0;
-  std::vector<fault_counts> faults_;        // in the running attempt
-  std::vector<fault_counts> epoch_faults_;  // since the last epoch ended
+  std::size_t stages_ = 0;
   epoch_collector* epochs_ = nullptr;
   progress_fn progress_;
-  std::vector<stage_window> windows_;  // per stage, the latest (empty until every stage sent one)
-  std::size_t windows_seen_ = 0;
-  messages::loss_report last_loss_;  // the phase's totals so far
-  std::size_t phase_ends_ = 0;
   struct pending_cut {
     std::vector<std::optional<messages::cut_part>> parts;  // the stages', then the loss actor's
     std::size_t in = 0;
     epoch_collector shadow;  // the epochs as the parts sent before the cut make them
   };
   std::map<int64_t, pending_cut> cuts_;  // by tick
-  int64_t abandoned_upto_ = -1;          // cuts given up: parts up to this tick are dropped
   cut_fn cuts_fn_;
 };
 

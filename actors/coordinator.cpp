@@ -1,5 +1,6 @@
-// The coordinator, driven from the calling thread: it is never on the hot path (stages talk to
-// each other directly), only at phase boundaries.
+// The actor runtime, driven from the trainer's thread: the coordinator actor takes the pipeline's
+// events, this thread starts phases and acts on them; never on the hot path (stages talk to each
+// other directly), only at phase boundaries.
 #include "actors/coordinator.hpp"
 
 #include <caf/all.hpp>

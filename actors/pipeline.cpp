@@ -90,9 +90,9 @@ void actor_pipeline::build() {
   watched.push_back(loss_.address()), stage_of.push_back(-1);
   watched.push_back(loader_.address()), stage_of.push_back(-1);
   control_.watch(watched, stage_of, generation_);
-  for (auto& s : stages_) control_.self()->monitor(s);
-  control_.self()->monitor(loss_);
-  control_.self()->monitor(loader_);
+  for (auto& s : stages_) control_.monitor(s);
+  control_.monitor(loss_);
+  control_.monitor(loader_);
 
   for (int32_t j = 0; j < count; ++j) {
     rewire(j);
@@ -143,8 +143,7 @@ bool actor_pipeline::on_cpu(int32_t j) const {
 
 void actor_pipeline::respawn(int32_t j) {
   const std::size_t i = static_cast<std::size_t>(j);
-  control_.unwatch(stages_[i].address());
-  control_.self()->demonitor(stages_[i].address());
+  control_.unwatch(stages_[i].address());  // its down, when it comes, is stale
   if (placement_[i] != "local" && !reachable(placement_[i])) move_to_spare(placement_[i]);
   if (placement_[i] == "local") {
     auto placed = build_placed_stages(config_, optimizer_, [&](std::size_t k) { return k == i; });
@@ -155,7 +154,7 @@ void actor_pipeline::respawn(int32_t j) {
     stages_[i] = spawn_remote_stage(placement_[i], j);
   }
   control_.watch_extra(stages_[i].address(), j);
-  control_.self()->monitor(stages_[i]);
+  control_.monitor(stages_[i]);
   control_.ask<faults_atom>(stages_[i], control_timeout, faults_atom_v, faults_of(j));
 }
 
@@ -173,7 +172,6 @@ void actor_pipeline::move_to_spare(std::string lost) {
 void actor_pipeline::tear_down() {
   auto stop = [&](const auto& who) {
     if (!who) return;
-    control_.self()->demonitor(who.address());
     control_.self()->send_exit(who, caf::exit_reason::user_shutdown);
   };
   for (auto& s : stages_) stop(s);
@@ -213,7 +211,7 @@ void actor_pipeline::send_node_kills() {
 stage_actor actor_pipeline::spawn_remote_stage(const std::string& where, int32_t j) {
   node_actor node = connect(where, j);
   control_.watch_extra(node.address(), j);
-  control_.self()->monitor(node);
+  control_.monitor(node);
   const int64_t steps_per_epoch = optimizer_.total_steps / std::max(1, config_.training.epochs);
   return control_.ask<stage_actor>(node, control_timeout,
                                    spawn_stage{config::to_yaml(config_), j, steps_per_epoch});

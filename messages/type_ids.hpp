@@ -54,5 +54,7 @@ CAF_ADD_ATOM(petra, petra::atoms, trace_atom, "trace")
 CAF_ADD_ATOM(petra, petra::atoms, ping_atom, "ping")
 CAF_ADD_ATOM(petra, petra::atoms, hold_atom, "hold")
 CAF_ADD_ATOM(petra, petra::atoms, recover_atom, "recover")
+CAF_ADD_ATOM(petra, petra::atoms, watch_atom, "watch")
+CAF_ADD_ATOM(petra, petra::atoms, news_atom, "news")
 
 CAF_END_TYPE_ID_BLOCK(petra)

@@ -1,0 +1,272 @@
+// The coordinator's record of its pipeline's events.
+#include "actors/coordinator_events.hpp"
+
+#include <algorithm>
+
+#include "datasets/dataset.hpp"
+#include "messages/errors.hpp"
+#include "messages/type_ids.hpp"
+
+namespace petra {
+
+using namespace messages;
+
+namespace {
+
+failure_kind kind_of(uint8_t code) {
+  switch (static_cast<petra_errc>(code)) {
+    case petra_errc::injected_crash:
+      return failure_kind::injected_crash;
+    case petra_errc::lost_actor:
+      return failure_kind::lost_actor;
+    case petra_errc::stall:
+      return failure_kind::stall;
+    case petra_errc::unreachable:
+      return failure_kind::unreachable;
+    case petra_errc::bad_request:
+      return failure_kind::bad_reply;
+    case petra_errc::none:
+    case petra_errc::stage_exception:
+    case petra_errc::bad_data:
+      break;
+  }
+  return failure_kind::stage_exception;
+}
+
+void count(fault_counts& f, fault_kind kind) {
+  switch (kind) {
+    case fault_kind::drop:
+      ++f.drops;
+      break;
+    case fault_kind::duplicate:
+      ++f.duplicates;
+      break;
+    case fault_kind::reorder:
+      ++f.reorders;
+      break;
+    case fault_kind::delay:
+      ++f.delays;
+      break;
+    case fault_kind::slow:
+      ++f.slowed;
+      break;
+    case fault_kind::crash:
+      ++f.crashes;
+      break;
+    case fault_kind::duplicate_discarded:
+      ++f.duplicates_discarded;
+      break;
+  }
+}
+
+}  // namespace
+
+coordinator_events::coordinator_events(caf::actor_system& system, caf::actor_addr trainer)
+    : system_(system), trainer_(std::move(trainer)) {}
+
+void coordinator_events::on_fault(const fault_event& e) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (e.generation != generation_ || e.stage < 0 || static_cast<std::size_t>(e.stage) >= faults_.size())
+    return;
+  fault_counts one;
+  count(one, e.kind);
+  faults_[e.stage] += one;
+  epoch_faults_[e.stage] += one;
+  wake();
+}
+
+void coordinator_events::on_progress(const caf::actor_addr& from, const loss_report& r) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!watching(from)) return;
+  last_loss_ = r;
+  // Step lines need every stage's window: until each sent one, none is shown.
+  keep({coordinator_notice::progress{
+            r, windows_seen_ == windows_.size() ? windows_ : std::vector<stage_window>{}},
+        from, true});
+}
+
+void coordinator_events::on_window(const window_report& w) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (w.generation != generation_ || w.stage < 0 || static_cast<std::size_t>(w.stage) >= windows_.size())
+    return;
+  stage_window& mine = windows_[w.stage];
+  if (mine.stage < 0) ++windows_seen_;
+  mine = stage_window{w.stage, w.optimizer_steps, w.staleness_mean, w.inversion_error_mean, w.ended_by};
+  if (w.stage != 0) return wake();  // stage 1's steps are what the per-step lines count
+  keep({coordinator_notice::progress{
+            last_loss_, windows_seen_ == windows_.size() ? windows_ : std::vector<stage_window>{}},
+        {},
+        false});
+}
+
+void coordinator_events::on_epoch_part(const caf::actor_addr& from, stage_epoch_report r) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (r.generation == generation_) keep({std::move(r), from, false});
+}
+
+void coordinator_events::on_epoch_part(const caf::actor_addr& from, epoch_loss_report r) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (watching(from)) keep({std::move(r), from, true});
+}
+
+void coordinator_events::on_epoch_part(const caf::actor_addr& from, eval_report r) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (watching(from)) keep({std::move(r), from, true});
+}
+
+void coordinator_events::on_cut_part(const caf::actor_addr& from, cut_part p) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (watching(from) && p.tick > abandoned_upto_) keep({std::move(p), from, true});
+}
+
+void coordinator_events::on_phase_done(const phase_done& d) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (d.generation != generation_) return;
+  ++phase_ends_;
+  wake();
+}
+
+void coordinator_events::on_failure(const caf::actor_addr& from, const failure_report& f) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!watching(from)) return;  // from a pipeline already torn down
+  fail(from, std::make_exception_ptr(counted(run_failure(kind_of(f.code), f.stage, f.tick, f.what))),
+       f.stage);
+}
+
+void coordinator_events::on_down(const caf::down_msg& down) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!watching(down.source)) return;
+  if (has_code(down.reason, petra_errc::bad_data)) {  // not a failure to replay: the data must change
+    const caf::message& context = down.reason.context();
+    const std::string what =
+        context.match_elements<std::string>() ? context.get_as<std::string>(0) : system_.render(down.reason);
+    return fail(down.source, std::make_exception_ptr(data::dataset_error(what)), -1, false);
+  }
+  const int32_t stage = stage_locked(down.source);
+  const std::string what = (stage >= 0 ? "stage actor lost: " : "actor lost: ") + system_.render(down.reason);
+  const bool crash = has_code(down.reason, petra_errc::injected_crash);
+  fail(down.source,
+       std::make_exception_ptr(counted(
+           run_failure(crash ? failure_kind::injected_crash : failure_kind::lost_actor, stage, -1, what))),
+       stage);
+}
+
+void coordinator_events::watch(const std::vector<caf::actor_addr>& actors,
+                               const std::vector<int32_t>& stage_of, int32_t generation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  watched_.clear();
+  for (std::size_t i = 0; i < actors.size(); ++i) watched_[actors[i]] = stage_of[i];
+  generation_ = generation;
+  queue_.clear();
+}
+
+void coordinator_events::watch_extra(const caf::actor_addr& who, int32_t stage) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  watched_[who] = stage;
+}
+
+void coordinator_events::unwatch(const caf::actor_addr& who) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  watched_.erase(who);
+  queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                              [&](const coordinator_notice& n) { return n.by_sender && n.source == who; }),
+               queue_.end());
+}
+
+void coordinator_events::begin_attempt(std::size_t stages) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  faults_.assign(stages, fault_counts{});
+  if (epoch_faults_.size() != stages) epoch_faults_.assign(stages, fault_counts{});
+  windows_.assign(stages, stage_window{});
+  windows_seen_ = 0;
+  last_loss_ = loss_report{};
+  phase_ends_ = 0;
+  abandoned_upto_ = -1;
+}
+
+void coordinator_events::abandon_cuts(int64_t upto) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  abandoned_upto_ = std::max(abandoned_upto_, upto);
+  queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                              [&](const coordinator_notice& n) {
+                                const auto* p = std::get_if<cut_part>(&n.what);
+                                return p && p->tick <= upto;
+                              }),
+               queue_.end());
+}
+
+void coordinator_events::count_kill(int32_t stage) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stage < 0 || static_cast<std::size_t>(stage) >= faults_.size()) return;
+  ++faults_[stage].kills;
+  ++epoch_faults_[stage].kills;
+}
+
+std::vector<fault_counts> coordinator_events::take_epoch_faults() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<fault_counts> out(faults_.size());
+  out.swap(epoch_faults_);
+  return out;
+}
+
+std::vector<fault_counts> coordinator_events::faults() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return faults_;
+}
+
+std::size_t coordinator_events::phase_ends() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return phase_ends_;
+}
+
+bool coordinator_events::current(const caf::actor_addr& who) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return watching(who);
+}
+
+int32_t coordinator_events::stage_of(const caf::actor_addr& who) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stage_locked(who);
+}
+
+run_failure coordinator_events::with_counts(run_failure f) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return counted(std::move(f));
+}
+
+std::optional<coordinator_notice> coordinator_events::take(
+    const std::function<bool(const coordinator_notice&)>& wanted) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = wanted ? std::find_if(queue_.begin(), queue_.end(), wanted) : queue_.begin();
+  if (it == queue_.end()) return std::nullopt;
+  coordinator_notice out = std::move(*it);
+  queue_.erase(it);
+  return out;
+}
+
+int32_t coordinator_events::stage_locked(const caf::actor_addr& who) const {
+  auto it = watched_.find(who);
+  return it == watched_.end() ? -1 : it->second;
+}
+
+run_failure coordinator_events::counted(run_failure f) const {
+  f.faults = faults_;
+  return f;
+}
+
+void coordinator_events::keep(coordinator_notice n) {
+  queue_.push_back(std::move(n));
+  wake();
+}
+
+void coordinator_events::fail(const caf::actor_addr& from, std::exception_ptr error, int32_t stage,
+                              bool ends_cuts) {
+  keep({coordinator_notice::failure{std::move(error), stage, ends_cuts}, from, true});
+}
+
+void coordinator_events::wake() {
+  // Every event kept restarts the trainer's wait for progress (faults.stall_seconds).
+  if (auto trainer = caf::actor_cast<caf::actor>(trainer_)) caf::anon_send(trainer, atoms::news_atom_v);
+}
+
+}  // namespace petra

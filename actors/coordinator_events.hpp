@@ -1,0 +1,110 @@
+// What the coordinator actor keeps of its pipeline's events: the actors it watches, the faults, step
+// windows, loss totals and phase ends of the running attempt, and the queue of what the trainer thread
+// must act on (progress, epoch and cut parts, failures). The actor writes it as events come, the trainer
+// thread reads it: one lock, and a news atom to the trainer whenever an event was kept.
+#pragma once
+
+#include <caf/all.hpp>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include "messages/messages.hpp"
+#include "training/faults.hpp"
+#include "training/stage_window.hpp"
+
+namespace petra {
+
+/// One event the trainer thread acts on, in the order the coordinator actor took it.
+struct coordinator_notice {
+  /// The loss actor's totals of the phase so far and each stage's latest window of optimizer steps
+  /// (empty until every stage sent one).
+  struct progress {
+    messages::loss_report loss;
+    std::vector<stage_window> windows;
+  };
+  /// What ends the attempt: thrown on the trainer thread. `stage` is the lost producer of cuts
+  /// (-1: the loss actor); `ends_cuts`: the pending cuts may complete first (not for bad data).
+  struct failure {
+    std::exception_ptr error;
+    int32_t stage = -1;
+    bool ends_cuts = true;
+  };
+  std::variant<progress, messages::stage_epoch_report, messages::epoch_loss_report, messages::eval_report,
+               messages::cut_part, failure>
+      what;
+  caf::actor_addr source;  // who sent it
+  bool by_sender = false;  // kept because `source` was watched: stale once it no longer is
+};
+
+class coordinator_events {
+ public:
+  /// `trainer`: the trainer thread's actor, told (news_atom) of every event kept.
+  coordinator_events(caf::actor_system& system, caf::actor_addr trainer);
+
+  // The coordinator actor's side: each event, from `from`.
+  void on_fault(const messages::fault_event& e);
+  void on_progress(const caf::actor_addr& from, const messages::loss_report& r);
+  void on_window(const messages::window_report& w);
+  void on_epoch_part(const caf::actor_addr& from, messages::stage_epoch_report r);
+  void on_epoch_part(const caf::actor_addr& from, messages::epoch_loss_report r);
+  void on_epoch_part(const caf::actor_addr& from, messages::eval_report r);
+  void on_cut_part(const caf::actor_addr& from, messages::cut_part p);
+  void on_phase_done(const messages::phase_done& d);
+  void on_failure(const caf::actor_addr& from, const messages::failure_report& f);
+  void on_down(const caf::down_msg& down);
+
+  // The trainer thread's side.
+  /// The actors of the current pipeline and which stage each is (-1 = not a stage); what is queued
+  /// of earlier ones is dropped.
+  void watch(const std::vector<caf::actor_addr>& actors, const std::vector<int32_t>& stage_of,
+             int32_t generation);
+  void watch_extra(const caf::actor_addr& who, int32_t stage);
+  /// `who`'s events are stale from now on, those queued too.
+  void unwatch(const caf::actor_addr& who);
+  /// Faults, windows, loss totals and phase ends count from zero.
+  void begin_attempt(std::size_t stages);
+  /// Cut parts up to tick `upto` are dropped, now and when they come.
+  void abandon_cuts(int64_t upto);
+  void count_kill(int32_t stage);
+  std::vector<fault_counts> take_epoch_faults();
+  std::vector<fault_counts> faults() const;
+  std::size_t phase_ends() const;
+  bool current(const caf::actor_addr& who) const;
+  int32_t stage_of(const caf::actor_addr& who) const;
+  /// `f` with the faults of the attempt so far.
+  run_failure with_counts(run_failure f) const;
+  /// The oldest queued notice that `wanted` accepts (any when empty), taken off the queue.
+  std::optional<coordinator_notice> take(const std::function<bool(const coordinator_notice&)>& wanted = {});
+
+ private:
+  // Each with the lock held.
+  bool watching(const caf::actor_addr& who) const { return watched_.count(who) > 0; }
+  int32_t stage_locked(const caf::actor_addr& who) const;
+  run_failure counted(run_failure f) const;
+  void keep(coordinator_notice n);
+  void fail(const caf::actor_addr& from, std::exception_ptr error, int32_t stage, bool ends_cuts = true);
+  void wake();
+
+  caf::actor_system& system_;
+  caf::actor_addr trainer_;
+  mutable std::mutex mutex_;
+  std::map<caf::actor_addr, int32_t> watched_;  // actor → stage (-1 = not a stage)
+  int32_t generation_ = 0;
+  std::vector<fault_counts> faults_;        // in the running attempt
+  std::vector<fault_counts> epoch_faults_;  // since the last epoch ended
+  std::vector<stage_window> windows_;       // per stage, the latest
+  std::size_t windows_seen_ = 0;
+  messages::loss_report last_loss_;  // the phase's totals so far
+  std::size_t phase_ends_ = 0;
+  int64_t abandoned_upto_ = -1;
+  std::deque<coordinator_notice> queue_;
+};
+
+}  // namespace petra
