@@ -1,4 +1,5 @@
-// The coordinator's mailbox lets go of the actors that wrote to it. A message queued in a CAF 0.17
+// The trainer thread's mailbox (control_channel's scoped actor: control replies and the coordinator
+// actor's wake-ups) lets go of the actors that wrote to it. A message queued in a CAF 0.17
 // blocking actor keeps its sender alive, and a detached actor still alive when its actor system is
 // destroyed blocks that destructor forever: the runtime's shutdown depends on both tests below.
 #include "actors/control.hpp"
@@ -14,7 +15,7 @@ using namespace petra;
 
 namespace {
 
-// A detached actor that writes to `to` what the coordinator has no handler for, then idles.
+// A detached actor that writes to `to` what the trainer thread has no handler for, then idles.
 caf::behavior stray_writer(caf::event_based_actor* self, caf::actor to) {
   self->send(to, std::string("no handler takes this"), int64_t{42});
   return {[](int32_t) {}};
@@ -22,7 +23,7 @@ caf::behavior stray_writer(caf::event_based_actor* self, caf::actor to) {
 
 }  // namespace
 
-TEST_CASE("coordinator mailbox: what no handler takes is dropped, so its detached sender is destroyed") {
+TEST_CASE("trainer mailbox: what no handler takes is dropped, so its detached sender is destroyed") {
   caf_config cfg{2};
   caf::actor_system sys{cfg};
   control_channel control(sys, std::chrono::seconds(5));
@@ -38,7 +39,7 @@ TEST_CASE("coordinator mailbox: what no handler takes is dropped, so its detache
   CHECK(caf::actor_cast<caf::strong_actor_ptr>(address) == nullptr);
 }
 
-TEST_CASE("coordinator mailbox: await_gone names the actors still referenced when time runs out") {
+TEST_CASE("trainer mailbox: await_gone names the actors still referenced when time runs out") {
   caf_config cfg{2};
   caf::actor_system sys{cfg};
   control_channel control(sys, std::chrono::seconds(5));
