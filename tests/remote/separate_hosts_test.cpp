@@ -35,6 +35,10 @@ struct separate_hosts {
     }
   }
   std::string node_address(int i) const { return hosts.address(i) + ":" + node_port; }
+  /// ci_smoke's 5 stages: 2 on host 1's node, 3 on host 2's, the rest with the coordinator.
+  std::string placement() const {
+    return "[local," + node_address(1) + "," + node_address(2) + ",local,local]";
+  }
 
   /// `petra node` on host i with the certificate `ca` signed for its address, trusting the run's CA.
   std::unique_ptr<child_process> start_node(int i, const std::string& ca) {
@@ -49,24 +53,20 @@ struct separate_hosts {
     return node;
   }
 
-  /// `petra train ci_smoke` in lockstep into dir/runs/<name>; `placement` as pipeline.nodes.
-  command_result train(const std::string& name, const std::string& placement, bool on_host) const {
-    std::vector<std::string> argv{PETRA_BINARY,
-                                  "train",
-                                  "ci_smoke",
-                                  "--set",
-                                  "runtime.mode=lockstep",
-                                  "--set",
-                                  "output.dir=" + dir / "runs",
-                                  "--set",
+  /// `petra train ci_smoke` in lockstep into dir/runs/<name>: in one process when `nodes` is
+  /// empty, else on host 0 with it as pipeline.nodes and host 0's certificate.
+  command_result train(const std::string& name, const std::string& nodes) const {
+    std::vector<std::string> sets{"runtime.mode=lockstep", "output.dir=" + dir / "runs",
                                   "output.name=" + name};
-    if (!placement.empty()) {
+    if (!nodes.empty()) {
       const std::string own = dir / ("ca/" + hosts.address(0));
-      for (const std::string& set : {"pipeline.nodes=" + placement, "tls.cert=" + own + ".pem",
-                                     "tls.key=" + own + ".key", "tls.ca=" + dir / "ca/ca.pem"})
-        argv.insert(argv.end(), {"--set", set});
+      sets.insert(sets.end(), {"pipeline.nodes=" + nodes, "tls.cert=" + own + ".pem",
+                               "tls.key=" + own + ".key", "tls.ca=" + dir / "ca/ca.pem"});
     }
-    return run_command(on_host ? hosts.on(0, argv) : argv, 600000ms);
+    std::vector<std::string> argv{PETRA_BINARY, "train", "ci_smoke"};
+    for (const std::string& set : sets) argv.insert(argv.end(), {"--set", set});
+    // 240 s each: the two runs of a test case fit ctest's 600 s even on a loaded machine.
+    return run_command(nodes.empty() ? argv : hosts.on(0, argv), 240000ms);
   }
 };
 
@@ -99,10 +99,9 @@ TEST_CASE("lockstep on three hosts over TLS (coordinator and two nodes): bit-ide
   auto first = h.start_node(1, "ca");
   auto second = h.start_node(2, "ca");
 
-  const auto one = h.train("one", "", false);
+  const auto one = h.train("one", "");
   REQUIRE_MESSAGE(one.exit_code == 0, one.output);
-  const std::string placement = "[local," + h.node_address(1) + "," + h.node_address(2) + ",local,local]";
-  const auto spread = h.train("spread", placement, true);
+  const auto spread = h.train("spread", h.placement());
   REQUIRE_MESSAGE(spread.exit_code == 0, spread.output);
   CHECK(first->alive());
   CHECK(second->alive());
@@ -118,7 +117,8 @@ TEST_CASE("lockstep on three hosts over TLS (coordinator and two nodes): bit-ide
       CAPTURE(key);
       CHECK(a[e][key] == b[e][key]);
     }
-  MESSAGE("three hosts: " << spread.output.substr(spread.output.rfind("done: ")));
+  const auto done = spread.output.rfind("done: ");
+  MESSAGE("three hosts: " << (done == std::string::npos ? spread.output : spread.output.substr(done)));
 }
 
 TEST_CASE("a node whose certificate another CA signed is refused across hosts, and the run says so") {
@@ -127,8 +127,7 @@ TEST_CASE("a node whose certificate another CA signed is refused across hosts, a
   h.make_certificates();
   auto good = h.start_node(1, "ca");
   auto intruder = h.start_node(2, "other");
-  const auto r =
-      h.train("refused", "[local," + h.node_address(1) + "," + h.node_address(2) + ",local,local]", true);
+  const auto r = h.train("refused", h.placement());
   // Nodes are connected while the run is prepared: an unreachable one is bad input (exit code 2),
   // reported before anything is written.
   CHECK_MESSAGE(r.exit_code == 2, r.output);
@@ -138,5 +137,5 @@ TEST_CASE("a node whose certificate another CA signed is refused across hosts, a
   CHECK(!std::filesystem::exists(h.dir.path() / "runs/refused"));
   CHECK(good->alive());
   CHECK(intruder->alive());
-  MESSAGE("the run said: " << r.output.substr(r.output.find("cannot reach")));
+  MESSAGE("the run said: " << r.output);
 }
