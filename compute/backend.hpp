@@ -108,6 +108,9 @@ class backend {
   /// 2×2 window, stride 2: (N,C,H,W) → (N,C,H/2,W/2) (H, W even).
   tensor max_pool2x2_forward(const tensor& x);
   tensor max_pool2x2_backward(const tensor& x, const tensor& dy);
+  /// Forward mode: ẏ = ẋ at each window's first maximum of x → (N,C,H/2,W/2), the transpose of
+  /// max_pool2x2_backward (it picks the same maximum).
+  tensor max_pool2x2_jvp(const tensor& x, const tensor& x_dot);
   /// (N,C,H,W) → (N,C), the mean over H·W.
   tensor global_avg_pool_forward(const tensor& x);
   tensor global_avg_pool_backward(const tensor& dy, const shape_t& x_shape);
@@ -184,6 +187,7 @@ class backend {
   virtual void add_inplace_impl(tensor& a, const tensor& b) = 0;
   virtual tensor max_pool2x2_forward_impl(const tensor& x) = 0;
   virtual tensor max_pool2x2_backward_impl(const tensor& x, const tensor& dy) = 0;
+  virtual tensor max_pool2x2_jvp_impl(const tensor& x, const tensor& x_dot) = 0;
   virtual tensor global_avg_pool_forward_impl(const tensor& x) = 0;
   virtual tensor global_avg_pool_backward_impl(const tensor& dy, const shape_t& x_shape) = 0;
   virtual tensor linear_forward_impl(const tensor& x, const tensor& w, const tensor& b) = 0;

@@ -131,6 +131,15 @@ tensor backend::max_pool2x2_backward(const tensor& x, const tensor& dy) {
   return max_pool2x2_backward_impl(x, dy);
 }
 
+tensor backend::max_pool2x2_jvp(const tensor& x, const tensor& x_dot) {
+  const char* op = "max_pool2x2_jvp";
+  require(op, "x", x, 4, "(N, C, H, W)");
+  require_even_plane(op, x);
+  require(op, "x_dot", x_dot, 4, "(N, C, H, W)");
+  require_same_shape(op, "x_dot", x_dot, "x", x);
+  return max_pool2x2_jvp_impl(x, x_dot);
+}
+
 tensor backend::global_avg_pool_forward(const tensor& x) {
   require("global_avg_pool_forward", "x", x, 4, "(N, C, H, W)");
   if (x.dim(2) * x.dim(3) < 1)

@@ -25,3 +25,26 @@ void expect_streams(const block& b, const activation& x, bool two_streams, const
 }
 
 }  // namespace petra
+
+namespace petra {
+
+std::pair<activation, activation> block::jvp(const activation& x, const activation& x_dot, pass mode, tape* t,
+                                             const parameter_tangents& theta_dot) {
+  expect_streams(*this, x, x.two_streams(), "input");
+  auto check = [&](const tensor& stream, const tensor& tangent, const char* which) {
+    if (tangent.defined() && (!stream.defined() || tangent.shape() != stream.shape()))
+      throw std::invalid_argument(name() + " (" + kind() + "): the input tangent's " + which + " " +
+                                  tangent.shape_str() + " must have the shape of the input's, " +
+                                  (stream.defined() ? stream.shape_str() : std::string("absent")));
+  };
+  check(x.x1, x_dot.x1, "x1");
+  check(x.x2, x_dot.x2, "x2");
+  return jvp_impl(x, x_dot, mode, t, theta_dot);
+}
+
+std::pair<activation, activation> block::jvp_impl(const activation&, const activation&, pass, tape*,
+                                                  const parameter_tangents&) {
+  throw std::logic_error(name() + " (" + kind() + ") has no forward mode (jvp)");
+}
+
+}  // namespace petra

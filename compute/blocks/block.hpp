@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compute/backend.hpp"
+#include "compute/forward/tangents.hpp"
 #include "compute/parameter.hpp"
 #include "compute/tape.hpp"
 
@@ -23,6 +24,11 @@ class block {
   virtual activation forward(const activation& x, pass mode, tape* t) = 0;
   /// dx from the tape of a forward; parameter gradients accumulate (+=).
   virtual activation backward(tape& t, const activation& dy) = 0;
+  /// Forward mode: (y, ẏ), ẏ = J_x ẋ + J_θ θ̇ along the input tangent ẋ and the parameter tangents
+  /// θ̇ (a stream or parameter without one: zero). y, the tape and the running statistics are the
+  /// forward's exactly, so a backward may follow. A zero stream of ẏ may come back undefined.
+  std::pair<activation, activation> jvp(const activation& x, const activation& x_dot, pass mode, tape* t,
+                                        const parameter_tangents& theta_dot = {});
 
   virtual bool reversible() const { return false; }
   /// x = F⁻¹(y) with the current weights and batch statistics (reversible blocks only).
@@ -39,6 +45,11 @@ class block {
   explicit block(std::string name) : name_(std::move(name)) {}
 
  private:
+  /// jvp once its arguments are checked. By default a block has no forward mode (test doubles):
+  /// it says so, naming itself.
+  virtual std::pair<activation, activation> jvp_impl(const activation& x, const activation& x_dot, pass mode,
+                                                     tape* t, const parameter_tangents& theta_dot);
+
   std::string name_;
 };
 

@@ -48,3 +48,19 @@ std::vector<buffer_ref> coupling_block::buffers() {
 }
 
 }  // namespace petra
+
+// Forward mode: the tangent ops, included here to keep the addition in one place.
+#include "compute/forward/op_jvps.hpp"
+
+namespace petra {
+
+// ẏ1 = ẋ2 + J_F ẋ1 + ∂F/∂θ θ̇, ẏ2 = ẋ1.
+std::pair<activation, activation> coupling_block::jvp_impl(const activation& x, const activation& x_dot,
+                                                           pass mode, tape* t,
+                                                           const parameter_tangents& theta_dot) {
+  expect_streams(*this, x, true, "input");
+  auto [fx, fx_dot] = f_.jvp(x.x1, x_dot.x1, mode, t, theta_dot);
+  return {{be_.add(x.x2, fx), x.x1}, {add_tangents(be_, x_dot.x2, fx_dot), x_dot.x1}};
+}
+
+}  // namespace petra

@@ -23,6 +23,8 @@ class coupling_block : public block {
   std::vector<buffer_ref> buffers() override;
 
  private:
+  std::pair<activation, activation> jvp_impl(const activation& x, const activation& x_dot, pass mode, tape* t,
+                                             const parameter_tangents& theta_dot) override;
   backend& be_;
   conv_chain f_;
 };

@@ -93,3 +93,33 @@ std::vector<buffer_ref> downsample_bottleneck_block::buffers() {
 }
 
 }  // namespace petra
+
+// Forward mode: the tangent ops, included here to keep the addition in one place.
+#include "compute/forward/op_jvps.hpp"
+
+namespace petra {
+
+std::pair<activation, activation> downsample_basic_block::jvp_impl(const activation& x,
+                                                                   const activation& x_dot, pass mode,
+                                                                   tape* t,
+                                                                   const parameter_tangents& theta_dot) {
+  expect_streams(*this, x, true, "input");
+  auto [r, r_dot] = a_.jvp(x.x1, x_dot.x1, mode, t, theta_dot);
+  auto [b, b_dot] = b_.jvp(r, r_dot, mode, t, theta_dot);
+  auto [c, c_dot] = proj_.jvp(x.x2, x_dot.x2, mode, t, theta_dot);
+  return {{be_.add(b, c), r}, {add_tangents(be_, b_dot, c_dot), r_dot}};
+}
+
+std::pair<activation, activation> downsample_bottleneck_block::jvp_impl(const activation& x,
+                                                                        const activation& x_dot, pass mode,
+                                                                        tape* t,
+                                                                        const parameter_tangents& theta_dot) {
+  expect_streams(*this, x, true, "input");
+  auto [f, f_dot] = f_.jvp(x.x1, x_dot.x1, mode, t, theta_dot);  // the forward's order: f, proj2, proj1
+  auto [p2, p2_dot] = proj2_.jvp(x.x2, x_dot.x2, mode, t, theta_dot);
+  const tensor y1 = be_.add(f, p2);
+  auto [y2, y2_dot] = proj1_.jvp(x.x1, x_dot.x1, mode, t, theta_dot);
+  return {{y1, y2}, {add_tangents(be_, f_dot, p2_dot), y2_dot}};
+}
+
+}  // namespace petra

@@ -22,6 +22,8 @@ class downsample_basic_block : public block {
   std::vector<buffer_ref> buffers() override;
 
  private:
+  std::pair<activation, activation> jvp_impl(const activation& x, const activation& x_dot, pass mode, tape* t,
+                                             const parameter_tangents& theta_dot) override;
   backend& be_;
   conv_chain a_;     // conv3×3 s → BN → ReLU: y2
   conv_chain b_;     // conv3×3 → BN → ReLU
@@ -41,6 +43,8 @@ class downsample_bottleneck_block : public block {
   std::vector<buffer_ref> buffers() override;
 
  private:
+  std::pair<activation, activation> jvp_impl(const activation& x, const activation& x_dot, pass mode, tape* t,
+                                             const parameter_tangents& theta_dot) override;
   backend& be_;
   conv_chain f_;      // F_s on x1
   conv_chain proj2_;  // conv1×1 s → BN on x2, added to F_s(x1)

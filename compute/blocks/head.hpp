@@ -18,6 +18,8 @@ class head_block : public block {
   std::vector<buffer_ref> buffers() override { return {}; }
 
  private:
+  std::pair<activation, activation> jvp_impl(const activation& x, const activation& x_dot, pass mode, tape* t,
+                                             const parameter_tangents& theta_dot) override;
   backend& be_;
   linear_layer fc_;
 };

@@ -47,3 +47,25 @@ std::vector<buffer_ref> stem_block::buffers() {
 }
 
 }  // namespace petra
+
+// Forward mode: the tangent ops, included here to keep the addition in one place.
+#include "compute/forward/op_jvps.hpp"
+
+namespace petra {
+
+std::pair<activation, activation> stem_block::jvp_impl(const activation& x, const activation& x_dot,
+                                                       pass mode, tape* t,
+                                                       const parameter_tangents& theta_dot) {
+  expect_streams(*this, x, false, "input");
+  auto [h, h_dot] = conv_.jvp(x.x1, x_dot.x1, mode, t, theta_dot);
+  if (imagenet_) {
+    if (t) t->push(h);
+    h_dot = max_pool2x2_tangent(be_, h, h_dot);  // at the unpooled h, as the forward's argmax
+    h = be_.max_pool2x2_forward(h);
+  }
+  auto halves = be_.split_channels(h);
+  auto tangents = split_channels_tangent(be_, h_dot);
+  return {{halves.first, halves.second}, {tangents.first, tangents.second}};
+}
+
+}  // namespace petra

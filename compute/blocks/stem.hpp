@@ -23,6 +23,8 @@ class stem_block : public block {
   void set_input_grad(bool wanted) { input_grad_ = wanted; }
 
  private:
+  std::pair<activation, activation> jvp_impl(const activation& x, const activation& x_dot, pass mode, tape* t,
+                                             const parameter_tangents& theta_dot) override;
   backend& be_;
   conv_chain conv_;
   bool imagenet_;

@@ -66,6 +66,9 @@ class cpu_backend final : public backend {
   tensor global_avg_pool_forward_impl(const tensor& x) override;
   tensor global_avg_pool_backward_impl(const tensor& dy, const shape_t& x_shape) override;
 
+  // forward_ops.cpp
+  tensor max_pool2x2_jvp_impl(const tensor& x, const tensor& x_dot) override;
+
   // linear.cpp
   tensor linear_forward_impl(const tensor& x, const tensor& w, const tensor& b) override;
   tensor linear_backward_data_impl(const tensor& dy, const tensor& w) override;

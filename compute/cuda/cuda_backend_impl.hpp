@@ -77,6 +77,7 @@ class cuda_backend final : public backend {
   // pooling.cpp
   tensor max_pool2x2_forward_impl(const tensor& x) override;
   tensor max_pool2x2_backward_impl(const tensor& x, const tensor& dy) override;
+  tensor max_pool2x2_jvp_impl(const tensor& x, const tensor& x_dot) override;
   tensor global_avg_pool_forward_impl(const tensor& x) override;
   tensor global_avg_pool_backward_impl(const tensor& dy, const shape_t& x_shape) override;
 

@@ -68,6 +68,16 @@ __global__ void max_pool2x2_backward_kernel(const float* x, const float* dy, flo
   }
 }
 
+__global__ void max_pool2x2_jvp_kernel(const float* x, const float* x_dot, float* y_dot, int64_t planes,
+                                       int64_t h, int64_t w) {
+  const int64_t ho = h / 2, wo = w / 2;
+  PETRA_GRID_STRIDE(o, planes * ho * wo) {
+    const int64_t plane = o / (ho * wo), i = (o / wo) % ho, j = o % wo;
+    const int64_t top = plane * h * w + 2 * i * w + 2 * j;
+    y_dot[o] = x_dot[top + argmax_2x2(x + top, w)];
+  }
+}
+
 __global__ void global_avg_pool_forward_kernel(const float* x, float* y, int64_t planes, int64_t area) {
   PETRA_GRID_STRIDE(plane, planes) {
     double sum = 0;
@@ -202,6 +212,15 @@ void max_pool2x2_backward(const float* x, const float* dy, float* dx, int64_t pl
   if (outputs == 0) return;
   max_pool2x2_backward_kernel<<<blocks_for(outputs), threads_per_block, 0, stream>>>(x, dy, dx, planes, h, w);
   check_launch("max_pool2x2_backward");
+}
+
+void max_pool2x2_jvp(const float* x, const float* x_dot, float* y_dot, int64_t planes, int64_t h, int64_t w,
+                     cudaStream_t stream) {
+  const int64_t outputs = planes * (h / 2) * (w / 2);
+  if (outputs == 0) return;
+  max_pool2x2_jvp_kernel<<<blocks_for(outputs), threads_per_block, 0, stream>>>(x, x_dot, y_dot, planes, h,
+                                                                                w);
+  check_launch("max_pool2x2_jvp");
 }
 
 void global_avg_pool_forward(const float* x, float* y, int64_t planes, int64_t area, cudaStream_t stream) {

@@ -24,6 +24,9 @@ void max_pool2x2_forward(const float* x, float* y, int64_t planes, int64_t h, in
 /// dx: dy at the window's first maximum, 0 elsewhere.
 void max_pool2x2_backward(const float* x, const float* dy, float* dx, int64_t planes, int64_t h, int64_t w,
                           cudaStream_t stream);
+/// Forward mode: y_dot = x_dot at the window's first maximum of x (the transpose of the backward).
+void max_pool2x2_jvp(const float* x, const float* x_dot, float* y_dot, int64_t planes, int64_t h, int64_t w,
+                     cudaStream_t stream);
 /// y[plane] = mean of the plane (double accumulation).
 void global_avg_pool_forward(const float* x, float* y, int64_t planes, int64_t area, cudaStream_t stream);
 /// dx[plane, i] = dy[plane] / area.

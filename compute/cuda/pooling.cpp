@@ -22,6 +22,14 @@ tensor cuda_backend::max_pool2x2_backward_impl(const tensor& x, const tensor& dy
   return dx;
 }
 
+tensor cuda_backend::max_pool2x2_jvp_impl(const tensor& x, const tensor& x_dot) {
+  enter();
+  tensor y_dot = output({x.dim(0), x.dim(1), x.dim(2) / 2, x.dim(3) / 2});
+  cuda::kernels::max_pool2x2_jvp(x.data(), x_dot.data(), y_dot.data(), x.dim(0) * x.dim(1), x.dim(2),
+                                 x.dim(3), stream());
+  return y_dot;
+}
+
 tensor cuda_backend::global_avg_pool_forward_impl(const tensor& x) {
   const int64_t area = x.dim(2) * x.dim(3);
   enter();

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "compute/backend.hpp"
+#include "compute/forward/tangents.hpp"
 #include "compute/parameter.hpp"
 #include "compute/tape.hpp"
 
@@ -19,6 +20,10 @@ class batch_norm_layer {
   tensor forward(const tensor& x, pass mode, tape* t);
   /// Pops what forward pushed; dγ += Σ dy·x̂, dβ += Σ dy; returns dx.
   tensor backward(tape& t, const tensor& dy);
+  /// Forward mode (layer_jvps.cpp): y as forward (and its tape, and its running-statistics
+  /// update); ẏ with the batch statistics' tangents in train and recompute.
+  std::pair<tensor, tensor> jvp(const tensor& x, const tensor& x_dot, pass mode, tape* t,
+                                const parameter_tangents& theta_dot);
 
   void collect(std::vector<parameter*>& out) {
     out.push_back(&gamma_);
@@ -41,5 +46,7 @@ class batch_norm_layer {
 /// ReLU with its output kept on the tape (the backward needs y > 0 only).
 tensor relu_forward(backend& be, const tensor& x, tape* t);
 tensor relu_backward(backend& be, tape& t, const tensor& dy);
+/// Forward mode (layer_jvps.cpp): y as relu_forward, ẏ = ẋ·[y > 0].
+std::pair<tensor, tensor> relu_jvp(backend& be, const tensor& x, const tensor& x_dot, tape* t);
 
 }  // namespace petra

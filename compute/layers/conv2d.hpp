@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "compute/backend.hpp"
+#include "compute/forward/tangents.hpp"
 #include "compute/parameter.hpp"
 #include "compute/tape.hpp"
 
@@ -19,6 +20,9 @@ class conv2d_layer {
   tensor forward(const tensor& x, tape* t);
   /// Pops x; dw += x ⋆ dy, db += Σ dy; returns dx (skipped, undefined, when !need_dx).
   tensor backward(tape& t, const tensor& dy, bool need_dx = true);
+  /// Forward mode (layer_jvps.cpp): y as forward (and its tape), ẏ = ẋ ⋆ w + x ⋆ ẇ + ḃ.
+  std::pair<tensor, tensor> jvp(const tensor& x, const tensor& x_dot, tape* t,
+                                const parameter_tangents& theta_dot);
 
   void collect(std::vector<parameter*>& out) {
     out.push_back(&weight_);

@@ -27,6 +27,9 @@ class conv_chain {
   tensor forward(const tensor& x, pass mode, tape* t);
   /// Pops the chain's tape entries; returns dx (undefined when !need_dx).
   tensor backward(tape& t, const tensor& dy, bool need_dx = true);
+  /// Forward mode (layer_jvps.cpp): y as forward (and its tape), ẏ along ẋ and θ̇.
+  std::pair<tensor, tensor> jvp(const tensor& x, const tensor& x_dot, pass mode, tape* t,
+                                const parameter_tangents& theta_dot);
 
   void collect(std::vector<parameter*>& out);
   void collect_buffers(std::vector<buffer_ref>& out);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "compute/backend.hpp"
+#include "compute/forward/tangents.hpp"
 #include "compute/parameter.hpp"
 #include "compute/tape.hpp"
 
@@ -18,6 +19,9 @@ class linear_layer {
   tensor forward(const tensor& x, tape* t);
   /// Pops x; dw += dyᵀ·x, db += Σ dy; returns dx.
   tensor backward(tape& t, const tensor& dy);
+  /// Forward mode (layer_jvps.cpp): y as forward (and its tape), ẏ = ẋ·wᵀ + x·ẇᵀ + ḃ.
+  std::pair<tensor, tensor> jvp(const tensor& x, const tensor& x_dot, tape* t,
+                                const parameter_tangents& theta_dot);
 
   void collect(std::vector<parameter*>& out) {
     out.push_back(&weight_);

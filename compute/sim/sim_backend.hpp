@@ -81,6 +81,7 @@ class sim_backend final : public backend {
   void add_inplace_impl(tensor& a, const tensor& b) override;
   tensor max_pool2x2_forward_impl(const tensor& x) override;
   tensor max_pool2x2_backward_impl(const tensor& x, const tensor& dy) override;
+  tensor max_pool2x2_jvp_impl(const tensor& x, const tensor& x_dot) override;
   tensor global_avg_pool_forward_impl(const tensor& x) override;
   tensor global_avg_pool_backward_impl(const tensor& dy, const shape_t& x_shape) override;
   std::pair<tensor, tensor> split_channels_impl(const tensor& x) override;

@@ -64,6 +64,14 @@ tensor sim_backend::max_pool2x2_backward_impl(const tensor& x, const tensor& dy)
   return dx;
 }
 
+tensor sim_backend::max_pool2x2_jvp_impl(const tensor& x, const tensor& x_dot) {
+  tensor y_dot = output({x.dim(0), x.dim(1), x.dim(2) / 2, x.dim(3) / 2});
+  enqueue([x, x_dot, y_dot](cpu_backend& cpu) {
+    install(y_dot, cpu.max_pool2x2_jvp(host_view(x), host_view(x_dot)));
+  });
+  return y_dot;
+}
+
 tensor sim_backend::global_avg_pool_forward_impl(const tensor& x) {
   tensor y = output({x.dim(0), x.dim(1)});
   enqueue([x, y](cpu_backend& cpu) { install(y, cpu.global_avg_pool_forward(host_view(x))); });

@@ -36,6 +36,11 @@ std::vector<op_case> elementwise_cases() {
          },
          {parity::exact}});
     cases.push_back(
+        {"max_pool2x2_jvp (with ties): " + to_string(shape),
+         {x, random_host(shape, rng)},
+         [](backend& be, std::vector<tensor>& in) { return op_result{{be.max_pool2x2_jvp(in[0], in[1])}}; },
+         {parity::exact}});
+    cases.push_back(
         {"global_avg_pool_forward and backward: " + to_string(shape),
          {x, dp},
          [shape](backend& be, std::vector<tensor>& in) {

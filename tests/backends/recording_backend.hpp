@@ -76,6 +76,9 @@ class recording_backend final : public backend {
   tensor max_pool2x2_backward_impl(const tensor& x, const tensor& dy) override {
     return note("max_pool2x2_backward").max_pool2x2_backward(x, dy);
   }
+  tensor max_pool2x2_jvp_impl(const tensor& x, const tensor& x_dot) override {
+    return note("max_pool2x2_jvp").max_pool2x2_jvp(x, x_dot);
+  }
   tensor global_avg_pool_forward_impl(const tensor& x) override {
     return note("global_avg_pool_forward").global_avg_pool_forward(x);
   }
