@@ -1,7 +1,8 @@
 // The backward of a reversible stage of two couplings, the plain order against PaReprop's
 // overlapped one (block i−1's input rebuilt on a second CPU backend while block i's gradients are
 // computed), on the default preset's coupling stage and on RevNet-18's widths. Median of `runs`.
-// Usage: bench_overlap_rebuild [runs=15] [threads=2] [batches=32,128]
+// Usage: bench_overlap_rebuild [runs=15] [threads=2] [batches=32,128] [all|main] (main: plain and
+// overlap +1 only, the pair whose bits agree, for the long cases)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
     std::string name;
     int width, side, batch;
   };
+  const bool all_schedules = argc <= 4 || std::string(argv[4]) != "main";
   std::vector<stage_case> cases = {{"default preset g1 (16ch, 28²)", 16, 28, 64}};
   for (int batch : batches)
     for (auto [width, side] : {std::pair{64, 32}, {128, 16}, {256, 8}, {512, 4}})
@@ -89,11 +91,11 @@ int main(int argc, char** argv) {
   // The plain order on the stage's threads; overlapped with the gradients on the same threads (the
   // same bits) and the rebuild on one or as many more; and the stage's threads split in two (the
   // gradients on fewer threads: not the plain order's bits where an op's sum depends on its team).
-  const std::vector<schedule> schedules = {
-      {"plain", threads, 0},
-      {"overlap +1", threads, 1},
-      {"overlap +T", threads, threads},
-      {"split", std::max(1, threads / 2), std::max(1, threads - threads / 2)}};
+  std::vector<schedule> schedules = {{"plain", threads, 0},
+                                     {"overlap +1", threads, 1},
+                                     {"overlap +T", threads, threads},
+                                     {"split", std::max(1, threads / 2), std::max(1, threads - threads / 2)}};
+  if (!all_schedules) schedules.resize(2);
   std::printf("backward of a 2-coupling stage, ms (median of %d), %d stage threads\n", runs, threads);
   std::printf("| stage | micro-batch |");
   for (const schedule& s : schedules) std::printf(" %s |", s.name);
