@@ -20,6 +20,11 @@ class tape {
     return t;
   }
   bool empty() const { return stack_.empty(); }
+  /// Replaces every entry by `f(entry)`: hands a tape made on one stream over to another.
+  template <class F>
+  void remap(F&& f) {
+    for (tensor& t : stack_) t = f(t);
+  }
   std::size_t size() const { return stack_.size(); }
   /// Bytes held, counting each distinct buffer once.
   std::size_t bytes() const;

@@ -148,6 +148,9 @@ struct runtime_config {
   int inversion_sample_every = 50;  // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches; 0 = never
   int sim_latency_us = 0;  // sim:N stages: each op waits this long before it runs (shows a missing wait)
   bool sim_skip_import_wait = false;  // sim:N stages, tests only: a received tensor is used without waiting
+  // Reversible stages of several blocks: rebuild block i−1's input on a second stream while block i's
+  // gradients are computed (PaReprop); the same bits either way. Default measured (README, Results).
+  bool overlap_rebuild = false;
 };
 
 struct output_config {

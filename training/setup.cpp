@@ -95,9 +95,9 @@ device device_of(const config::run_config& c, std::size_t j) {
 }
 
 std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::size_t j,
-                                            const std::shared_ptr<sim_devices>& sim) {
+                                            const std::shared_ptr<sim_devices>& sim, int threads) {
   backend_options options;
-  options.threads = j < c.pipeline.threads.size() ? c.pipeline.threads[j] : 1;
+  options.threads = threads > 0 ? threads : j < c.pipeline.threads.size() ? c.pipeline.threads[j] : 1;
   options.tf32 = c.runtime.precision == config::gpu_precision::tf32;
   options.deterministic = c.runtime.deterministic;
   options.sim = sim;
@@ -138,6 +138,10 @@ std::vector<placed_stage> build_placed_stages(const config::run_config& c,
     placed[j].compute =
         std::make_shared<stage>(static_cast<int>(j), std::move(groups[j]), *placed[j].device, optimizer,
                                 method.for_stage(c.runtime.inversion_sample_every));
+    // The rebuild's stream: another of the stage's device. Its ops' bits do not depend on their
+    // thread count, so one thread keeps the stage's own threads for the gradients.
+    if (c.runtime.overlap_rebuild && placed[j].compute->can_overlap_rebuild())
+      placed[j].compute->overlap_rebuild(make_stage_backend(c, j, sim, 1));
   }
   return placed;
 }

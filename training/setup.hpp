@@ -34,9 +34,9 @@ device device_of(const config::run_config& c, std::size_t j);
 
 /// The backend of stage j: its device, pipeline.threads[j] compute threads (1 when not given),
 /// runtime.precision, runtime.deterministic and the runtime.sim_* settings; a sim device from `sim`,
-/// the simulated devices of this build.
+/// the simulated devices of this build. `threads` > 0 replaces pipeline.threads[j].
 std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::size_t j,
-                                            const std::shared_ptr<sim_devices>& sim);
+                                            const std::shared_ptr<sim_devices>& sim, int threads = 0);
 
 /// One stage's share of the model with its own device context.
 struct placed_stage {

@@ -10,6 +10,11 @@ activation block::inverse(const activation&) {
                          ") is not reversible: it has no inverse; its stage must keep inputs");
 }
 
+activation block::rebuild_input(backend&, const activation&, tape&) {
+  throw std::logic_error(name() + " (" + kind() +
+                         ") is not reversible: it cannot rebuild its input; its stage must keep inputs");
+}
+
 std::pair<activation, activation> block::backward_from_output(const activation&, const activation&) {
   throw std::logic_error(name() + " (" + kind() +
                          ") is not reversible: it cannot rebuild its input; its stage must keep inputs");

@@ -33,8 +33,12 @@ class block {
   virtual bool reversible() const { return false; }
   /// x = F⁻¹(y) with the current weights and batch statistics (reversible blocks only).
   virtual activation inverse(const activation& y);
+  /// x = F⁻¹(y) computed by `on` (this block's backend or a second stream of its device), keeping
+  /// on `t` what backward(t, dy) needs, so that the gradient recomputes nothing (reversible blocks).
+  virtual activation rebuild_input(backend& on, const activation& y, tape& t);
   /// Rebuilds x from y and differentiates at it in one pass (≈ one forward and one
-  /// backward of F): returns (x, dx); parameter gradients accumulate.
+  /// backward of F): returns (x, dx); parameter gradients accumulate. It is rebuild_input on the
+  /// block's own backend followed by backward on its tape.
   virtual std::pair<activation, activation> backward_from_output(const activation& y, const activation& dy);
 
   virtual activation_shape output_shape(const activation_shape& x) const = 0;

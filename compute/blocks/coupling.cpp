@@ -1,4 +1,4 @@
-// Coupling block: forward, inverse and the fused rebuild-and-backward.
+// Coupling block: forward, inverse, the rebuild that keeps its tape, and the backward from it.
 #include "compute/blocks/coupling.hpp"
 
 namespace petra {
@@ -25,13 +25,18 @@ activation coupling_block::inverse(const activation& y) {
   return {y.x2, be_.sub(y.x1, fy2)};
 }
 
+activation coupling_block::rebuild_input(backend& on, const activation& y, tape& t) {
+  expect_streams(*this, y, true, "output");
+  const tensor f = f_.forward_on(on, y.x2, pass::recompute, &t);  // F(x1) with x1 = y2, graph kept
+  return {y.x2, on.sub(y.x1, f)};
+}
+
 std::pair<activation, activation> coupling_block::backward_from_output(const activation& y,
                                                                        const activation& dy) {
   expect_streams(*this, y, true, "output");
   expect_streams(*this, dy, true, "output gradient");
   tape t;
-  const tensor f = f_.forward(y.x2, pass::recompute, &t);  // F(x1) with x1 = y2, graph kept
-  activation x{y.x2, be_.sub(y.x1, f)};
+  const activation x = rebuild_input(be_, y, t);
   return {x, backward(t, dy)};
 }
 

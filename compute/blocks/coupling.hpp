@@ -17,6 +17,8 @@ class coupling_block : public block {
   /// dx1 = dy2 + J_F(x1)ᵀ dy1, dx2 = dy1.
   activation backward(tape& t, const activation& dy) override;
   activation inverse(const activation& y) override;
+  /// x1 = y2, x2 = y1 − F(y2), with F's graph kept on `t`.
+  activation rebuild_input(backend& on, const activation& y, tape& t) override;
   std::pair<activation, activation> backward_from_output(const activation& y, const activation& dy) override;
   activation_shape output_shape(const activation_shape& x) const override { return x; }
   std::vector<parameter*> parameters() override;

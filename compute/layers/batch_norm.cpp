@@ -14,14 +14,14 @@ batch_norm_layer::batch_norm_layer(backend& be, const std::string& name, int cha
   running_var_ = be.from_host(filled({channels}, 1.f));
 }
 
-tensor batch_norm_layer::forward(const tensor& x, pass mode, tape* t) {
+tensor batch_norm_layer::forward_on(backend& on, const tensor& x, pass mode, tape* t) {
   if (mode == pass::eval)
-    return be_.batch_norm_forward_eval(x, gamma_.value, beta_.value, running_mean_, running_var_, eps);
+    return on.batch_norm_forward_eval(x, gamma_.value, beta_.value, running_mean_, running_var_, eps);
   batch_norm_saved saved;
-  tensor y = be_.batch_norm_forward_train(x, gamma_.value, beta_.value, eps, saved);
+  tensor y = on.batch_norm_forward_train(x, gamma_.value, beta_.value, eps, saved);
   if (mode == pass::train) {
     const int64_t count = x.dim(0) * x.dim(2) * x.dim(3);
-    be_.batch_norm_update_running(saved, count, eps, momentum, running_mean_, running_var_);
+    on.batch_norm_update_running(saved, count, eps, momentum, running_mean_, running_var_);
   }
   if (t) {
     t->push(x);

@@ -17,7 +17,9 @@ class batch_norm_layer {
 
   /// train: batch statistics and one running-statistics update; recompute: batch
   /// statistics only; eval: running statistics. With a tape, pushes x, μ_B, inv_std.
-  tensor forward(const tensor& x, pass mode, tape* t);
+  tensor forward(const tensor& x, pass mode, tape* t) { return forward_on(be_, x, mode, t); }
+  /// The same forward run by `on`, a second stream of this layer's device (an overlapped rebuild).
+  tensor forward_on(backend& on, const tensor& x, pass mode, tape* t);
   /// Pops what forward pushed; dγ += Σ dy·x̂, dβ += Σ dy; returns dx.
   tensor backward(tape& t, const tensor& dy);
   /// Forward mode (layer_jvps.cpp): y as forward (and its tape, and its running-statistics

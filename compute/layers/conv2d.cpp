@@ -17,9 +17,9 @@ conv2d_layer::conv2d_layer(backend& be, const std::string& name, int in_channels
       make_parameter(be, name + ".bias", uniform_fan_in({out_channels}, fan_in, seed, name + ".bias"), false);
 }
 
-tensor conv2d_layer::forward(const tensor& x, tape* t) {
+tensor conv2d_layer::forward_on(backend& on, const tensor& x, tape* t) {
   if (t) t->push(x);
-  return be_.conv2d_forward(x, weight_.value, bias_.value, params_);
+  return on.conv2d_forward(x, weight_.value, bias_.value, params_);
 }
 
 tensor conv2d_layer::backward(tape& t, const tensor& dy, bool need_dx) {

@@ -17,7 +17,9 @@ class conv2d_layer {
                int stride, int padding, uint64_t seed);
 
   /// y = x ⋆ w + b. With a tape, pushes x.
-  tensor forward(const tensor& x, tape* t);
+  tensor forward(const tensor& x, tape* t) { return forward_on(be_, x, t); }
+  /// The same forward run by `on`, a second stream of this layer's device (an overlapped rebuild).
+  tensor forward_on(backend& on, const tensor& x, tape* t);
   /// Pops x; dw += x ⋆ dy, db += Σ dy; returns dx (skipped, undefined, when !need_dx).
   tensor backward(tape& t, const tensor& dy, bool need_dx = true);
   /// Forward mode (layer_jvps.cpp): y as forward (and its tape), ẏ = ẋ ⋆ w + x ⋆ ẇ + ḃ.

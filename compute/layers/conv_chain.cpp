@@ -16,12 +16,12 @@ conv_chain::conv_chain(backend& be, const std::string& name, const std::vector<c
   }
 }
 
-tensor conv_chain::forward(const tensor& x, pass mode, tape* t) {
+tensor conv_chain::forward_on(backend& on, const tensor& x, pass mode, tape* t) {
   tensor h = x;
   for (auto& u : units_) {
-    h = u->conv.forward(h, t);
-    h = u->bn.forward(h, mode, t);
-    if (u->relu) h = relu_forward(be_, h, t);
+    h = u->conv.forward_on(on, h, t);
+    h = u->bn.forward_on(on, h, mode, t);
+    if (u->relu) h = relu_forward(on, h, t);
   }
   return h;
 }

@@ -24,7 +24,9 @@ class conv_chain {
  public:
   conv_chain(backend& be, const std::string& name, const std::vector<conv_unit_spec>& units, uint64_t seed);
 
-  tensor forward(const tensor& x, pass mode, tape* t);
+  tensor forward(const tensor& x, pass mode, tape* t) { return forward_on(be_, x, mode, t); }
+  /// The same forward run by `on`, a second stream of the chain's device (an overlapped rebuild).
+  tensor forward_on(backend& on, const tensor& x, pass mode, tape* t);
   /// Pops the chain's tape entries; returns dx (undefined when !need_dx).
   tensor backward(tape& t, const tensor& dy, bool need_dx = true);
   /// Forward mode (layer_jvps.cpp): y as forward (and its tape), ẏ along ẋ and θ̇.

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "compute/pipeline/overlapped_backward.hpp"
+
 namespace petra {
 namespace {
 
@@ -89,11 +91,15 @@ stage::backward_result stage::backward(const activation& output, const activatio
     r.input = entry.input;  // exact: rebuild errors restart from here
     r.input_grad = d;
   } else {
-    activation y = output, d = output_grad;
-    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
-      std::tie(y, d) = (*it)->backward_from_output(y, d);
-    r.input = y;
-    r.input_grad = d;
+    if (lane_) {
+      std::tie(r.input, r.input_grad) = overlapped_backward(blocks_, be_, *lane_, output, output_grad);
+    } else {
+      activation y = output, d = output_grad;
+      for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
+        std::tie(y, d) = (*it)->backward_from_output(y, d);
+      r.input = y;
+      r.input_grad = d;
+    }
     if (entry.input.defined()) {
       const double e = inversion_error(r.input, entry.input);
       ++stats_.inversion_samples;
@@ -108,6 +114,16 @@ stage::backward_result stage::backward(const activation& output, const activatio
   ++stats_.backwards;
   step_if_due(r);
   return r;
+}
+
+void stage::overlap_rebuild(std::unique_ptr<backend> rebuild) {
+  if (!can_overlap_rebuild())
+    throw std::logic_error("stage " + std::to_string(index_) +
+                           ": only a stage that rebuilds two blocks or more can overlap its rebuilds");
+  if (!rebuild || rebuild->where() != be_.where())
+    throw std::invalid_argument("stage " + std::to_string(index_) + ": the rebuild stream must be on " +
+                                be_.where().str() + ", the stage's device");
+  lane_ = std::make_unique<rebuild_lane>(std::move(rebuild));
 }
 
 activation stage::forward_taped(const activation& x) {

@@ -12,6 +12,7 @@
 
 #include "compute/blocks/block.hpp"
 #include "compute/optimizer.hpp"
+#include "compute/pipeline/rebuild_lane.hpp"
 
 namespace petra {
 
@@ -67,6 +68,14 @@ class stage {
   /// (or pop) the input, differentiate at it, accumulate Δ; after every k-th backward, an optimizer
   /// step. Records delay = tick − forward tick and staleness = steps taken since the forward.
   backward_result backward(const activation& output, const activation& output_grad, int64_t id, int64_t tick);
+
+  /// A backward that rebuilds its input block by block could overlap those rebuilds with the
+  /// gradients (not a stage that keeps inputs or a tape, nor one of a single block).
+  bool can_overlap_rebuild() const { return !options_.keep_inputs && !options_.taped && blocks_.size() > 1; }
+  /// From now on the backward rebuilds block i−1's input on `rebuild` (a second stream of this
+  /// stage's device) while it computes block i's gradients (PaReprop): the same ops on the same data.
+  void overlap_rebuild(std::unique_ptr<backend> rebuild);
+  bool overlaps_rebuild() const { return lane_ != nullptr; }
 
   /// Evaluation forward (running statistics, nothing kept).
   activation evaluate(const activation& x);
@@ -147,6 +156,7 @@ class stage {
   tape taped_;                                    // the backprop tape (one micro-batch)
   int64_t accumulated_ = 0;                       // backwards since the last optimizer step
   stage_stats stats_;
+  std::unique_ptr<rebuild_lane> lane_;  // set by overlap_rebuild
 };
 
 }  // namespace petra
