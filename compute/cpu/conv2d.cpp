@@ -19,6 +19,7 @@ conv2d_geometry geometry_of(const shape_t& x_shape, const shape_t& w_shape, conv
 
 tensor cpu_backend::conv2d_forward_impl(const tensor& x, const tensor& w, const tensor& b, conv2d_params p) {
   const conv2d_geometry g = geometry_of(x.shape(), w.shape(), p, b.defined());
+  forget_staged_dy();
   tensor y = output({g.n, g.k, g.p(), g.q()});
   conv_->forward(g, x.data(), w.data(), b.defined() ? b.data() : nullptr, y.data());
   return y;
@@ -29,6 +30,7 @@ tensor cpu_backend::conv2d_backward_data_impl(const tensor& dy, const tensor& w,
   const conv2d_geometry g = geometry_of(x_shape, w.shape(), p, false);
   tensor dx = output(x_shape);
   conv_->backward_data(g, dy.data(), w.data(), dx.data());
+  staged_dy_ = {};
   return dx;
 }
 
@@ -36,6 +38,12 @@ void cpu_backend::conv2d_backward_filter_impl(const tensor& x, const tensor& dy,
                                               tensor& db) {
   const conv2d_geometry g = geometry_of(x.shape(), dw.shape(), p, db.defined());
   conv_->backward_filter(g, x.data(), dy.data(), dw.data(), db.defined() ? db.data() : nullptr);
+  staged_dy_ = dy;  // held, so its block is not handed out again while the engine keeps its copy
+}
+
+void cpu_backend::forget_staged_dy() {
+  conv_->forget_staged_dy();
+  staged_dy_ = {};
 }
 
 }  // namespace petra

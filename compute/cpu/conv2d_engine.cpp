@@ -77,6 +77,7 @@ conv2d_engine::~conv2d_engine() = default;
 conv2d_engine::primitives& conv2d_engine::lookup(const conv2d_geometry& g) {
   auto found = cache_.find(g);
   if (found != cache_.end()) return *found->second;
+  staged_dy_ = nullptr;  // the workspace may be reallocated below
 
   const dnnl::engine& eng = dnnl_->engine;
   const dims x_dims{g.n, g.c, g.h, g.w}, w_dims{g.k, g.c, g.r, g.s}, y_dims{g.n, g.k, g.p(), g.q()},
@@ -175,6 +176,7 @@ void conv2d_engine::forward(const conv2d_geometry& g, const float* x, const floa
                             float* y) {
   primitives& p = lookup(g);
   cpu::omp_threads_scope team(threads_);
+  staged_dy_ = nullptr;  // y overwrites the dy slot
   bind(p.fwd_x, x);
   bind(p.fwd_w, w);
   bind(p.fwd_y, y);
@@ -198,7 +200,12 @@ void conv2d_engine::backward_data(const conv2d_geometry& g, const float* dy, con
   bind(p.bwd_dy, dy);
   bind(p.bwd_w, w);
   bind(p.bwd_dx, dx);
-  stage_in(p.bwd_dy);
+  // A layer's backward runs backward_filter then backward_data on the same dy: when both
+  // want it in the same layout, the copy backward_filter made is still in its slot.
+  const bool dy_staged = staged_dy_ == dy && p.bwd_dy.slot == slot_dst &&
+                         p.bwd_dy.internal.get_desc() == staged_as_->internal.get_desc();
+  staged_dy_ = nullptr;
+  if (!dy_staged) stage_in(p.bwd_dy);
   stage_in(p.bwd_w);
   p.backward_data.execute(dnnl_->stream, {{DNNL_ARG_DIFF_DST, p.bwd_dy.internal},
                                           {DNNL_ARG_WEIGHTS, p.bwd_w.internal},
@@ -223,6 +230,10 @@ void conv2d_engine::backward_filter(const conv2d_geometry& g, const float* x, co
   p.backward_weights.execute(dnnl_->stream, args);
   stage_out(p.bww_dw);  // a reorder with a sum post-op: dw += the new gradient
   dnnl_->stream.wait();
+  if (p.bww_dy.slot == slot_dst) {
+    staged_dy_ = dy;
+    staged_as_ = &p.bww_dy;
+  }
   if (g.bias) {
     const float* fresh = p.db_scratch.data();
     for (int64_t k = 0; k < g.k; ++k) db[k] += fresh[k];

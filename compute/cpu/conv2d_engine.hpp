@@ -38,8 +38,11 @@ class conv2d_engine {
   void forward(const conv2d_geometry& g, const float* x, const float* w, const float* b, float* y);
   /// dx (n,c,h,w) = dy ⋆ᵀ w.
   void backward_data(const conv2d_geometry& g, const float* dy, const float* w, float* dx);
-  /// dw += x ⋆ dy; db += Σ dy when g.bias.
+  /// dw += x ⋆ dy; db += Σ dy when g.bias. Leaves dy in oneDNN's layout for a
+  /// backward_data of the same geometry and the same dy buffer that follows it.
   void backward_filter(const conv2d_geometry& g, const float* x, const float* dy, float* dw, float* db);
+  /// Drops the staged dy: its buffer may be written or reused from now on.
+  void forget_staged_dy() { staged_dy_ = nullptr; }
 
  private:
   struct operand;
@@ -54,6 +57,10 @@ class conv2d_engine {
   std::unique_ptr<dnnl_state> dnnl_;  // engine and stream (keeps dnnl.hpp out of this header)
   std::map<conv2d_geometry, std::unique_ptr<primitives>> cache_;
   tensor workspace_[3];  // operands in oneDNN layouts: 0 x/dx, 1 w/dw, 2 y/dy
+  // The dy whose reordered copy workspace_[2] holds after a backward_filter, and the
+  // operand that made it: the backward_data that follows in a layer's backward skips that reorder.
+  const float* staged_dy_ = nullptr;
+  const operand* staged_as_ = nullptr;
 };
 
 }  // namespace petra

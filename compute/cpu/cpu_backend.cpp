@@ -50,10 +50,12 @@ tensor cpu_backend::from_host_impl(const tensor& host) {
 tensor cpu_backend::to_host_impl(const tensor& t) { return from_host_impl(t); }
 
 void cpu_backend::copy_impl(const tensor& src, tensor& dst) {
+  forget_staged_dy();
   if (src.numel() && src.data() != dst.data()) std::memmove(dst.data(), src.data(), src.bytes());
 }
 
 void cpu_backend::fill_zero_impl(tensor& t) {
+  forget_staged_dy();
   if (t.numel()) std::memset(t.data(), 0, t.bytes());
 }
 

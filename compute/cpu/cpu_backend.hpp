@@ -41,6 +41,9 @@ class cpu_backend final : public backend {
                                    conv2d_params p) override;
   void conv2d_backward_filter_impl(const tensor& x, const tensor& dy, conv2d_params p, tensor& dw,
                                    tensor& db) override;
+  /// Called by every op that writes into an existing tensor: the engine's copy of the
+  /// last backward_filter's dy may no longer match it.
+  void forget_staged_dy();
 
   // batch_norm.cpp
   tensor batch_norm_forward_train_impl(const tensor& x, const tensor& gamma, const tensor& beta, float eps,
@@ -92,6 +95,7 @@ class cpu_backend final : public backend {
   int threads_;
   std::shared_ptr<host_pool> pool_;
   std::unique_ptr<conv2d_engine> conv_;  // oneDNN engine, stream, primitive cache
+  tensor staged_dy_;                     // the dy the engine holds reordered (conv2d.cpp)
 };
 
 }  // namespace petra

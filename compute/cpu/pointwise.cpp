@@ -45,6 +45,7 @@ tensor cpu_backend::sub_impl(const tensor& a, const tensor& b) {
 }
 
 void cpu_backend::add_inplace_impl(tensor& a, const tensor& b) {
+  forget_staged_dy();
   zip(a.data(), b.data(), a.data(), a.numel(), threads_, [](float u, float v) { return u + v; });
 }
 

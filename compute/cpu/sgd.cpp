@@ -6,6 +6,7 @@ namespace petra {
 
 void cpu_backend::sgd_update_impl(tensor& w, const tensor& grad, tensor& momentum_buffer,
                                   const sgd_update_params& p) {
+  forget_staged_dy();
   const int64_t count = w.numel();
   float* weights = w.data();
   const float* g_in = grad.data();

@@ -175,3 +175,30 @@ TEST_CASE("conv2d preconditions are checked with messages that name the shapes")
   CHECK_THROWS_WITH_AS(cpu->conv2d_backward_filter(x, tensor::zeros({64, 32, 28, 28}), {1, 1}, dw, db),
                        doctest::Contains("db (31)"), std::invalid_argument);
 }
+
+TEST_CASE("backward_data right after backward_filter on the same dy, as a layer's backward runs them") {
+  // The CPU engine keeps the dy that backward_filter reordered for the backward_data that follows;
+  // a dy written in place between the two, or another convolution between them, must be read anew.
+  auto cpu = make_cpu_backend(2);
+  std::mt19937 rng(9);
+  const conv2d_params p{1, 1};
+  const tensor x = random_tensor({4, 16, 10, 10}, rng), w = random_tensor({16, 16, 3, 3}, rng);
+  const tensor b = random_tensor({16}, rng), dy = random_tensor({4, 16, 10, 10}, rng);
+  const std::vector<double> expected = reference_conv2d_backward_data(dy, w, x.shape(), p);
+  tensor dw = tensor::zeros(w.shape()), db = tensor::zeros({16});
+
+  cpu->conv2d_backward_filter(x, dy, p, dw, db);
+  CHECK(scaled_error(cpu->conv2d_backward_data(dy, w, x.shape(), p), expected) < 1e-5);
+
+  tensor doubled = cpu->from_host(dy);
+  cpu->conv2d_backward_filter(x, doubled, p, dw, db);
+  cpu->add_inplace(doubled, dy);
+  std::vector<double> twice(expected);
+  for (double& v : twice) v *= 2;
+  CHECK(scaled_error(cpu->conv2d_backward_data(doubled, w, x.shape(), p), twice) < 1e-5);
+
+  cpu->conv2d_backward_filter(x, dy, p, dw, db);
+  const tensor other = random_tensor({4, 16, 10, 10}, rng);
+  (void)cpu->conv2d_forward(other, w, b, p);  // its output takes the engine's dy slot
+  CHECK(scaled_error(cpu->conv2d_backward_data(dy, w, x.shape(), p), expected) < 1e-5);
+}
