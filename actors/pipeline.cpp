@@ -221,10 +221,17 @@ node_actor actor_pipeline::connect(const std::string& where, int32_t j) {
   auto it = nodes_.find(where);
   if (it != nodes_.end()) return it->second;
   auto node = connect_node(control_.self()->system(), where, config_.tls);
-  if (!node)
+  if (!node) {
+    const std::string why = control_.self()->system().render(node.error());
+    // A TLS peer that hangs up during the handshake is up but refused our certificate or we its.
+    const std::string hint =
+        config_.tls.enabled() && why.find("handshake") != std::string::npos
+            ? "the TLS handshake failed: is the node's certificate signed by the run's CA (" +
+                  config_.tls.ca + ") and issued for " + where + "?"
+            : "is `petra node --listen " + where + "` running?";
     throw run_failure(failure_kind::unreachable, j, -1,
-                      "cannot reach the node at " + where + " (is `petra node --listen " + where +
-                          "` running?): " + control_.self()->system().render(node.error()));
+                      "cannot reach the node at " + where + " (" + hint + "): " + why);
+  }
   return nodes_.emplace(where, *node).first->second;
 }
 
