@@ -1,4 +1,4 @@
-// Stage: forward, rebuild-or-pop backward, weight stash, optimizer cadence.
+// Stage: forward, rebuild-or-pop backward (plain or overlapped), weight stash, optimizer cadence.
 #include "compute/pipeline/stage.hpp"
 
 #include <cmath>
@@ -254,98 +254,6 @@ double stage::inversion_error(const activation& rebuilt, const activation& truth
   add(rebuilt.x1, truth.x1);
   if (truth.two_streams()) add(rebuilt.x2, truth.x2);
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
-
-stage::inflight stage::export_inflight() {
-  if (!taped_.empty())
-    throw std::logic_error(
-        "stage " + std::to_string(index_) +
-        ": backprop keeps a tape while a micro-batch is in flight; snapshot between micro-batches");
-  inflight out;
-  out.accumulated = accumulated_;
-  auto host = [&](const activation& a) {
-    return activation{a.x1.defined() ? be_.to_host(a.x1) : tensor{},
-                      a.x2.defined() ? be_.to_host(a.x2) : tensor{}};
-  };
-  for (const pending& p : outstanding_) out.outstanding.push_back({p.id, p.version, p.tick, host(p.input)});
-  for (const auto& [version, weights] : stash_) {
-    inflight::stash_entry e;
-    e.version = version;
-    e.users = stash_users_.count(version) ? stash_users_.at(version) : 0;
-    for (const tensor& w : weights) e.weights.push_back(be_.to_host(w));
-    out.stash.push_back(std::move(e));
-  }
-  if (accumulated_ > 0)
-    for (parameter* p : params_) out.grads.push_back(be_.to_host(p->grad));
-  out.stats = stats_;
-  return out;
-}
-
-void stage::import_inflight(const inflight& from) {
-  auto device = [&](const tensor& t) { return t.defined() ? be_.from_host(t) : tensor{}; };
-  outstanding_.clear();
-  for (const auto& e : from.outstanding)
-    outstanding_.push_back({e.id, e.version, e.tick, activation{device(e.input.x1), device(e.input.x2)}});
-  stash_.clear();
-  stash_users_.clear();
-  for (const auto& e : from.stash) {
-    if (e.weights.size() != params_.size())
-      throw std::runtime_error("stage " + std::to_string(index_) + ": a stashed weight version holds " +
-                               std::to_string(e.weights.size()) + " tensors, the stage has " +
-                               std::to_string(params_.size()) + " parameters");
-    std::vector<tensor> weights;
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      if (e.weights[i].shape() != params_[i]->value.shape())
-        throw std::runtime_error("stage " + std::to_string(index_) + ": stashed " + params_[i]->name +
-                                 " has shape " + e.weights[i].shape_str() + ", the model " +
-                                 params_[i]->value.shape_str());
-      weights.push_back(device(e.weights[i]));
-    }
-    stash_.emplace(e.version, std::move(weights));
-    if (e.users > 0) stash_users_[e.version] = e.users;
-  }
-  if (from.accumulated > 0 && from.grads.size() != params_.size())
-    throw std::runtime_error("stage " + std::to_string(index_) + ": " + std::to_string(from.accumulated) +
-                             " backwards accumulated but " + std::to_string(from.grads.size()) +
-                             " gradients saved for " + std::to_string(params_.size()) + " parameters");
-  for (std::size_t i = 0; i < from.grads.size(); ++i) {
-    if (from.grads[i].shape() != params_[i]->grad.shape())
-      throw std::runtime_error("stage " + std::to_string(index_) + ": saved gradient of " + params_[i]->name +
-                               " has shape " + from.grads[i].shape_str() + ", the model " +
-                               params_[i]->grad.shape_str());
-    be_.copy(be_.from_host(from.grads[i]), params_[i]->grad);
-  }
-  if (from.accumulated == 0)
-    for (parameter* p : params_) be_.fill_zero(p->grad);
-  accumulated_ = from.accumulated;
-  stats_ = from.stats;
-}
-
-std::vector<parameter*> stage::parameters() { return params_; }
-
-std::vector<buffer_ref> stage::buffers() {
-  std::vector<buffer_ref> out;
-  for (auto& b : blocks_)
-    for (const buffer_ref& r : b->buffers()) out.push_back(r);
-  return out;
-}
-
-std::size_t stage::parameter_bytes() {
-  std::size_t n = 0;
-  for (parameter* p : params_) n += p->value.bytes();
-  return n;
-}
-
-std::size_t stage::optimizer_state_bytes() {
-  std::size_t n = 0;
-  for (parameter* p : params_) n += p->grad.bytes() + p->momentum.bytes();
-  return n;
-}
-
-std::size_t stage::buffer_bytes() {
-  std::size_t n = 0;
-  for (const buffer_ref& r : buffers()) n += r.value->bytes();
-  return n;
 }
 
 }  // namespace petra
