@@ -227,7 +227,7 @@ node_actor actor_pipeline::connect(const std::string& where, int32_t j) {
     const std::string hint =
         config_.tls.enabled() && why.find("handshake") != std::string::npos
             ? "the TLS handshake failed: is the node's certificate signed by the run's CA (" +
-                  config_.tls.ca + ") and issued for " + where + "?"
+                  config_.tls.ca + "), and the run's by the node's --tls-ca?"
             : "is `petra node --listen " + where + "` running?";
     throw run_failure(failure_kind::unreachable, j, -1,
                       "cannot reach the node at " + where + " (" + hint + "): " + why);
