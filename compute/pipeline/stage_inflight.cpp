@@ -1,9 +1,9 @@
 // What a stage holds beyond its arithmetic: its in-flight state as a snapshot takes it (host
 // copies out, device copies back in, shapes checked), its parameters and buffers, and their bytes.
-#include "compute/pipeline/stage.hpp"
-
 #include <stdexcept>
 #include <string>
+
+#include "compute/pipeline/stage.hpp"
 
 namespace petra {
 
