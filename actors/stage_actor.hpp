@@ -24,8 +24,8 @@ struct stage_context {
   std::shared_ptr<stage> compute;
   int32_t index = 0;
   config::runtime_mode mode = config::runtime_mode::lockstep;  // lockstep or async
-  std::shared_ptr<training::trace_recorder> trace;  // this process's timeline (output.trace) or null
-  std::string process = "coordinator";              // the timeline's name of this process
+  std::shared_ptr<training::trace_recorder> trace{};  // this process's timeline (output.trace) or null
+  std::string process = "coordinator";                // the timeline's name of this process
   int metrics_every = 0;     // a window_report every N optimizer steps (output.metrics_every_steps); 0 = none
   int64_t stage_window = 0;  // async: starts a training forward only while fewer await backward; 0 = no bound
   bool backward_first = false;  // lockstep, training.tick_order: a tick's backward before its forward

@@ -32,7 +32,7 @@ struct forward_data {
   activation x;
   int32_t eval_epoch = 0;   // with an evaluation batch of epoch eval_epoch's wave beside it:
   int64_t eval_index = -1;  // its place in the wave (-1 = none)
-  activation eval_x;
+  activation eval_x{};
 };
 
 /// Backward: the pair (rebuilt output of the receiving stage, its gradient); empty = marker.
@@ -98,9 +98,9 @@ struct phase_plan {
   int64_t phase = 0;       // numbers the phases of a run; every message carries it
   int64_t per_epoch = 0;   // micro-batches per epoch (ids of epoch e: e·per_epoch ...)
   int64_t eval_items = 0;  // evaluation batches that pass each stage in this phase (all its waves)
-  std::vector<int64_t> cut_ticks;  // a consistent cut before each of these ticks
-  int64_t start_tick = 0;          // > 0 when the phase resumes from a cut before it
-  int64_t in_flight = 0;           // async, resuming: loader messages not yet given back as credits
+  std::vector<int64_t> cut_ticks{};  // a consistent cut before each of these ticks
+  int64_t start_tick = 0;            // > 0 when the phase resumes from a cut before it
+  int64_t in_flight = 0;             // async, resuming: loader messages not yet given back as credits
 };
 
 /// One part of a consistent cut, to the coordinator: a stage's (its state, what it holds in
