@@ -1,6 +1,8 @@
 // Coupling block: forward, inverse, the rebuild that keeps its tape, and the backward from it.
 #include "compute/blocks/coupling.hpp"
 
+#include "compute/forward/op_jvps.hpp"
+
 namespace petra {
 
 coupling_block::coupling_block(backend& be, const std::string& name, const std::vector<conv_unit_spec>& f,
@@ -51,13 +53,6 @@ std::vector<buffer_ref> coupling_block::buffers() {
   f_.collect_buffers(out);
   return out;
 }
-
-}  // namespace petra
-
-// Forward mode: the tangent ops, included here to keep the addition in one place.
-#include "compute/forward/op_jvps.hpp"
-
-namespace petra {
 
 // ẏ1 = ẋ2 + J_F ẋ1 + ∂F/∂θ θ̇, ẏ2 = ẋ1.
 std::pair<activation, activation> coupling_block::jvp_impl(const activation& x, const activation& x_dot,

@@ -1,6 +1,8 @@
 // Downsampling blocks, basic and bottleneck.
 #include "compute/blocks/downsample.hpp"
 
+#include "compute/forward/op_jvps.hpp"
+
 namespace petra {
 
 downsample_basic_block::downsample_basic_block(backend& be, const std::string& name, int in_width,
@@ -91,13 +93,6 @@ std::vector<buffer_ref> downsample_bottleneck_block::buffers() {
   proj1_.collect_buffers(out);
   return out;
 }
-
-}  // namespace petra
-
-// Forward mode: the tangent ops, included here to keep the addition in one place.
-#include "compute/forward/op_jvps.hpp"
-
-namespace petra {
 
 std::pair<activation, activation> downsample_basic_block::jvp_impl(const activation& x,
                                                                    const activation& x_dot, pass mode,

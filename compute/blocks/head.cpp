@@ -2,6 +2,8 @@
 // pooling the concatenation and moves H·W times fewer bytes.
 #include "compute/blocks/head.hpp"
 
+#include "compute/forward/op_jvps.hpp"
+
 namespace petra {
 
 head_block::head_block(backend& be, const std::string& name, int stream_width, int num_classes, uint64_t seed)
@@ -37,13 +39,6 @@ std::vector<parameter*> head_block::parameters() {
   fc_.collect(out);
   return out;
 }
-
-}  // namespace petra
-
-// Forward mode: the tangent ops, included here to keep the addition in one place.
-#include "compute/forward/op_jvps.hpp"
-
-namespace petra {
 
 std::pair<activation, activation> head_block::jvp_impl(const activation& x, const activation& x_dot, pass,
                                                        tape* t, const parameter_tangents& theta_dot) {

@@ -1,6 +1,8 @@
 // Stem block.
 #include "compute/blocks/stem.hpp"
 
+#include "compute/forward/op_jvps.hpp"
+
 namespace petra {
 
 stem_block::stem_block(backend& be, const std::string& name, int in_channels, int stream_width, bool imagenet,
@@ -45,13 +47,6 @@ std::vector<buffer_ref> stem_block::buffers() {
   conv_.collect_buffers(out);
   return out;
 }
-
-}  // namespace petra
-
-// Forward mode: the tangent ops, included here to keep the addition in one place.
-#include "compute/forward/op_jvps.hpp"
-
-namespace petra {
 
 std::pair<activation, activation> stem_block::jvp_impl(const activation& x, const activation& x_dot,
                                                        pass mode, tape* t,
