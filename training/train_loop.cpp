@@ -262,6 +262,7 @@ int run_training(const train_options& options, const runtime_factory& make_runti
   }
   try {
     run_dir dir = options.resume.empty() ? run_dir::create(p.run_path) : run_dir::reopen(p.run_path);
+    if (options.on_run_dir) options.on_run_dir(dir.path());
     if (options.resume.empty()) {
       // Saved without output.name, so that `petra train <run>/config.yaml` repeats the run into a new
       // directory.

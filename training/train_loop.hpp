@@ -20,6 +20,9 @@ struct train_options {
   std::string resume;             // a run directory to continue instead
   int stop_after_epoch = 0;       // stop (resumably) after this epoch; 0 = run to the end
   int stop_after_snapshots = 0;   // stop as if killed right after writing this many snapshots (tests)
+  /// Told the run directory once it exists (and before anything is trained): `petra train` keeps
+  /// it for the message a Ctrl-C prints.
+  std::function<void(const std::string& run_dir)> on_run_dir;
 };
 
 /// Builds the runtime runtime.mode names (the caller knows every runtime; training/ knows none).
