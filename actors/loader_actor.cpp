@@ -1,5 +1,6 @@
 // The data-loader actor: it follows the phase's input schedule (training micro-batches, crossing
-// epoch ends, and the evaluation waves), one message per credit.
+// epoch ends, and the evaluation waves), one message per credit, and after a stage-local recovery
+// sends what was lost again first.
 #include "actors/loader_actor.hpp"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "messages/errors.hpp"
 #include "training/input_schedule.hpp"
@@ -37,6 +39,10 @@ struct loader_actor_state {
   std::deque<forward_data> ready;            // async: what a tick gave, waiting for credits
   std::size_t next_cut = 0;                  // async: the plan's next cut, whose marker the loader sends
   std::map<int64_t, int64_t> early_credits;  // by phase: came before that phase's plan
+  // Async, its record of the phase (what survives a lost stage 1): the training micro-batches sent
+  // and not completed at stage 1, and how many training and evaluation batches were sent.
+  std::set<int64_t> in_flight;
+  int64_t sent = 0, evals_sent = 0, last_sent = -1;
   static inline const char* name = "petra.loader";
 };
 
@@ -83,6 +89,22 @@ forward_data next_tick(self_ptr self) {
   return out;
 }
 
+/// Stage-local recovery: the micro-batches lost in flight go again, ahead of anything not sent yet,
+/// with their ids (each stage takes a re-issue in anew), their labels to the loss actor.
+void reissue(self_ptr self, const std::vector<int64_t>& ids) {
+  auto& st = self->state;
+  if (ids.empty() || !st.schedule) return;
+  std::vector<micro_batch> again = st.schedule->reload(ids);
+  for (auto mb = again.rbegin(); mb != again.rend(); ++mb) {
+    forward_data out;
+    out.s.micro_batch = mb->id;
+    out.s.phase = st.plan.phase;
+    out.x = std::move(mb->images);
+    self->send(st.loss, labels_data{mb->id, std::move(mb->labels)});
+    st.ready.push_front(std::move(out));
+  }
+}
+
 void feed_while_credit(self_ptr self) {
   auto& st = self->state;
   if (st.held) return;
@@ -98,7 +120,13 @@ void feed_while_credit(self_ptr self) {
   for (;;) {
     if (!st.ready.empty()) {
       if (st.credits <= 0) return;
-      self->send(st.first_stage, std::move(st.ready.front()));
+      forward_data& next = st.ready.front();
+      if (next.s.micro_batch >= 0 && st.in_flight.insert(next.s.micro_batch).second) {
+        ++st.sent;
+        st.last_sent = std::max(st.last_sent, next.s.micro_batch);
+      }
+      if (next.eval_index >= 0) ++st.evals_sent;
+      self->send(st.first_stage, std::move(next));
       st.ready.pop_front();
       --st.credits;
       continue;
@@ -160,6 +188,9 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
         st.held = false;
         st.last_marker = -1;
         st.ready.clear();
+        st.in_flight.clear();
+        st.sent = st.evals_sent = 0;
+        st.last_sent = -1;
         st.next_cut = static_cast<std::size_t>(
             std::upper_bound(plan.cut_ticks.begin(), plan.cut_ticks.end(), plan.start_tick) -
             plan.cut_ticks.begin());
@@ -174,16 +205,36 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
           return;
         }
         if (phase < st.plan.phase) return;  // a late credit of a phase that ended
+        if (credit.micro_batch >= 0) st.in_flight.erase(credit.micro_batch);
         st.credits += n;
         feed_while_credit(self);
       },
       [=](hold_atom) {
         auto& st = self->state;
         st.held = true;
-        return st.last_marker;
+        recovery_order where;
+        where.phase = st.plan.phase;
+        where.tick = st.last_marker;
+        std::set<int64_t> waiting;  // re-issues not sent again yet: they hold no credit
+        for (const forward_data& f : st.ready) waiting.insert(f.s.micro_batch);
+        for (int64_t id : st.in_flight)
+          if (waiting.count(id) == 0) where.cancel.push_back(id);
+        where.drop_upto = st.last_sent;
+        where.forwards_done = st.sent;
+        where.backwards_done = st.sent - static_cast<int64_t>(st.in_flight.size());
+        where.evals_done = st.evals_sent;
+        return where;
       },
-      [=](recover_atom) {
-        self->state.held = false;
+      [=](recover_atom, const recovery_order& order) -> caf::result<recover_atom> {
+        auto& st = self->state;
+        try {
+          reissue(self, order.reissue);
+        } catch (const std::exception& e) {
+          return caf::make_error(petra_errc::bad_data,
+                                 std::string("re-issuing lost micro-batches: ") + e.what());
+        }
+        st.credits += static_cast<int64_t>(order.cancel.size());  // stage 1 was lost with them
+        st.held = false;
         feed_while_credit(self);
         return recover_atom_v;
       },

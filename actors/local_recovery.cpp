@@ -17,7 +17,8 @@ struct local_outcome {
   std::string why_not;          // when not done: why only a global rollback can recover
   std::vector<int32_t> stages;  // rebuilt
   std::string from;
-  int64_t lost = 0;
+  int64_t lost = 0;      // lockstep: cancelled for good
+  int64_t reissued = 0;  // async: cancelled, then sent again by the loader
 };
 
 local_outcome refused(std::string why) {
@@ -25,8 +26,6 @@ local_outcome refused(std::string why) {
   out.why_not = std::move(why);
   return out;
 }
-
-std::string stage_name(int32_t j) { return "stage " + std::to_string(j + 1); }
 
 local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const run_failure& failure,
                       const phase_plan& plan, bool lockstep,
@@ -43,25 +42,38 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   const int32_t a = lost.front(), b = lost.back();
   const auto J = static_cast<int32_t>(pipeline.stages().size());
   if (b - a + 1 != static_cast<int32_t>(lost.size())) return refused("the lost stages are not neighbours");
-  if (a == 0) return refused("stage 1 is lost (it holds the run's count of completed micro-batches)");
-  for (int32_t j : lost)
-    if (!pipeline.on_cpu(j)) return refused(stage_name(j) + " computes on a device other stages share");
+  // Stage 1 holds the run's count of completed micro-batches: in async the loader's record of what
+  // it sent and what stage 1 completed gives it back (not across a resume from a snapshot: the
+  // count from before it is not the loader's).
+  if (a == 0 && lockstep) return refused("stage 1 is lost (lockstep: it holds the run's count of ticks run)");
+  if (a == 0 && plan.start_tick > 0)
+    return refused("stage 1 is lost in a phase resumed from a snapshot (its count from before went with it)");
 
   // Hold the feed (async) and the stage before the lost ones (lockstep: and the one after): what
-  // went into the lost stages is fixed now.
-  const auto last_marker =
-      lockstep ? int64_t{-1} : control.ask<int64_t>(pipeline.loader(), control_timeout, hold_atom_v);
-  const stage_actor before = pipeline.stages()[static_cast<std::size_t>(a - 1)];
-  const recovery_order where = control.ask<recovery_order>(before, control_timeout, hold_atom_v);
+  // went into the lost stages is fixed now. Stage 1 lost: the loader is the one before.
+  const recovery_order fed =
+      lockstep ? recovery_order{}
+               : control.ask<recovery_order>(pipeline.loader(), control_timeout, hold_atom_v);
+  const int64_t last_marker = fed.tick;
+  const recovery_order where =
+      a == 0 ? fed
+             : control.ask<recovery_order>(pipeline.stages()[static_cast<std::size_t>(a - 1)],
+                                           control_timeout, hold_atom_v);
   recovery_order next;  // lockstep: where the stage after them stands
   if (lockstep && b + 1 < J)
     next = control.ask<recovery_order>(pipeline.stages()[static_cast<std::size_t>(b + 1)], control_timeout,
                                        hold_atom_v);
   const auto scored = control.ask<int64_t>(pipeline.loss(), control_timeout, hold_atom_v);
   if (where.evals_done > scored) return refused("evaluation batches were inside the lost stages");
+  // Async re-issues what was lost: every micro-batch of the phase still passes every stage, an
+  // epoch's last included. Lockstep's ticks are planned: what was lost passes as markers, and an
+  // epoch whose last micro-batch never returns would not end.
   for (int64_t id : where.cancel)
-    if (plan.per_epoch > 0 && (id + 1) % plan.per_epoch == 0)
+    if (lockstep && plan.per_epoch > 0 && (id + 1) % plan.per_epoch == 0)
       return refused("micro-batch " + std::to_string(id) + ", an epoch's last, was inside the lost stages");
+  std::vector<int64_t> reissue;
+  if (!lockstep) reissue = where.cancel;
+  std::sort(reissue.begin(), reissue.end());  // in their order in the epoch, before any new one
   // Lockstep: the rebuilt stages start one tick before the earlier of their neighbours, running
   // as markers the inputs those had sent into the lost stages; cuts any stage may have run are given
   // up (no stage is more than J ticks ahead of the held ones).
@@ -76,7 +88,7 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   }
 
   // Rebuild the lost stages: their saved state, the running phase, every micro-batch that entered
-  // them before forgotten and counted as passed.
+  // them before forgotten, and counted as passed unless it is re-issued.
   // A snapshot in progress cannot complete: the lost stages' parts went with them.
   control.abandon_cuts(abandon);
   for (int32_t j : lost) pipeline.respawn(j);
@@ -85,7 +97,8 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   rebuilt.abandon_cuts = abandon;
   rebuilt.drop_upto = where.drop_upto;
   rebuilt.forwards_done = where.forwards_done;
-  rebuilt.backwards_done = where.forwards_done;
+  rebuilt.backwards_done = lockstep ? where.forwards_done : where.backwards_done;
+  rebuilt.reissue = reissue;
   rebuilt.evals_done = where.evals_done;
   for (std::size_t i = 0; i < lost.size(); ++i) {
     const stage_actor& s = pipeline.stages()[static_cast<std::size_t>(lost[i])];
@@ -115,21 +128,28 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   cancel.phase = plan.phase;
   cancel.cancel = where.cancel;
   cancel.abandon_cuts = abandon;
+  cancel.reissue = reissue;
   control.ask<recover_atom>(pipeline.loss(), control_timeout, recover_atom_v, cancel);
   if (b == J - 1) pipeline.rewire_loss();
   // The stages before them cancel the lost micro-batches (stage 1 returns their credits); the one
-  // right before sends to the new one and goes on; then the feed.
-  pipeline.rewire(a - 1);
+  // right before sends to the new one and goes on; then the feed, the lost ones first.
+  if (a > 0)
+    pipeline.rewire(a - 1);
+  else
+    pipeline.rewire_loader();
   for (int32_t j = a - 1; j >= 0; --j)
     control.ask<recover_atom>(pipeline.stages()[static_cast<std::size_t>(j)], control_timeout, recover_atom_v,
                               cancel);
-  if (!lockstep) control.ask<recover_atom>(pipeline.loader(), control_timeout, recover_atom_v);
+  recovery_order feed = cancel;
+  if (a > 0) feed.cancel.clear();  // stage 1 returns their credits; else the loader takes them back
+  if (!lockstep) control.ask<recover_atom>(pipeline.loader(), control_timeout, recover_atom_v, feed);
 
   local_outcome out;
   out.done = true;
   out.stages = lost;
   out.from = states.front().from;
-  out.lost = static_cast<int64_t>(where.cancel.size());
+  out.lost = static_cast<int64_t>(where.cancel.size() - reissue.size());
+  out.reissued = static_cast<int64_t>(reissue.size());
   return out;
 }
 
@@ -152,6 +172,7 @@ bool recover_stages(actor_pipeline& pipeline, control_channel& control, run_fail
   report.stages = r.stages;
   report.from = r.from;
   report.lost = r.lost;
+  report.reissued = r.reissued;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (request.on_local_recovery) request.on_local_recovery(report);
   return true;

@@ -26,9 +26,11 @@ struct loss_actor_state {
   // Keyed by (wave's epoch or -1 for training, micro-batch or place in the wave).
   std::map<std::pair<int32_t, int64_t>, std::vector<int32_t>> labels;  // not yet used
   std::map<std::pair<int32_t, int64_t>, logits_data> waiting;          // whose labels are not here yet
-  training::loss_ledger ledger;  // the phase's totals, the open epochs and waves
-  std::set<int64_t> cancelled;   // micro-batches lost in a stage-local recovery: late logits are dropped
-  int64_t abandoned_cuts = -1;   // cuts given up in a stage-local recovery: their markers are ignored
+  training::loss_ledger ledger;    // the phase's totals, the open epochs and waves
+  std::set<int64_t> cancelled;     // micro-batches lost in a stage-local recovery: late logits are dropped
+  std::set<int64_t> coming_again;  // cancelled, and re-issued by the loader: taken in when their labels come
+  std::set<int64_t> scored;     // the newest training micro-batches scored (a re-issue is not scored twice)
+  int64_t abandoned_cuts = -1;  // cuts given up in a stage-local recovery: their markers are ignored
   std::shared_ptr<training::trace_recorder> trace;
   training::trace_track track;
   int32_t stages = 1;
@@ -36,6 +38,10 @@ struct loss_actor_state {
 };
 
 using self_ptr = loss_actor::stateful_pointer<loss_actor_state>;
+
+/// Scored micro-batches remembered: one lost after it was scored is still in flight then, and at
+/// most the loader's window (runtime.credits, 2J − 1 by default) is in flight at once.
+constexpr std::size_t scored_memory = 4096;
 
 loss_report report_of(const run_totals& t) {
   return loss_report{t.micro_batches, t.samples, t.correct, t.loss_sum};
@@ -58,7 +64,12 @@ void answer(self_ptr self, const logits_data& in, const std::vector<int32_t>& la
   try {
     const auto begin = training::trace_clock::now();
     loss_data out = compute_loss(st, in.s, in.logits, labels, true);
-    epoch_done = st.ledger.score_train(id, st.per_epoch, out.loss, out.correct, out.samples);
+    // A micro-batch scored before it was lost (its backward went with a stage) counts once: its
+    // re-issue gets its gradient, the ledger keeps the first score.
+    if (st.scored.insert(id).second) {
+      if (st.scored.size() > scored_memory) st.scored.erase(st.scored.begin());
+      epoch_done = st.ledger.score_train(id, st.per_epoch, out.loss, out.correct, out.samples);
+    }
     self->send(st.last_stage, std::move(out));
     if (st.trace && st.trace->records(id)) {
       const auto end = training::trace_clock::now();
@@ -121,6 +132,8 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
       },
       [=](labels_data& in) {
         auto& st = self->state;
+        if (in.eval_epoch < 0 && st.coming_again.erase(in.micro_batch) > 0)
+          st.cancelled.erase(in.micro_batch);  // re-issued: its logits come again
         const auto key = std::make_pair(in.eval_epoch, in.micro_batch);
         auto w = st.waiting.find(key);
         if (w == st.waiting.end()) {
@@ -178,6 +191,8 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
       [=](report_atom) {
         const loss_report out = report_of(self->state.ledger.end_phase());
         self->state.cancelled.clear();
+        self->state.coming_again.clear();
+        self->state.scored.clear();
         self->state.abandoned_cuts = -1;
         return out;
       },
@@ -190,6 +205,7 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
           st.labels.erase({-1, id});
           st.waiting.erase({-1, id});
         }
+        st.coming_again.insert(order.reissue.begin(), order.reissue.end());
         return recover_atom_v;
       },
   };

@@ -8,6 +8,7 @@
 #include "actors/loss_actor.hpp"
 #include "actors/node_connection.hpp"
 #include "actors/stage_actor.hpp"
+#include "compute/sim/sim_devices.hpp"
 #include "training/setup.hpp"
 
 namespace petra {
@@ -64,8 +65,9 @@ actor_pipeline::~actor_pipeline() {
 void actor_pipeline::build() {
   ++generation_;
   caf::actor_system& sys = control_.self()->system();
-  auto placed =
-      build_placed_stages(config_, optimizer_, [&](std::size_t j) { return placement_[j] == "local"; });
+  sim_ = std::make_shared<sim_devices>();
+  auto placed = build_placed_stages(
+      config_, optimizer_, [&](std::size_t j) { return placement_[j] == "local"; }, sim_);
   const auto count = static_cast<int32_t>(placed.size());
   stages_.clear();
   for (int32_t j = 0; j < count; ++j) {
@@ -99,8 +101,13 @@ void actor_pipeline::build() {
     control_.ask<faults_atom>(stages_[j], control_timeout, faults_atom_v, faults_of(j));
   }
   rewire_loss();
+  loader_credits_ = credits;
+  rewire_loader();
+}
+
+void actor_pipeline::rewire_loader() {
   control_.ask<wire_atom>(loader_, control_timeout,
-                          loader_links{forward_sink{stages_.front()}, loss_, credits});
+                          loader_links{forward_sink{stages_.front()}, loss_, loader_credits_});
 }
 
 void actor_pipeline::rewire(int32_t j) {
@@ -146,7 +153,8 @@ void actor_pipeline::respawn(int32_t j) {
   control_.unwatch(stages_[i].address());  // its down, when it comes, is stale
   if (placement_[i] != "local" && !reachable(placement_[i])) move_to_spare(placement_[i]);
   if (placement_[i] == "local") {
-    auto placed = build_placed_stages(config_, optimizer_, [&](std::size_t k) { return k == i; });
+    auto placed = build_placed_stages(
+        config_, optimizer_, [&](std::size_t k) { return k == i; }, sim_);
     const auto count = static_cast<int32_t>(stages_.size());
     stages_[i] = spawn_stage_actor(control_.self()->system(),
                                    make_stage_context(config_, placed[i], j, count, trace_, "coordinator"));

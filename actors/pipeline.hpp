@@ -32,16 +32,19 @@ class actor_pipeline {
   void recover();
   /// Stage-local recovery: the stages lost with stage j (every stage of its node when the node is gone).
   std::vector<int32_t> lost_with(int32_t j);
-  /// Whether stage j computes on the CPU (only those are rebuilt alone: a simulated or GPU device is
-  /// shared with other stages).
+  /// Whether stage j computes on the CPU.
   bool on_cpu(int32_t j) const;
   /// Builds stage j again in place of a lost one (on a spare node when its node is gone), with its
   /// faults, monitored, not yet wired: once every lost stage is built again, rewire it and its
-  /// neighbours (which still point at the lost ones).
+  /// neighbours (which still point at the lost ones). Here, a stage on a simulated device gets a
+  /// backend of the same simulated devices as the stages it shares the device with (their streams
+  /// and events hand over to it as before); a GPU stage a new stream and handles on its GPU.
   void respawn(int32_t j);
   /// Sends stage j its links again; the loss actor its last stage.
   void rewire(int32_t j);
   void rewire_loss();
+  /// Sends the loader its links again (a rebuilt stage 1).
+  void rewire_loader();
   /// faults.kill_node: each listed node is told to kill itself that many seconds from now; each
   /// kill counts as a fault of the first stage it holds. Once per run.
   void send_node_kills();
@@ -78,6 +81,8 @@ class actor_pipeline {
   std::map<std::string, messages::node_actor> nodes_;
   std::vector<std::string> placement_;  // per stage: local or host:port (after any move to a spare)
   std::vector<std::string> spares_;
+  int32_t loader_credits_ = 1;        // micro-batches the loader may have in flight
+  std::shared_ptr<sim_devices> sim_;  // this build's simulated devices: a stage rebuilt alone joins them
   int32_t generation_ = 0;
   bool kills_sent_ = false;
   bool crash_fired_ = false;

@@ -28,7 +28,7 @@ void send_backward(async_self self, int64_t id, const activation& rebuilt, const
     return;
   }
   ++st.completed;
-  self->send(c.links.loader, credit_return{1, c.plan.phase});
+  self->send(c.links.loader, credit_return{1, c.plan.phase, id});
 }
 
 /// One unit of work, backward first (in this stage's FIFO order). False when idle or waiting for the loss.
@@ -68,8 +68,8 @@ bool run_step(async_self self) {
   activation out = timed_forward(c, in.x, id, slowed);
   count_slowed(self, c, slowed);
   ++c.tick;  // async "ticks" count this stage's forwards: the delay is in forwards
-  c.last_forwarded = id;
-  if (c.is_last()) {  // the backward follows when the loss actor answers
+  c.last_forwarded = std::max(c.last_forwarded, id);  // a re-issue comes after higher ids
+  if (c.is_last()) {                                  // the backward follows when the loss actor answers
     c.logits = out;
     c.logits_id = id;
     c.awaiting_loss = true;
@@ -139,7 +139,11 @@ void on_forward(async_self self, forward_data in) {
     }
     return;
   }
-  if (st.core.recovery.forgotten(in.s.micro_batch)) return;  // lost in a stage-local recovery
+  if (st.core.recovery.forgotten(in.s.micro_batch)) {  // lost in a stage-local recovery
+    if (!st.core.recovery.readmit(in.s.micro_batch)) return;
+    st.seen_forward.erase(in.s.micro_batch);  // its re-issue: new to this stage from here on
+    st.seen_backward.erase(in.s.micro_batch);
+  }
   // (Evaluation batches are never duplicated: faults spare messages without a micro-batch.)
   if (in.s.micro_batch >= 0 && !st.seen_forward.insert(in.s.micro_batch).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);

@@ -1,7 +1,8 @@
 // Stage-local recovery of an async stage (DESIGN.md §6): the stage before the lost ones is held
 // while they are rebuilt and says which of its micro-batches went into them and will not come
 // back; every stage then forgets those, and the stages after the lost ones (and the rebuilt)
-// forget everything up to the last micro-batch that entered them before the failure.
+// forget everything up to the last micro-batch that entered them before the failure. The loader
+// then sends the lost ones again: each stage takes a re-issue in as a micro-batch new to it.
 #include "actors/stage_async.hpp"
 
 namespace petra::detail {
@@ -38,13 +39,15 @@ void on_recover(async_self self, const recovery_order& order) {
     c.logits_id = -1;
   }
   if (order.backwards_done < 0) {
-    // A stage before the lost ones: a cancelled micro-batch has passed it for good; stage 1 gives
-    // its credit back (it is lost, not completed).
-    c.backwards_in_phase += static_cast<int64_t>(dropped.size());
+    // A stage before the lost ones: a cancelled micro-batch passes it again when re-issued (else
+    // it has passed for good); stage 1 gives its credit back (its re-issue takes one again).
+    const std::set<int64_t> again(order.reissue.begin(), order.reissue.end());
+    for (int64_t id : dropped) c.backwards_in_phase += again.count(id) > 0 ? 0 : 1;
     if (c.is_first() && !dropped.empty())
       self->send(c.links.loader, credit_return{static_cast<int64_t>(dropped.size()), c.plan.phase});
   } else {
     c.backwards_in_phase = order.backwards_done;
+    if (c.is_first()) st.completed = order.backwards_done;  // a rebuilt stage 1: the loader's count
   }
   if (order.forwards_done >= 0) c.tick = order.forwards_done;
   if (order.evals_done >= 0) c.evals_done = order.evals_done;

@@ -30,6 +30,7 @@ void begin_phase(stage_core& c, const phase_plan& plan) {
   c.evals_done = 0;
   c.backwards_in_phase = 0;
   c.last_forwarded = -1;
+  c.epoch_reported = -1;
   c.recovery.restart();
   c.phase_start = clock_type::now();
   if (c.epoch_start == clock_type::time_point{}) c.epoch_start = c.phase_start;

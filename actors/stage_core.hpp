@@ -45,8 +45,10 @@ struct stage_core {
   std::vector<stage_epoch_report> held_epoch_reports;  // made since the latest pending cut
   std::vector<forward_data> early_forward;             // for a phase not planned here yet
   std::vector<backward_data> early_backward;
-  int64_t last_forwarded = -1;  // the last training micro-batch this stage forwarded
+  int64_t last_forwarded = -1;  // the highest training micro-batch id this stage forwarded
   recovery_marks recovery;      // stage-local recovery (DESIGN.md §6)
+  int32_t epoch_reported = -1;  // the phase's latest epoch this stage reported (a re-issue of its last
+                                // micro-batch, lost after its backward here, reports nothing again)
 
   bool is_first() const { return ctx.index == 0; }
   bool is_last() const { return ctx.index == links.count - 1; }
@@ -132,8 +134,9 @@ void after_backward(Self* self, stage_core& c, const stage::backward_result& r, 
                                                   w.staleness_mean, w.inversion_error_mean, id});
   }
   const int64_t per_epoch = c.plan.per_epoch;
-  if (per_epoch > 0 && (id + 1) % per_epoch == 0) {
-    stage_epoch_report r{static_cast<int32_t>(id / per_epoch), c.plan.generation, take_epoch_report(c)};
+  if (per_epoch > 0 && (id + 1) % per_epoch == 0 && id / per_epoch > c.epoch_reported) {
+    c.epoch_reported = static_cast<int32_t>(id / per_epoch);
+    stage_epoch_report r{c.epoch_reported, c.plan.generation, take_epoch_report(c)};
     if (c.hold_epoch_reports)  // after this stage's part of a cut, which has not gone yet
       c.held_epoch_reports.push_back(std::move(r));
     else

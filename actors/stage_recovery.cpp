@@ -9,6 +9,14 @@ void recovery_marks::restart() {
   drop_upto = abandoned_cuts = -1;
   quiet_forward_below = quiet_backward_below = -1;
   cancelled.clear();
+  coming_again.clear();
+  readmitted.clear();
+}
+
+bool recovery_marks::readmit(int64_t id) {
+  if (coming_again.erase(id) == 0) return false;
+  readmitted.insert(id);
+  return true;
 }
 
 recovery_order hold_stage(stage_core& c, const std::function<bool(int64_t)>& held_backward) {
@@ -18,11 +26,16 @@ recovery_order hold_stage(stage_core& c, const std::function<bool(int64_t)>& hel
   out.phase = c.plan.phase;
   out.drop_upto = c.last_forwarded;
   out.forwards_done = c.tick;
-  out.backwards_done = c.backwards_in_phase;
+  int64_t passed = c.backwards_in_phase;  // + those whose backward it holds: past every later stage
   out.evals_done = c.evals_done;
   out.tick = c.tick;
-  for (int64_t id : c.ctx.compute->outstanding_ids())
-    if (!held_backward(id)) out.cancel.push_back(id);  // its backward was in (or behind) the lost stages
+  for (int64_t id : c.ctx.compute->outstanding_ids()) {
+    if (held_backward(id))
+      ++passed;
+    else
+      out.cancel.push_back(id);  // its backward was in (or behind) the lost stages
+  }
+  out.backwards_done = passed;
   return out;
 }
 
@@ -34,6 +47,10 @@ std::vector<int64_t> forget_lost(stage_core& c, const recovery_order& order) {
   recovery_marks& r = c.recovery;
   r.cancelled.insert(order.cancel.begin(), order.cancel.end());
   r.drop_upto = std::max(r.drop_upto, order.drop_upto);
+  // A re-issued micro-batch lost again is forgotten again, until its next re-issue.
+  for (int64_t id : order.cancel) r.readmitted.erase(id);
+  r.readmitted.erase(r.readmitted.begin(), r.readmitted.upper_bound(order.drop_upto));
+  r.coming_again.insert(order.reissue.begin(), order.reissue.end());
   return c.ctx.compute->drop([&](int64_t id) { return r.forgotten(id); });
 }
 

@@ -1,6 +1,7 @@
 // Stage-local recovery (DESIGN.md §6) as both stage protocols take part in it (private to actors/):
 // while the coordinator rebuilds lost stages a stage is held; then it forgets the micro-batches lost
-// with them (late messages of theirs dropped, or in lockstep run as markers).
+// with them (late messages of theirs dropped, or in lockstep run as markers) until, in async, the
+// loader sends them again.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +23,15 @@ struct recovery_marks {
   int64_t abandoned_cuts = -1;        // cuts up to this tick were given up (async: their markers are ignored)
   int64_t quiet_forward_below = -1;   // lockstep, a rebuilt stage: its neighbours hold its messages for
   int64_t quiet_backward_below = -1;  // ticks before these (or ran them): not sent again
+  std::set<int64_t> coming_again;     // async: lost, re-issued by the loader, their new forward not here yet
+  std::set<int64_t> readmitted;       // async: lost, then re-issued and taken in again: not forgotten
 
-  /// A micro-batch lost in a recovery of this phase.
-  bool forgotten(int64_t id) const { return id >= 0 && (id <= drop_upto || cancelled.count(id) > 0); }
+  /// A micro-batch lost in a recovery of this phase (and not taken in again since).
+  bool forgotten(int64_t id) const {
+    return id >= 0 && readmitted.count(id) == 0 && (id <= drop_upto || cancelled.count(id) > 0);
+  }
+  /// The forward of a forgotten micro-batch came: true when it is its re-issue (taken in from now on).
+  bool readmit(int64_t id);
   /// A new phase: nothing forgotten (a hold stays).
   void restart();
 };
@@ -33,8 +40,8 @@ struct recovery_marks {
 /// hold (`held_backward` says) are the lost ones. A stage outside a phase (one being rebuilt) is only
 /// held: its order, not its plan, starts it.
 messages::recovery_order hold_stage(stage_core& c, const std::function<bool(int64_t)>& held_backward);
-/// Takes an order's lost micro-batches (checked against the running phase) and drops their
-/// outstanding forwards; returns those dropped.
+/// Takes an order's lost micro-batches (checked against the running phase: also those taken in
+/// again after an earlier recovery) and drops their outstanding forwards; returns those dropped.
 std::vector<int64_t> forget_lost(stage_core& c, const messages::recovery_order& order);
 
 }  // namespace petra::detail

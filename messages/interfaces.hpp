@@ -44,7 +44,8 @@ struct loss_links {
 /// logits with their labels on request; its totals per phase; the last stage's marker of a cut
 /// (the loss actor's part goes to the coordinator) and, to resume, its part of a cut back. Stage-
 /// local recovery: hold → the evaluation batches of the phase scored so far; recover → forgets the
-/// labels of the cancelled micro-batches and drops their logits should any still come.
+/// labels of the cancelled micro-batches and drops their logits should any still come (until a
+/// re-issued one's labels come again).
 using loss_actor =
     caf::typed_actor<caf::replies_to<loss_links>::with<atoms::wire_atom>, caf::reacts_to<labels_data>,
                      caf::reacts_to<logits_data>,
@@ -65,13 +66,15 @@ struct loader_links {
 /// The data loader: a plan starts feeding a phase to the first stage (and labels to the loss
 /// actor); credits come back from the first stage (and the loss actor: evaluation batches), stamped
 /// with their phase: a credit that comes before its phase's plan counts there. Stage-local
-/// recovery: hold stops the feed (answer: the tick of the last cut marker sent, -1 = none), recover
-/// resumes it.
+/// recovery: hold stops the feed (answer, async: the tick of the last cut marker sent, -1 = none,
+/// and its record of the phase: the training micro-batches in flight, sent, completed at stage 1,
+/// the evaluation batches sent), recover resumes it, the order's lost micro-batches (async) sent
+/// again first and, when stage 1 was lost with the order's `cancel`, their credits back.
 using loader_actor =
     caf::typed_actor<caf::replies_to<loader_links>::with<atoms::wire_atom>,
                      caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
-                     caf::reacts_to<credit_return>, caf::replies_to<atoms::hold_atom>::with<int64_t>,
-                     caf::replies_to<atoms::recover_atom>::with<atoms::recover_atom>>;
+                     caf::reacts_to<credit_return>, caf::replies_to<atoms::hold_atom>::with<recovery_order>,
+                     caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
 
 /// Whom a stage talks to: invalid handles where there is none (no previous stage for stage 1, no
 /// next stage for the last one, which talks to the loss actor), and where each neighbour computes:

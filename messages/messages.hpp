@@ -72,6 +72,7 @@ struct loss_data {
 struct credit_return {
   int64_t count = 1;
   int64_t phase = 0;
+  int64_t micro_batch = -1;  // async, from stage 1: the micro-batch it completed (the loader's record)
 };
 
 /// The last stage's marker of the cut before tick `tick`, to the loss actor (lockstep and async):
@@ -135,6 +136,9 @@ struct recovery_order {
   int64_t tick = -1;
   int64_t forward_markers_upto = -1, backward_markers_upto = -1;
   int64_t needs_forward_from = -1, needs_backward_from = -1;
+  // Async: the lost micro-batches the loader sends again, in this order. Each stage forgets them
+  // until their new forward comes; the loss actor until their labels come again.
+  std::vector<int64_t> reissue;
 };
 
 /// The faults one stage injects (DESIGN.md §6), from the run's `faults` config.

@@ -83,7 +83,7 @@ typename Inspector::result_type inspect(Inspector& f, loss_data& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, credit_return& x) {
-  return f(caf::meta::type_name("credit_return"), x.count, x.phase);
+  return f(caf::meta::type_name("credit_return"), x.count, x.phase, x.micro_batch);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cut_marker& x) {
@@ -131,7 +131,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, recovery_order& x) {
   return f(caf::meta::type_name("recovery_order"), x.phase, x.drop_upto, x.forwards_done, x.backwards_done,
            x.evals_done, x.cancel, x.abandon_cuts, x.tick, x.forward_markers_upto, x.backward_markers_upto,
-           x.needs_forward_from, x.needs_backward_from);
+           x.needs_forward_from, x.needs_backward_from, x.reissue);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, window_report& x) {

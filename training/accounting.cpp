@@ -32,13 +32,15 @@ void accounting::add_failure(const run_failure& failure, int64_t kept, int64_t u
 
 void accounting::add_local(const local_recovery& r) {
   lost += r.lost;
+  reissued += r.reissued;
   local_recoveries += 1;
   recovery_seconds += r.seconds;
 }
 
 nlohmann::json local_recovery_line(const local_recovery& r, int epoch, int64_t position) {
-  std::printf("\n%s; rebuilt %zu stage(s) from the %s, %lld micro-batches lost\n", r.what.c_str(),
-              r.stages.size(), r.from.c_str(), static_cast<long long>(r.lost));
+  std::printf("\n%s; rebuilt %zu stage(s) from the %s, %lld micro-batches lost, %lld re-issued\n",
+              r.what.c_str(), r.stages.size(), r.from.c_str(), static_cast<long long>(r.lost),
+              static_cast<long long>(r.reissued));
   std::fflush(stdout);
   local_recovery_record line;
   line.epoch = epoch;
@@ -49,6 +51,7 @@ nlohmann::json local_recovery_line(const local_recovery& r, int epoch, int64_t p
   for (int32_t j : r.stages) line.stages_rebuilt.push_back(j + 1);
   line.restored_from = r.from;
   line.lost_micro_batches = r.lost;
+  line.reissued_micro_batches = r.reissued;
   line.recovery_seconds = r.seconds;
   return json_record::write(line);
 }
@@ -56,9 +59,11 @@ nlohmann::json local_recovery_line(const local_recovery& r, int epoch, int64_t p
 void accounting::print() const {
   if (restarts || local_recoveries || faults_injected || duplicates_discarded)
     std::printf(
-        "micro-batches: %lld completed, %lld lost in %lld stage-local recoveries, %lld replayed after %lld "
-        "rollbacks (%lld undone), %.2f s recovering; %lld faults injected, %lld duplicates discarded\n",
-        static_cast<long long>(completed), static_cast<long long>(lost),
+        "micro-batches: %lld completed, %lld lost and %lld re-issued in %lld stage-local recoveries, %lld "
+        "replayed after %lld rollbacks (%lld undone), %.2f s recovering; %lld faults injected, %lld "
+        "duplicates "
+        "discarded\n",
+        static_cast<long long>(completed), static_cast<long long>(lost), static_cast<long long>(reissued),
         static_cast<long long>(local_recoveries), static_cast<long long>(replayed),
         static_cast<long long>(restarts), static_cast<long long>(rolled_back), recovery_seconds,
         static_cast<long long>(faults_injected), static_cast<long long>(duplicates_discarded));

@@ -23,6 +23,7 @@ struct accounting {
   int64_t duplicates_discarded = 0;
   double recovery_seconds = 0;  // from a failure to the pipeline ready again
   int64_t lost = 0;             // cancelled in stage-local recoveries: never completed
+  int64_t reissued = 0;         // cancelled in stage-local recoveries, sent again and completed then
   int64_t local_recoveries = 0;
 
   /// A phase that succeeded, with its per-stage fault counts.
@@ -50,6 +51,7 @@ void describe(Fields& f, accounting& a) {
   f("duplicates_discarded", a.duplicates_discarded, presence::optional);
   f("recovery_seconds", a.recovery_seconds, presence::optional);
   f("lost", a.lost, presence::optional);
+  f("reissued", a.reissued, presence::optional);
   f("local_recoveries", a.local_recoveries, presence::optional);
 }
 
@@ -63,6 +65,7 @@ struct local_recovery_record {
   std::vector<int32_t> stages_rebuilt;  // 1-based
   std::string restored_from;
   int64_t lost_micro_batches = 0;
+  int64_t reissued_micro_batches = 0;
   double recovery_seconds = 0;
 };
 
@@ -78,6 +81,7 @@ void describe(Fields& f, local_recovery_record& r) {
   f("stages_rebuilt", r.stages_rebuilt);
   f("restored_from", r.restored_from);
   f("lost_micro_batches", r.lost_micro_batches);
+  f("reissued_micro_batches", r.reissued_micro_batches, json_record::presence::optional);
   f("recovery_seconds", r.recovery_seconds);
 }
 

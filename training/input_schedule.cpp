@@ -2,6 +2,8 @@
 #include "training/input_schedule.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "training/tick_schedule.hpp"
 
@@ -21,6 +23,23 @@ void input_schedule::start(int epoch, int64_t position, int64_t count) {
 }
 
 bool input_schedule::next(int64_t tick, tick_input& in) { return step(tick, &in); }
+
+std::vector<micro_batch> input_schedule::reload(const std::vector<int64_t>& ids) {
+  std::vector<micro_batch> out;
+  uint64_t ticket = 0;
+  int64_t at = -1;  // the id the feed serves next
+  for (int64_t id : ids) {
+    if (id != at) ticket = train_.start_epoch(static_cast<int>(id / per_epoch_), id % per_epoch_);
+    micro_batch mb;
+    if (!train_.next(mb, ticket) || mb.id != id)
+      throw std::logic_error("input_schedule: micro-batch " + std::to_string(id) + " cannot be made again");
+    out.push_back(std::move(mb));
+    at = (id + 1) % per_epoch_ == 0 ? -1 : id + 1;  // an epoch's last: the next one starts the feed again
+  }
+  // Back to where the stream stands (at an epoch's end the next step starts the next epoch).
+  if (!ids.empty() && position_ < per_epoch_) train_ticket_ = train_.start_epoch(epoch_, position_);
+  return out;
+}
 
 void input_schedule::skip_to(int64_t tick) {
   for (int64_t t = 0; t < tick; ++t) step(t, nullptr);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 #include "training/data_feed.hpp"
 #include "training/simulator.hpp"
@@ -22,6 +23,11 @@ class input_schedule {
 
   /// What tick `tick` (of this phase) carries; false once nothing more will enter.
   bool next(int64_t tick, tick_input& in);
+
+  /// The training micro-batches `ids` (of this schedule's feed, ascending) made again, as they were
+  /// first (same images, same augmentation: both follow from epoch and position); the schedule then
+  /// goes on where it stood. Stage-local recovery re-issues with it what was lost in flight.
+  std::vector<micro_batch> reload(const std::vector<int64_t>& ids);
 
   /// Right after start(): walks ticks 0 .. tick−1 without loading anything, so that next(tick) is
   /// what it would have been (a phase resumed from a cut taken before `tick`).

@@ -82,9 +82,14 @@ std::optional<loss_ledger::epoch_tally> loss_ledger::score_train(int64_t id, int
                                                                  int64_t samples) {
   totals.add(mean_loss, correct, samples);
   if (per_epoch <= 0) return std::nullopt;
-  epoch_tally& e = open(epochs, static_cast<int32_t>(id / per_epoch));
+  const auto epoch = static_cast<int32_t>(id / per_epoch);
+  const bool is_open =
+      std::any_of(epochs.begin(), epochs.end(), [&](const epoch_tally& t) { return t.epoch == epoch; });
+  if (!is_open && epoch <= closed_epoch) return std::nullopt;  // handed back already
+  epoch_tally& e = open(epochs, epoch);
   e.totals.add(mean_loss, correct, samples);
   if ((id + 1) % per_epoch != 0) return std::nullopt;
+  closed_epoch = std::max(closed_epoch, epoch);
   return close(epochs, e);
 }
 

@@ -7,6 +7,8 @@
 #include <optional>
 #include <vector>
 
+#include "training/json_record.hpp"
+
 namespace petra {
 
 /// Scored training micro-batches summed (and, for a simulator's phase, the ticks it ran).
@@ -81,9 +83,12 @@ struct loss_ledger {
   std::vector<epoch_tally> epochs;  // open epochs: their micro-batches scored so far
   std::vector<wave_tally> waves;    // open evaluation waves: their batches scored so far
   int64_t eval_scored = 0;          // evaluation batches scored in the phase
+  int32_t closed_epoch = 0;         // the latest epoch whose tally was handed back: a re-issued
+                                    // micro-batch of it scored after its last counts in `totals` only
 
   /// Training micro-batch `id` scored, with `per_epoch` micro-batches an epoch (0: no epoch
-  /// tallies): its epoch's tally when `id` ends the epoch.
+  /// tallies): its epoch's tally when `id` ends the epoch. (A micro-batch lost in a stage-local
+  /// recovery and re-issued may come after its epoch's last: its epoch's tally went without it.)
   std::optional<epoch_tally> score_train(int64_t id, int64_t per_epoch, double mean_loss, int64_t correct,
                                          int64_t samples);
   /// A batch of epoch `epoch`'s evaluation wave of `wave_size` batches: the wave's sums when it
@@ -113,6 +118,7 @@ void describe(Fields& f, loss_ledger& l) {
   f("epochs", l.epochs);
   f("waves", l.waves);
   f("eval_scored", l.eval_scored);
+  f("closed_epoch", l.closed_epoch, json_record::presence::optional);
 }
 
 }  // namespace training

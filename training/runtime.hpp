@@ -41,6 +41,7 @@ struct local_recovery {
   std::vector<int32_t> stages;  // rebuilt (0-based)
   std::string from;             // where their state came from
   int64_t lost = 0;             // micro-batches whose backward was lost with them: not completed
+  int64_t reissued = 0;         // ... and sent again by the loader (async): completed by their re-issue
   double seconds = 0;           // from the failure to the pipeline running again
 };
 

@@ -113,11 +113,12 @@ std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::si
 
 std::vector<placed_stage> build_placed_stages(const config::run_config& c,
                                               const optimizer_settings& optimizer,
-                                              const std::function<bool(std::size_t)>& wanted) {
+                                              const std::function<bool(std::size_t)>& wanted,
+                                              std::shared_ptr<sim_devices> sim) {
   const std::vector<int> sizes = stage_sizes(c);
   std::vector<placed_stage> placed(sizes.size());
   std::vector<std::size_t> stage_of_block;
-  const auto sim = std::make_shared<sim_devices>();  // this build's simulated devices, if any stage has one
+  if (!sim) sim = std::make_shared<sim_devices>();  // this build's simulated devices, if any stage has one
   for (std::size_t j = 0; j < sizes.size(); ++j) {
     // A stage built elsewhere gets a stand-in: the model is initialised whole, so that every
     // process draws the same weights for the stages it keeps.

@@ -45,11 +45,13 @@ struct placed_stage {
 };
 
 /// Every stage on its own backend (simulated devices shared among them); with `wanted`, only the stages it
-/// accepts are built (the others stay empty: they live in another process). Throws std::invalid_argument
-/// naming pipeline.devices[j] when a device cannot be had.
+/// accepts are built (the others stay empty: they live in another process). `sim`: the simulated
+/// devices to place them on (a stage rebuilt alone joins those its neighbours compute on); null:
+/// new ones. Throws std::invalid_argument naming pipeline.devices[j] when a device cannot be had.
 std::vector<placed_stage> build_placed_stages(const config::run_config& c,
                                               const optimizer_settings& optimizer,
-                                              const std::function<bool(std::size_t)>& wanted = {});
+                                              const std::function<bool(std::size_t)>& wanted = {},
+                                              std::shared_ptr<sim_devices> sim = nullptr);
 
 /// The backend the loss is computed on (the loss actor's; the simulator uses the same).
 std::unique_ptr<backend> make_loss_backend();
