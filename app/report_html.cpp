@@ -90,11 +90,14 @@ void summary_table(std::ostream& out, const std::vector<run_data>& runs) {
 void stage_table(std::ostream& out, const run_data& run, size_t r) {
   out << "<h3>" << swatch(r) << html_escape(run.name) << "</h3>\n<table><tr><th>stage</th>"
       << "<th>expected staleness 2(J−j)/k</th><th>measured mean staleness</th><th>busy</th><th>FIFO peak</th>"
-      << "<th>mailbox peak</th><th>inversion error (last epoch)</th></tr>\n";
+      << "<th>mailbox peak</th><th>inversion error (last epoch)</th>"
+      << "<th>fallback: forwards keeping inputs / all, switches</th></tr>\n";
   for (int stage = 1; stage <= run.stage_count; ++stage) {
     double weighted = 0, total = 0, busy = 0, busy_weight = 0;
     std::optional<int64_t> fifo, mailbox;
     std::optional<double> inversion;
+    std::optional<int64_t> kept, switches;  // only where the fallback could act
+    int64_t forwards = 0;
     for (const auto& e : run.epochs)
       for (const auto& s : e.stages) {
         if (s.stage != stage) continue;
@@ -105,6 +108,9 @@ void stage_table(std::ostream& out, const run_data& run, size_t r) {
         if (s.fifo_peak) fifo = std::max(fifo.value_or(0), *s.fifo_peak);
         if (s.mailbox_peak) mailbox = std::max(mailbox.value_or(0), *s.mailbox_peak);
         if (s.inversion_error_mean) inversion = s.inversion_error_mean;
+        forwards += s.forwards;
+        if (s.fallback_forwards) kept = kept.value_or(0) + *s.fallback_forwards;
+        if (s.fallback_switches) switches = switches.value_or(0) + *s.fallback_switches;
       }
     char inv[32] = "—";
     if (inversion) std::snprintf(inv, sizeof inv, "%.3g", *inversion);
@@ -112,7 +118,11 @@ void stage_table(std::ostream& out, const run_data& run, size_t r) {
         << (total > 0 ? fixed(weighted / total, 2) : "—") << "</td><td>"
         << (busy > 0 ? fixed(100 * busy / busy_weight, 1) + " %" : "—") << "</td><td>"
         << (fifo ? std::to_string(*fifo) : "—") << "</td><td>" << (mailbox ? std::to_string(*mailbox) : "—")
-        << "</td><td>" << inv << "</td></tr>\n";
+        << "</td><td>" << inv << "</td><td>"
+        << (kept ? std::to_string(*kept) + " / " + std::to_string(forwards) + ", " +
+                       std::to_string(switches.value_or(0))
+                 : "—")
+        << "</td></tr>\n";
   }
   out << "</table>\n";
 }

@@ -81,6 +81,9 @@ struct training_config {
   // forward_first (DESIGN.md §1: both use the weights the tick starts with) | backward_first (the
   // backward and its optimizer step first: the forward sees them, one backward less staleness)
   config::tick_order tick_order = config::tick_order::forward_first;
+  // Adaptive fallback: a stage that rebuilds its inputs keeps them instead while the moving mean of its
+  // last 8 sampled inversion errors exceeds this, until that mean is below half of it; 0 = off.
+  double max_inversion_error = 0;
   uint64_t seed = 0;
   optimizer_config optimizer;
   schedule_config schedule;

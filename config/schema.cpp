@@ -52,6 +52,7 @@ section schema(run_config& config) {
             {"accumulation", &training.accumulation},
             {"drain_at_epoch_end", &training.drain_at_epoch_end},
             {"tick_order", &training.tick_order},
+            {"max_inversion_error", &training.max_inversion_error},
             {"seed", &training.seed}},
            {{"optimizer",
              {{"base_lr", &optimizer.base_lr},

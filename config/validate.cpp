@@ -192,6 +192,23 @@ void validate_runtime(const runtime_config& runtime, const checker& check) {
   check.at_least("runtime.sim_latency_us", runtime.sim_latency_us, 0, "0 means no added latency");
 }
 
+// The fallback decides on the rebuilds' sampled errors: it needs a stage that rebuilds, and samples.
+void validate_fallback(const training_config& training, const runtime_config& runtime, const checker& check) {
+  const char* path = "training.max_inversion_error";
+  check.at_least(path, training.max_inversion_error, 0.0, "0 turns the fallback off, else a relative error");
+  if (training.max_inversion_error == 0) return;
+  if (training.method == training_method::backprop)
+    check.fail(path, "is set but training.method " + check.where("training.method") +
+                         " is backprop, whose stages keep their tape and rebuild nothing: remove this key");
+  if (training.stash_inputs)
+    check.fail(path, "is set but training.stash_inputs " + check.where("training.stash_inputs") +
+                         " keeps every stage's inputs already, so none rebuilds: remove one of the two");
+  if (runtime.inversion_sample_every == 0)
+    check.fail(path,
+               "is set but runtime.inversion_sample_every " + check.where("runtime.inversion_sample_every") +
+                   " is 0: the fallback decides on the sampled inversion errors; sample them (e.g. 50)");
+}
+
 void validate_output(const output_config& output, const checker& check) {
   if (output.dir.empty())
     check.fail("output.dir", "is empty; name the parent directory of run directories (e.g. runs)");
@@ -278,6 +295,7 @@ void validate(const run_config& config, const source_map& sources) {
   validate_nodes(config.nodes, sources);
   validate_pipeline(config.pipeline, config.nodes, check);
   validate_runtime(config.runtime, check);
+  validate_fallback(config.training, config.runtime, check);
   validate_output(config.output, check);
   validate_tls(config.tls, check);
   validate_faults(config.faults, config.pipeline, config.nodes, check);

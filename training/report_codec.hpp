@@ -24,6 +24,8 @@ void describe(Fields& f, stage_stats& s) {
   f("inversion_samples", s.inversion_samples);
   f("inversion_error_sum", s.inversion_error_sum);
   f("inversion_error_max", s.inversion_error_max);
+  f("fallback_forwards", s.fallback_forwards, json_record::presence::optional);  // absent before the fallback
+  f("fallback_switches", s.fallback_switches, json_record::presence::optional);
 }
 
 template <class Fields>

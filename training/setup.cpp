@@ -136,9 +136,10 @@ std::vector<placed_stage> build_placed_stages(const config::run_config& c,
       placed[j] = placed_stage{};
       continue;
     }
-    placed[j].compute =
-        std::make_shared<stage>(static_cast<int>(j), std::move(groups[j]), *placed[j].device, optimizer,
-                                method.for_stage(c.runtime.inversion_sample_every));
+    stage_options options = method.for_stage(c.runtime.inversion_sample_every);
+    options.max_inversion_error = c.training.max_inversion_error;
+    placed[j].compute = std::make_shared<stage>(static_cast<int>(j), std::move(groups[j]), *placed[j].device,
+                                                optimizer, options);
     // The rebuild's stream: another of the stage's device. Its ops' bits do not depend on their
     // thread count, so one thread keeps the stage's own threads for the gradients.
     if (c.runtime.overlap_rebuild && placed[j].compute->can_overlap_rebuild())

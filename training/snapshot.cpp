@@ -8,6 +8,7 @@
 //                                       async: the queued and recorded messages
 #include "training/snapshot.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -106,7 +107,7 @@ encoded_stage_cut encode_stage_cut(const stage_cut& c) {
   json outstanding = json::array(), stash = json::array();
   for (std::size_t i = 0; i < c.inflight.outstanding.size(); ++i) {
     const auto& e = c.inflight.outstanding[i];
-    outstanding.push_back({{"id", e.id}, {"version", e.version}, {"tick", e.tick}});
+    outstanding.push_back({{"id", e.id}, {"version", e.version}, {"tick", e.tick}, {"kept", e.kept}});
     put(tensors, "kept/" + std::to_string(i) + "/", e.input);
   }
   for (const auto& e : c.inflight.stash) {
@@ -120,17 +121,19 @@ encoded_stage_cut encode_stage_cut(const stage_cut& c) {
   put(tensors, "backward/rebuilt.", c.backward.rebuilt);
   put(tensors, "backward/grad.", c.backward.grad);
   put(tensors, "eval/", c.eval.images);
-  json meta = {{"stage", c.state.stage},
-               {"optimizer_steps", c.state.optimizer_steps},
-               {"state_tensors", c.state.tensors.size()},
-               {"outstanding", outstanding},
-               {"stash", stash},
-               {"accumulated", c.inflight.accumulated},
-               {"grads", c.inflight.grads.size()},
-               {"stats", stats_to_json(c.inflight.stats)},
-               {"forward_id", c.forward.id},
-               {"backward_id", c.backward.id},
-               {"eval", {{"epoch", c.eval.epoch}, {"index", c.eval.index}, {"labels", c.eval.labels}}}};
+  json meta = {
+      {"stage", c.state.stage},
+      {"optimizer_steps", c.state.optimizer_steps},
+      {"state_tensors", c.state.tensors.size()},
+      {"outstanding", outstanding},
+      {"stash", stash},
+      {"accumulated", c.inflight.accumulated},
+      {"grads", c.inflight.grads.size()},
+      {"stats", stats_to_json(c.inflight.stats)},
+      {"fallback", {{"keeping", c.inflight.fallback.keeping}, {"window", c.inflight.fallback.window}}},
+      {"forward_id", c.forward.id},
+      {"backward_id", c.backward.id},
+      {"eval", {{"epoch", c.eval.epoch}, {"index", c.eval.index}, {"labels", c.eval.labels}}}};
   if (c.async.present) meta["async"] = encode_async(c.async, tensors);
   encoded_stage_cut out;
   for (auto& [name, t] : tensors) out.tensors.push_back({name, t});
@@ -157,9 +160,9 @@ stage_cut decode_stage_cut(const std::vector<named_tensor>& tensors, const std::
       c.state.tensors.push_back({f.tensors[i].first, f.tensors[i].second});
     std::size_t i = 0;
     for (const json& e : meta.at("outstanding")) {
-      c.inflight.outstanding.push_back({e.at("id").get<int64_t>(), e.at("version").get<int64_t>(),
-                                        e.at("tick").get<int64_t>(),
-                                        take(f, "kept/" + std::to_string(i++) + "/")});
+      c.inflight.outstanding.push_back(
+          {e.at("id").get<int64_t>(), e.at("version").get<int64_t>(), e.at("tick").get<int64_t>(),
+           take(f, "kept/" + std::to_string(i++) + "/"), e.value("kept", false)});
     }
     for (const json& e : meta.at("stash")) {
       stage::inflight::stash_entry s;
@@ -173,6 +176,11 @@ stage_cut decode_stage_cut(const std::vector<named_tensor>& tensors, const std::
     for (std::size_t p = 0; p < meta.at("grads").get<std::size_t>(); ++p)
       c.inflight.grads.push_back(f.find("grad/" + std::to_string(p)));
     c.inflight.stats = stats_from_json(meta.at("stats"));
+    if (meta.contains("fallback")) {  // snapshots of runs before the fallback have none
+      c.inflight.fallback.keeping = meta.at("fallback").at("keeping").get<bool>();
+      for (const json& e : meta.at("fallback").at("window"))  // JSON writes a NaN error as null
+        c.inflight.fallback.window.push_back(e.is_null() ? std::nan("") : e.get<double>());
+    }
     c.forward.id = meta.at("forward_id").get<int64_t>();
     c.forward.x = take(f, "forward/");
     c.backward.id = meta.at("backward_id").get<int64_t>();

@@ -48,6 +48,8 @@ void merge(stage_report& total, const stage_report& later) {
   a.inversion_samples += b.inversion_samples;
   a.inversion_error_sum += b.inversion_error_sum;
   a.inversion_error_max = std::max(a.inversion_error_max, b.inversion_error_max);
+  a.fallback_forwards += b.fallback_forwards;
+  a.fallback_switches += b.fallback_switches;
   total.stage = later.stage;
   total.weight_version = later.weight_version;
   total.mailbox_peak = std::max(total.mailbox_peak, later.mailbox_peak);
@@ -93,6 +95,12 @@ stage_record stage_line(const stage_report& r, const fault_counts& faults, const
     out.inversion_samples = s.inversion_samples;
     out.inversion_error_mean = s.inversion_error_sum / static_cast<double>(s.inversion_samples);
     out.inversion_error_max = s.inversion_error_max;
+  }
+  // A stage that rebuilds samples its error; a kept forward or a switch shows one that fell back.
+  if (c.training.max_inversion_error > 0 &&
+      (s.inversion_samples > 0 || s.fallback_forwards > 0 || s.fallback_switches > 0)) {
+    out.fallback_forwards = s.fallback_forwards;
+    out.fallback_switches = s.fallback_switches;
   }
   return out;
 }

@@ -33,7 +33,7 @@ void merge(stage_report& total, const stage_report& later);
 
 /// One stage of an epoch line (README, "What a run writes"). Optional where a reader may find a
 /// field absent or null: null expectations in async; the injected faults only when there were any,
-/// the inversion error only where it was sampled.
+/// the inversion error only where it was sampled, the fallback's counts only where it may act.
 struct stage_record {
   int stage = 0;  // 1-based
   std::optional<int64_t> expected_delay_ticks;
@@ -50,6 +50,9 @@ struct stage_record {
       injected_slowdowns, injected_crashes, injected_kills, duplicates_discarded;
   std::optional<int64_t> inversion_samples;
   std::optional<double> inversion_error_mean, inversion_error_max;
+  // With training.max_inversion_error, at the stages that rebuild: forwards taken keeping their input
+  // (the others rebuilt) and the switches between the two modes.
+  std::optional<int64_t> fallback_forwards, fallback_switches;
 };
 
 template <class Fields>
@@ -82,6 +85,8 @@ void describe(Fields& f, stage_record& s) {
   f("inversion_samples", s.inversion_samples, presence::omitted);
   f("inversion_error_mean", s.inversion_error_mean, presence::omitted);
   f("inversion_error_max", s.inversion_error_max, presence::omitted);
+  f("fallback_forwards", s.fallback_forwards, presence::omitted);
+  f("fallback_switches", s.fallback_switches, presence::omitted);
 }
 
 /// The per-stage record of an epoch line.

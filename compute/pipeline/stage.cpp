@@ -36,6 +36,8 @@ stage::stage(int index, std::vector<std::unique_ptr<block>> blocks, backend& be,
       params_(collect_parameters(blocks_)),
       optimizer_(be, optimizer, params_) {
   if (!reversible_) options_.keep_inputs = true;
+  // Only a stage that rebuilds its inputs can fall back to keeping them.
+  if (!options_.keep_inputs && !options_.taped) fallback_ = fallback_policy(options_.max_inversion_error);
 }
 
 activation stage::forward(const activation& x, int64_t id, int64_t tick) {
@@ -46,16 +48,18 @@ activation stage::forward(const activation& x, int64_t id, int64_t tick) {
                              std::to_string(outstanding_.front().id) +
                              " is outstanding: backprop keeps one micro-batch in flight");
     activation h = forward_taped(x);
-    outstanding_.push_back({id, weight_version(), tick, {}});
+    outstanding_.push_back({id, weight_version(), tick, {}, false});
     return h;
   }
   if (options_.stash_weights) stash_current_weights();
   activation h = x;
   for (auto& b : blocks_) h = b->forward(h, pass::train, nullptr);
-  const bool sample = !options_.keep_inputs && options_.inversion_sample_every > 0 &&
-                      id % options_.inversion_sample_every == 0;
-  outstanding_.push_back({id, weight_version(), tick, options_.keep_inputs || sample ? x : activation{}});
+  // The mode is decided per forward, and the entry records it: its backward follows it whatever the
+  // fallback decides meanwhile.
+  const bool keep = options_.keep_inputs || fallback_.keeping();
+  outstanding_.push_back({id, weight_version(), tick, keep || sampled(id) ? x : activation{}, keep});
   ++stats_.forwards;
+  if (keep && !options_.keep_inputs) ++stats_.fallback_forwards;
   update_fifo_stats();
   return h;
 }
@@ -82,7 +86,7 @@ stage::backward_result stage::backward(const activation& output, const activatio
     return r;
   }
   if (options_.stash_weights) swap_in(entry.version);
-  if (options_.keep_inputs) {
+  if (entry.kept) {
     tape t;
     activation h = entry.input;
     for (auto& b : blocks_) h = b->forward(h, pass::recompute, &t);
@@ -90,6 +94,13 @@ stage::backward_result stage::backward(const activation& output, const activatio
     for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) d = (*it)->backward(t, d);
     r.input = entry.input;  // exact: rebuild errors restart from here
     r.input_grad = d;
+    // Falling back, the stage still measures its rebuild (without its gradients), to know when the
+    // rebuilds are accurate again.
+    if (sampled(entry.id)) {
+      activation x = output;
+      for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) x = (*it)->inverse(x);
+      record_inversion_error(x, entry.input);
+    }
   } else {
     if (lane_) {
       std::tie(r.input, r.input_grad) = overlapped_backward(blocks_, be_, *lane_, output, output_grad);
@@ -100,12 +111,7 @@ stage::backward_result stage::backward(const activation& output, const activatio
       r.input = y;
       r.input_grad = d;
     }
-    if (entry.input.defined()) {
-      const double e = inversion_error(r.input, entry.input);
-      ++stats_.inversion_samples;
-      stats_.inversion_error_sum += e;
-      stats_.inversion_error_max = std::max(stats_.inversion_error_max, e);
-    }
+    if (entry.input.defined()) record_inversion_error(r.input, entry.input);
   }
   if (options_.stash_weights) {
     swap_in(entry.version);  // swap back: the live weights return
@@ -237,6 +243,19 @@ void stage::reset_stats() {
     stats_.stash_peak = stash_.size();
     stats_.stash_peak_bytes = bytes;
   }
+}
+
+bool stage::sampled(int64_t id) const {
+  return !options_.keep_inputs && !options_.taped && options_.inversion_sample_every > 0 &&
+         id % options_.inversion_sample_every == 0;
+}
+
+void stage::record_inversion_error(const activation& rebuilt, const activation& truth) {
+  const double e = inversion_error(rebuilt, truth);
+  ++stats_.inversion_samples;
+  stats_.inversion_error_sum += e;
+  stats_.inversion_error_max = std::max(stats_.inversion_error_max, e);
+  if (fallback_.observe(e)) ++stats_.fallback_switches;
 }
 
 double stage::inversion_error(const activation& rebuilt, const activation& truth) {

@@ -12,6 +12,7 @@
 
 #include "compute/blocks/block.hpp"
 #include "compute/optimizer.hpp"
+#include "compute/pipeline/fallback_policy.hpp"
 #include "compute/pipeline/rebuild_lane.hpp"
 
 namespace petra {
@@ -21,6 +22,9 @@ struct stage_options {
   bool stash_weights = false;      // backward with the weights its forward used
   bool taped = false;              // backprop: the forward keeps its tape, the backward (next) uses it
   int inversion_sample_every = 0;  // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches (reversible stages)
+  // A rebuilding stage keeps its inputs while its sampled error drifts above this (fallback_policy);
+  // 0 = never.
+  double max_inversion_error = 0;
 };
 
 /// What a stage measured of itself since its statistics were last reset: every runtime reads
@@ -37,6 +41,8 @@ struct stage_stats {
   int64_t inversion_samples = 0;
   double inversion_error_sum = 0.0;  // Σ ‖x̃ − x‖/‖x‖
   double inversion_error_max = 0.0;
+  int64_t fallback_forwards = 0;  // forwards of a rebuilding stage that kept their input (fallback)
+  int64_t fallback_switches = 0;  // fallback mode changes, into keeping inputs and back
 };
 
 class stage {
@@ -50,6 +56,8 @@ class stage {
   /// Every block reversible: the stage rebuilds its input instead of keeping it.
   bool reversible() const { return reversible_; }
   bool keeps_inputs() const { return options_.keep_inputs; }
+  /// A rebuilding stage whose rebuilds drifted: its forwards keep their inputs for now.
+  bool falls_back() const { return fallback_.keeping(); }
   /// Optimizer steps taken so far: the version of the live weights.
   int64_t weight_version() const { return optimizer_.steps_taken(); }
 
@@ -105,6 +113,7 @@ class stage {
     struct forward_entry {
       int64_t id = 0, version = 0, tick = 0;
       activation input;
+      bool kept = false;  // its backward takes `input` (the exact-input path), else it rebuilds
     };
     struct stash_entry {
       int64_t version = 0, users = 0;
@@ -115,6 +124,7 @@ class stage {
     int64_t accumulated = 0;
     std::vector<tensor> grads;  // in parameters() order; empty when accumulated is 0
     stage_stats stats;          // its record since the last reset_stats
+    fallback_state fallback;    // the fallback's mode and its window of samples
   };
   /// Throws std::logic_error for a backprop stage with a live tape (nothing else is in flight then).
   inflight export_inflight();
@@ -131,7 +141,8 @@ class stage {
     int64_t id;
     int64_t version;
     int64_t tick;
-    activation input;  // kept input (keep_inputs) or the sample for the inversion error
+    activation input;  // kept input, or the sample for the inversion error
+    bool kept;         // taken keeping inputs: the backward takes `input` instead of rebuilding
   };
   activation forward_taped(const activation& x);
   activation backward_taped(const activation& output_grad);
@@ -141,6 +152,10 @@ class stage {
   void release_stash(int64_t version);
   void swap_in(int64_t version);
   void update_fifo_stats();
+  /// Whether micro-batch `id`'s rebuild is measured (1 in inversion_sample_every, rebuilding stages).
+  bool sampled(int64_t id) const;
+  /// Records a sampled error ‖x̃ − x‖/‖x‖ and lets the fallback decide the next forwards' mode.
+  void record_inversion_error(const activation& rebuilt, const activation& truth);
   double inversion_error(const activation& rebuilt, const activation& truth);
 
   int index_;
@@ -157,6 +172,7 @@ class stage {
   int64_t accumulated_ = 0;                       // backwards since the last optimizer step
   stage_stats stats_;
   std::unique_ptr<rebuild_lane> lane_;  // set by overlap_rebuild
+  fallback_policy fallback_;
 };
 
 }  // namespace petra

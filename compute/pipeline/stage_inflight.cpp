@@ -18,7 +18,8 @@ stage::inflight stage::export_inflight() {
     return activation{a.x1.defined() ? be_.to_host(a.x1) : tensor{},
                       a.x2.defined() ? be_.to_host(a.x2) : tensor{}};
   };
-  for (const pending& p : outstanding_) out.outstanding.push_back({p.id, p.version, p.tick, host(p.input)});
+  for (const pending& p : outstanding_)
+    out.outstanding.push_back({p.id, p.version, p.tick, host(p.input), p.kept});
   for (const auto& [version, weights] : stash_) {
     inflight::stash_entry e;
     e.version = version;
@@ -29,14 +30,20 @@ stage::inflight stage::export_inflight() {
   if (accumulated_ > 0)
     for (parameter* p : params_) out.grads.push_back(be_.to_host(p->grad));
   out.stats = stats_;
+  out.fallback = fallback_.state();
   return out;
 }
 
 void stage::import_inflight(const inflight& from) {
   auto device = [&](const tensor& t) { return t.defined() ? be_.from_host(t) : tensor{}; };
   outstanding_.clear();
-  for (const auto& e : from.outstanding)
-    outstanding_.push_back({e.id, e.version, e.tick, activation{device(e.input.x1), device(e.input.x2)}});
+  for (const auto& e : from.outstanding) {
+    if (e.kept && !e.input.x1.defined())
+      throw std::runtime_error("stage " + std::to_string(index_) + ": the forward of micro-batch " +
+                               std::to_string(e.id) + " kept its input but none was saved");
+    outstanding_.push_back({e.id, e.version, e.tick, activation{device(e.input.x1), device(e.input.x2)},
+                            e.kept || options_.keep_inputs});
+  }
   stash_.clear();
   stash_users_.clear();
   for (const auto& e : from.stash) {
@@ -70,6 +77,9 @@ void stage::import_inflight(const inflight& from) {
     for (parameter* p : params_) be_.fill_zero(p->grad);
   accumulated_ = from.accumulated;
   stats_ = from.stats;
+  // A stage that cannot fall back (another method, or the fallback off on resume) rebuilds as before;
+  // the entries taken keeping inputs still take them.
+  if (fallback_.enabled()) fallback_.restore(from.fallback);
 }
 
 std::vector<parameter*> stage::parameters() { return params_; }

@@ -2,12 +2,18 @@
 // and the async recovery tests.
 #pragma once
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "app/commands.hpp"
 #include "tests/actors/metrics_lines.hpp"
 #include "tests/actors/runtime_fixture.hpp"
+#include "training/snapshot.hpp"
 
 namespace petra::testing {
 
@@ -58,6 +64,52 @@ inline trained final_weights(const std::filesystem::path& run) {
   trained t;
   t.weights = load_safetensors((run / "checkpoint.safetensors").string()).tensors;
   return t;
+}
+
+/// Runs `method` in `mode` (base_sets plus `extra`) straight, and again stopped right after its
+/// `stop_after`-th snapshot and resumed: both must end bit-identical, with the same epoch and step
+/// lines. `also` looks at both runs (dir/straight, dir/stopped) before they are removed.
+inline void stop_and_resume(const std::string& mode, const std::string& method, int stop_after,
+                            const std::vector<std::string>& extra = {},
+                            const std::function<void(const std::filesystem::path&)>& also = {}) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() /
+                       ("petra-snapshot-" + std::to_string(::getpid()) + "-" + std::to_string(stop_after));
+  fs::remove_all(dir);
+  auto sets = base_sets(dir, mode, method);
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  petra::train_options straight{"tiny", sets, "", 0};
+  straight.sets.push_back("output.name=straight");
+  REQUIRE(app::train_command(straight) == 0);
+
+  petra::train_options first{"tiny", sets, "", 0};
+  first.sets.push_back("output.name=stopped");
+  first.stop_after_snapshots = stop_after;
+  REQUIRE(app::train_command(first) == 0);
+  REQUIRE(fs::exists(snapshot_manifest((dir / "stopped").string())));
+  // A process killed a little after the snapshot would have logged a step line past it: add the
+  // uninterrupted run's next one (a millisecond after the stopped run's last), which the resumed
+  // run must not log again.
+  {
+    const auto logged = event_lines(dir / "stopped", "step");
+    const int64_t done = logged.empty() ? 0 : logged.back()["step"].get<int64_t>();
+    for (nlohmann::json j : event_lines(dir / "straight", "step"))
+      if (j["step"].get<int64_t>() > done) {
+        j["seconds"] = (logged.empty() ? 0.0 : logged.back()["seconds"].get<double>()) + 1e-3;
+        std::ofstream(dir / "stopped" / "metrics.jsonl", std::ios::app) << j.dump() << "\n";
+        break;
+      }
+  }
+  petra::train_options resume{"", {}, (dir / "stopped").string(), 0};
+  REQUIRE(app::train_command(resume) == 0);
+
+  CHECK(differing(final_weights(dir / "straight"), final_weights(dir / "stopped")) == 0);
+  const auto a = epoch_lines(dir / "straight"), b = epoch_lines(dir / "stopped");
+  CHECK(a.size() == 2);
+  CHECK(a == b);
+  check_step_lines(dir / "straight", dir / "stopped");
+  if (also) also(dir);
+  fs::remove_all(dir);
 }
 
 }  // namespace petra::testing

@@ -20,50 +20,6 @@ using namespace petra;
 using namespace petra::testing;
 namespace fs = std::filesystem;
 
-namespace {
-
-void stop_and_resume(const std::string& mode, const std::string& method, int stop_after,
-                     const std::vector<std::string>& extra = {}) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("petra-snapshot-" + std::to_string(::getpid()) + "-" + std::to_string(stop_after));
-  fs::remove_all(dir);
-  auto sets = base_sets(dir, mode, method);
-  sets.insert(sets.end(), extra.begin(), extra.end());
-  petra::train_options straight{"tiny", sets, "", 0};
-  straight.sets.push_back("output.name=straight");
-  REQUIRE(app::train_command(straight) == 0);
-
-  petra::train_options first{"tiny", sets, "", 0};
-  first.sets.push_back("output.name=stopped");
-  first.stop_after_snapshots = stop_after;
-  REQUIRE(app::train_command(first) == 0);
-  REQUIRE(fs::exists(snapshot_manifest((dir / "stopped").string())));
-  // A process killed a little after the snapshot would have logged a step line past it: add the
-  // uninterrupted run's next one (a millisecond after the stopped run's last), which the resumed
-  // run must not log again.
-  {
-    const auto logged = event_lines(dir / "stopped", "step");
-    const int64_t done = logged.empty() ? 0 : logged.back()["step"].get<int64_t>();
-    for (nlohmann::json j : event_lines(dir / "straight", "step"))
-      if (j["step"].get<int64_t>() > done) {
-        j["seconds"] = (logged.empty() ? 0.0 : logged.back()["seconds"].get<double>()) + 1e-3;
-        std::ofstream(dir / "stopped" / "metrics.jsonl", std::ios::app) << j.dump() << "\n";
-        break;
-      }
-  }
-  petra::train_options resume{"", {}, (dir / "stopped").string(), 0};
-  REQUIRE(app::train_command(resume) == 0);
-
-  CHECK(differing(final_weights(dir / "straight"), final_weights(dir / "stopped")) == 0);
-  const auto a = epoch_lines(dir / "straight"), b = epoch_lines(dir / "stopped");
-  CHECK(a.size() == 2);
-  CHECK(a == b);
-  check_step_lines(dir / "straight", dir / "stopped");
-  fs::remove_all(dir);
-}
-
-}  // namespace
-
 TEST_CASE("simulate: stop right after a snapshot, resume = uninterrupted, bit for bit") {
   PETRA_REQUIRE_FASHION_MNIST();
   // Cuts every 10 micro-batches and at the epoch end (32): the 3rd falls inside epoch 1, the 4th

@@ -37,6 +37,7 @@ void check_same(const run_config& a, const run_config& b) {
   CHECK(a.training.micro_batch == b.training.micro_batch);
   CHECK(a.training.accumulation == b.training.accumulation);
   CHECK(a.training.seed == b.training.seed);
+  CHECK(a.training.max_inversion_error == b.training.max_inversion_error);
   CHECK(a.training.optimizer.base_lr == b.training.optimizer.base_lr);
   CHECK(a.training.optimizer.momentum == b.training.optimizer.momentum);
   CHECK(a.training.optimizer.nesterov == b.training.optimizer.nesterov);
