@@ -50,6 +50,9 @@ struct stage_record {
       injected_slowdowns, injected_crashes, injected_kills, duplicates_discarded;
   std::optional<int64_t> inversion_samples;
   std::optional<double> inversion_error_mean, inversion_error_max;
+  // forward_gradient: cos(ĝ_j, true ∇_{z_j} L), a diagnostic computed by an extra true backward
+  std::optional<int64_t> diagnostic_gradient_cosine_samples;
+  std::optional<double> diagnostic_gradient_cosine_mean, diagnostic_gradient_cosine_min;
 };
 
 template <class Fields>
@@ -82,6 +85,9 @@ void describe(Fields& f, stage_record& s) {
   f("inversion_samples", s.inversion_samples, presence::omitted);
   f("inversion_error_mean", s.inversion_error_mean, presence::omitted);
   f("inversion_error_max", s.inversion_error_max, presence::omitted);
+  f("diagnostic_gradient_cosine_samples", s.diagnostic_gradient_cosine_samples, presence::omitted);
+  f("diagnostic_gradient_cosine_mean", s.diagnostic_gradient_cosine_mean, presence::omitted);
+  f("diagnostic_gradient_cosine_min", s.diagnostic_gradient_cosine_min, presence::omitted);
 }
 
 /// The per-stage record of an epoch line.
