@@ -157,7 +157,7 @@ int memory_model_command(const std::string& config, const std::vector<std::strin
       std::printf(
           "forward_gradient: weights + gradients + momentum + BN statistics of the stage and its auxiliary\n"
           "head, and per forward awaiting its backward (%s) the kept input and the guess.\n",
-          local ? "1: local target" : "J-j+1 at the peak, 1 at the last stage");
+          local ? "1: local target" : "J-j+2 at the peak for stage j from 1, 1 at the last stage");
     }
     return 0;
   } catch (const std::exception& e) {
