@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "app/commands.hpp"
+#include "compute/blocks/aux_head.hpp"
 #include "compute/pipeline/memory_model.hpp"
 #include "compute/pipeline/partition.hpp"
 #include "training/runtime_support.hpp"
@@ -24,6 +25,21 @@ model_profile profile(const config::run_config& cfg, backend& be) {
       partition_blocks(std::move(blocks), resolve_partition(cfg.pipeline.stage_blocks, blocks.size()));
   m.stages = profile_stages(groups, input_shape(m.spec, cfg.training.micro_batch));
   return m;
+}
+
+/// Trainable values and BN statistics of the auxiliary head forward_gradient puts on a stage's output
+/// (none on the last stage, nor when the method needs none): (0, 0) where there is none.
+std::pair<int64_t, int64_t> aux_head_size(const config::run_config& cfg, const stage_profile& s, bool last,
+                                          backend& be) {
+  if (cfg.training.method != config::training_method::forward_gradient || last ||
+      !method_for(cfg.training).forward_gradient.needs_aux_head())
+    return {0, 0};
+  aux_head_block head(be, s.name + ".aux", static_cast<int>(s.output.x1.at(1)),
+                      cfg.training.forward_gradient.aux_width, cfg.model.num_classes, cfg.training.seed);
+  int64_t params = 0, buffers = 0;
+  for (parameter* p : head.parameters()) params += p->value.numel();
+  for (const buffer_ref& b : head.buffers()) buffers += b.value->numel();
+  return {params, buffers};
 }
 
 /// A flag's value as the config choice it names; a bad name is a config_error naming the flag.
@@ -68,17 +84,27 @@ int model_info_command(const std::string& config, const std::vector<std::string>
     std::printf("model %s: input %d×%d×%d, %d classes, %zu stages, micro-batch %d\n", m.spec.name.c_str(),
                 m.spec.in_channels, m.spec.height, m.spec.width, m.spec.num_classes, m.stages.size(),
                 cfg.training.micro_batch);
-    std::printf("%-6s %-22s %-10s %12s  %-32s %12s\n", "stage", "blocks", "reversible", "params",
-                "input (one micro-batch)", "input MB");
-    int64_t total = 0;
+    const bool aux = aux_head_size(cfg, m.stages.front(), m.stages.size() == 1, *be).first > 0;
+    std::printf("%-6s %-22s %-10s %12s  %-32s %12s%s\n", "stage", "blocks", "reversible", "params",
+                "input (one micro-batch)", "input MB", aux ? "   aux params" : "");
+    int64_t total = 0, aux_total = 0;
     for (std::size_t j = 0; j < m.stages.size(); ++j) {
       const stage_profile& s = m.stages[j];
       total += s.params;
-      std::printf("%-6zu %-22s %-10s %12lld  %-32s %12.2f\n", j + 1, s.name.c_str(),
+      std::printf("%-6zu %-22s %-10s %12lld  %-32s %12.2f", j + 1, s.name.c_str(),
                   s.reversible ? "yes" : "no", static_cast<long long>(s.params), s.input.str().c_str(),
                   s.input.numel() * 4 / 1e6);
+      if (aux) {
+        const int64_t a = aux_head_size(cfg, s, j + 1 == m.stages.size(), *be).first;
+        aux_total += a;
+        std::printf(" %12lld", static_cast<long long>(a));
+      }
+      std::printf("\n");
     }
     std::printf("total trainable parameters: %lld\n", static_cast<long long>(total));
+    if (aux)
+      std::printf("auxiliary heads (forward_gradient, aux_width %d; trained, not part of the model): %lld\n",
+                  cfg.training.forward_gradient.aux_width, static_cast<long long>(aux_total));
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "petra model-info: " << e.what() << "\n";
@@ -111,6 +137,28 @@ int memory_model_command(const std::string& config, const std::vector<std::strin
         "       + weight copies for every version an outstanding forward used.\n",
         bf ? "2(J-j), the last stage 1 (tick order backward_first)" : "2(J-j)+1",
         cfg.runtime.inversion_sample_every);
+    if (cfg.training.method == config::training_method::forward_gradient) {
+      const bool local = cfg.training.forward_gradient.target == config::gradient_target::local;
+      std::printf("\nper stage, petra's bytes (MB): PETRA beside %s\n",
+                  method_for(cfg.training).str().c_str());
+      std::printf("%-6s %-22s %12s %18s\n", "stage", "blocks", "PETRA", "forward_gradient");
+      const std::size_t J = m.stages.size();
+      int64_t petra_total = 0, fg_total = 0;
+      for (std::size_t j = 0; j < J; ++j) {
+        const stage_profile& s = m.stages[j];
+        const auto [aux_params, aux_buffers] = aux_head_size(cfg, s, j + 1 == J, *be);
+        const int64_t petra =
+            runtime_stage_bytes(s, j, J, !s.reversible, false, k, cfg.runtime.inversion_sample_every, bf);
+        const int64_t fg = forward_gradient_stage_bytes(s, j, J, aux_params, aux_buffers, local);
+        petra_total += petra, fg_total += fg;
+        std::printf("%-6zu %-22s %12.2f %18.2f\n", j + 1, s.name.c_str(), petra / 1e6, fg / 1e6);
+      }
+      std::printf("%-6s %-22s %12.2f %18.2f\n", "total", "", petra_total / 1e6, fg_total / 1e6);
+      std::printf(
+          "forward_gradient: weights + gradients + momentum + BN statistics of the stage and its auxiliary\n"
+          "head, and per forward awaiting its backward (%s) the kept input and the guess.\n",
+          local ? "1: local target" : "J-j+2 at the peak for stage j from 1, 1 at the last stage");
+    }
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "petra memory-model: " << e.what() << "\n";

@@ -19,8 +19,15 @@ class config_error : public std::runtime_error {
 
 /// Who runs the schedule: the reference simulator (one thread) or the actor runtimes.
 enum class runtime_mode { simulate, lockstep, async };
-/// The training method of DESIGN.md §1 (the stash switches refine `delayed`).
-enum class training_method { backprop, delayed, petra };
+/// The training method of DESIGN.md §1 (the stash switches refine `delayed`; training.forward_gradient
+/// refines `forward_gradient`).
+enum class training_method { backprop, delayed, petra, forward_gradient };
+/// training.forward_gradient.guess: the direction G̃_j a stage projects its gradient on — its
+/// auxiliary head's local-loss gradient, or Gaussian noise.
+enum class gradient_guess { local, random };
+/// training.forward_gradient.target: the gradient projected on the guess — the global loss's (through
+/// forward mode to the loss) or the local loss's own (greedy local learning).
+enum class gradient_target { global, local };
 /// The network preset of model.arch.
 enum class model_arch { revnet18, revnet34, revnet50, fashion_small, tiny };
 /// model.stem and model.block: `preset` keeps the arch's own.
@@ -58,9 +65,21 @@ struct choice_names<runtime_mode> {
 };
 template <>
 struct choice_names<training_method> {
-  static constexpr name_table<training_method, 3> table = {{{"backprop", training_method::backprop},
-                                                            {"delayed", training_method::delayed},
-                                                            {"petra", training_method::petra}}};
+  static constexpr name_table<training_method, 4> table = {
+      {{"backprop", training_method::backprop},
+       {"delayed", training_method::delayed},
+       {"petra", training_method::petra},
+       {"forward_gradient", training_method::forward_gradient}}};
+};
+template <>
+struct choice_names<gradient_guess> {
+  static constexpr name_table<gradient_guess, 2> table = {
+      {{"local", gradient_guess::local}, {"random", gradient_guess::random}}};
+};
+template <>
+struct choice_names<gradient_target> {
+  static constexpr name_table<gradient_target, 2> table = {
+      {{"global", gradient_target::global}, {"local", gradient_target::local}}};
 };
 template <>
 struct choice_names<model_arch> {

@@ -69,10 +69,21 @@ struct schedule_config {
   double gamma = 0.1;
 };
 
+/// training.forward_gradient: what the forward_gradient method projects on what (refused with any
+/// other method).
+struct forward_gradient_config {
+  gradient_guess guess = gradient_guess::local;      // local (auxiliary head's gradient) | random
+  gradient_target target = gradient_target::global;  // global (forward mode to the loss) | local
+  // Channels of each auxiliary head's conv3×3. 32 is at least every stage width of the small presets
+  // (16-64), so the local classifier is no bottleneck there, and costs a few percent of a stage's
+  // compute; wider stages of RevNet-18 get a head narrower than themselves, as in the paper.
+  int aux_width = 32;
+};
+
 struct training_config {
-  training_method method = training_method::petra;
-  bool stash_inputs = false;   // delayed only: keep every stage's inputs
-  bool stash_weights = false;  // delayed only: keep the weights of each forward
+  training_method method = training_method::petra;  // backprop | delayed | petra | forward_gradient
+  bool stash_inputs = false;                        // delayed only: keep every stage's inputs
+  bool stash_weights = false;                       // delayed only: keep the weights of each forward
   int epochs = 3;
   int micro_batch = 64;
   int accumulation = 2;             // k: micro-batches averaged per optimizer step
@@ -87,6 +98,7 @@ struct training_config {
   uint64_t seed = 0;
   optimizer_config optimizer;
   schedule_config schedule;
+  forward_gradient_config forward_gradient;
 };
 
 /// How the model's blocks (stem, each coupling/downsampling block, head) are cut into stages.

@@ -11,6 +11,7 @@ section schema(run_config& config) {
   training_config& training = config.training;
   optimizer_config& optimizer = training.optimizer;
   schedule_config& schedule = training.schedule;
+  forward_gradient_config& forward_gradient = training.forward_gradient;
   pipeline_config& pipeline = config.pipeline;
   runtime_config& runtime = config.runtime;
   output_config& output = config.output;
@@ -65,7 +66,14 @@ section schema(run_config& config) {
               {"warmup_epochs", &schedule.warmup_epochs},
               {"milestones", &schedule.milestones},
               {"gamma", &schedule.gamma}},
-             {}}}},
+             {}},
+            {"forward_gradient",
+             {{"guess", &forward_gradient.guess},
+              {"target", &forward_gradient.target},
+              {"aux_width", &forward_gradient.aux_width}},
+             {},
+             nullptr,
+             training.method == training_method::forward_gradient}}},
           {"pipeline",
            {{"stage_blocks", &pipeline.stage_blocks},
             {"devices", &pipeline.devices},

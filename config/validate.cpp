@@ -30,6 +30,9 @@ class checker {
     return it == sources_.end() ? "(default)" : it->second;
   }
 
+  /// Whether a file or an override set `path` (it did not keep its default).
+  bool set(const std::string& path) const { return sources_.count(path) != 0; }
+
   [[noreturn]] void fail(const std::string& path, const std::string& message) const {
     throw config_error(path + " " + where(path) + ": " + message);
   }
@@ -120,6 +123,16 @@ void validate_training(const training_config& training, const checker& check) {
                     check.where("training.method") +
                     "; stashing inputs or weights is a switch of the 'delayed' method (the PipeDream/DSP-like"
                     " baselines): set training.method to delayed, or remove this key");
+  for (const char* key : {"guess", "target", "aux_width"}) {
+    const std::string path = std::string("training.forward_gradient.") + key;
+    if (check.set(path) && training.method != training_method::forward_gradient)
+      check.fail(path, "is set but training.method is '" + to_string(training.method) + "' " +
+                           check.where("training.method") +
+                           "; it is a setting of the 'forward_gradient' method: set training.method to"
+                           " forward_gradient, or remove this key");
+  }
+  check.at_least("training.forward_gradient.aux_width", training.forward_gradient.aux_width, 1,
+                 "the channels of each stage's auxiliary head must be positive");
   check.at_least("training.epochs", training.epochs, 1, "must be positive");
   check.at_least("training.micro_batch", training.micro_batch, 1, "must be positive");
   check.at_least("training.accumulation", training.accumulation, 1,

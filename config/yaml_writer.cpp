@@ -91,6 +91,7 @@ void write_section(std::ostringstream& out, const section& s, const std::string&
   for (const field& f : s.fields)
     out << indent << f.key << ": " << std::visit([](auto* value) { return format(*value); }, f.value) << "\n";
   for (const section& child : s.sections) {
+    if (!child.written) continue;
     if (child.entries != nullptr) {
       write_entries(out, child, indent);
       continue;

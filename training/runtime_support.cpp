@@ -20,6 +20,18 @@ bool any_set(const List& list, typename List::value_type none) {
 void check_runtime_supports(const config::run_config& c) {
   const config::faults_config& f = c.faults;
   const auto mode = c.runtime.mode;
+  if (c.training.method == config::training_method::forward_gradient &&
+      mode != config::runtime_mode::simulate)
+    throw config::config_error(
+        "training.method: forward_gradient runs in simulate only so far; runtime.mode " +
+        config::to_string(mode) +
+        " has no stage or loss actor for its tangents and scalar backward messages yet "
+        "(use --set runtime.mode=simulate)");
+  if (c.training.method == config::training_method::forward_gradient && backward_first(c))
+    refuse(
+        "training.tick_order", c,
+        "runs forward_gradient with forward_first only: a stage's derivatives come back the tick after the "
+        "loss, and greedy local learning backpropagates right after its forward");
   if (mode == config::runtime_mode::simulate) {
     const std::string why =
         "cannot inject faults: the simulator has no links, actors or nodes "

@@ -35,7 +35,16 @@ method_options method_for(const config::training_config& t) {
     case config::training_method::petra:
       m.kind = method_kind::petra;
       break;
+    case config::training_method::forward_gradient:
+      m.kind = method_kind::forward_gradient;
+      break;
   }
+  const config::forward_gradient_config& fg = t.forward_gradient;
+  m.forward_gradient.guess =
+      fg.guess == config::gradient_guess::random ? guess_kind::random : guess_kind::local;
+  m.forward_gradient.target =
+      fg.target == config::gradient_target::local ? target_kind::local : target_kind::global;
+  m.forward_gradient.aux_width = fg.aux_width;
   m.stash_inputs = t.stash_inputs;
   m.stash_weights = t.stash_weights;
   return m;

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "training/forward_gradient.hpp"
 #include "training/input_schedule.hpp"
 #include "training/json_record.hpp"
 #include "training/runtime_support.hpp"
@@ -29,9 +30,18 @@ class simulate_runtime : public pipeline_runtime {
         loss_(make_loss_backend()),
         sim_(pointers(stages_), *loss_, spacing_, backward_first(c)),
         every_(c.output.metrics_every_steps),
-        meters_(stages_.size()) {}
+        meters_(stages_.size()) {
+    if (c.training.method == config::training_method::forward_gradient) {
+      fg_ = std::make_unique<forward_gradient>(
+          pointers(stages_), method_for(c.training).forward_gradient, c.model.num_classes, optimizer,
+          c.training.seed, activation_shape{{1, c.model.input[0], c.model.input[1], c.model.input[2]}, {}},
+          c.runtime.inversion_sample_every);
+      sim_.use_forward_gradient(fg_.get());
+    }
+  }
 
-  bool takes_cuts() const override { return true; }
+  // Forward gradients hold guesses and tangents no cut records yet: their phases end drained.
+  bool takes_cuts() const override { return fg_ == nullptr; }
 
   phase_result train(const phase_request& phase, const progress_fn& progress, const epoch_fn& on_epoch,
                      const cut_fn& on_cut) override {
@@ -64,7 +74,7 @@ class simulate_runtime : public pipeline_runtime {
       if (j == 0) stage1_done_ = id;          // what ends a window stage 1 takes now (take_windows)
       if ((id + 1) % per_epoch != 0) return;  // not the last micro-batch of its epoch
       stage& s = *stages_[j].compute;
-      stage_report r = stage_report::of(s);
+      stage_report r = report_of(j);
       const auto now = std::chrono::steady_clock::now();
       r.wall_seconds = std::chrono::duration<double>(now - since[j]).count();
       since[j] = now;
@@ -103,8 +113,8 @@ class simulate_runtime : public pipeline_runtime {
     static_cast<run_totals&>(out) = sim_.run(hooks, phase.resume.get());
     out.completed = out.micro_batches - (phase.resume ? phase.resume->completed : 0);  // in this attempt
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    for (placed_stage& p : stages_) {
-      stage_report r = stage_report::of(*p.compute);
+    for (std::size_t j = 0; j < stages_.size(); ++j) {
+      stage_report r = report_of(j);
       r.wall_seconds = wall;
       out.stages.push_back(r);
     }
@@ -140,6 +150,18 @@ class simulate_runtime : public pipeline_runtime {
   void recover() override {}  // one thread, nothing to lose: the checkpoint restores everything
 
  private:
+  /// Stage j's report now, with forward gradients' cosine diagnostic since the last one.
+  stage_report report_of(std::size_t j) {
+    stage_report r = stage_report::of(*stages_[j].compute);
+    if (fg_) {
+      const gradient_cosine c = fg_->take_cosine(j);
+      r.gradient_cosine_samples = c.samples;
+      r.gradient_cosine_sum = c.sum;
+      r.gradient_cosine_min = c.min;
+    }
+    return r;
+  }
+
   /// Per-step metrics: every stage's window, each time stage 1 completes another N optimizer steps.
   void take_windows() {
     const int64_t steps = stages_.front().compute->weight_version();
@@ -157,6 +179,7 @@ class simulate_runtime : public pipeline_runtime {
   std::vector<placed_stage> stages_;
   std::unique_ptr<backend> loss_;
   simulator sim_;
+  std::unique_ptr<forward_gradient> fg_;  // training.method forward_gradient
   int64_t every_;
   std::vector<stage_window_meter> meters_;
   std::vector<stage_window> windows_;

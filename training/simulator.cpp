@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "training/cut.hpp"
+#include "training/forward_gradient.hpp"
 
 namespace petra {
 namespace {
@@ -30,11 +31,11 @@ tensor hand_over(const tensor& x, backend& from, backend& to) {
   return to.import(from.export_for(x, to.where()));
 }
 
+}  // namespace
+
 activation hand_over(const activation& a, backend& from, backend& to) {
   return {hand_over(a.x1, from, to), hand_over(a.x2, from, to)};
 }
-
-}  // namespace
 
 simulator::simulator(std::vector<stage*> stages, backend& loss, int64_t spacing, bool backward_first)
     : stages_(std::move(stages)), loss_(loss), spacing_(spacing), backward_first_(backward_first) {
@@ -69,6 +70,7 @@ run_totals simulator::run(const simulator_hooks& hooks, const pipeline_cut* from
   int64_t in_flight = 0;  // training micro-batches and evaluation batches
   int64_t t = 0;
 
+  if (fg_ && from) throw std::logic_error("simulator: a forward-gradient run resumes no cut");
   if (from) {
     if (from->stages.size() != J)
       throw std::invalid_argument("simulator: the cut holds " + std::to_string(from->stages.size()) +
@@ -99,6 +101,7 @@ run_totals simulator::run(const simulator_hooks& hooks, const pipeline_cut* from
 
   for (;; ++t) {
     if (hooks.cut_at && hooks.on_cut && !(from && t == from->tick) && hooks.cut_at(t)) {
+      if (fg_) throw std::logic_error("simulator: a forward-gradient run takes no cuts");
       pipeline_cut cut;
       cut.tick = t;
       cut.labels = labels;
@@ -160,7 +163,8 @@ run_totals simulator::run(const simulator_hooks& hooks, const pipeline_cut* from
       const auto forward = [&] {
         if (fwd_in[j]) {
           const int64_t id = fwd_in[j]->id;
-          activation out = s.forward(fwd_in[j]->x, id, t);
+          activation out =
+              fg_ ? fg_->forward(j, fwd_in[j]->x, id, t, labels.at(id)) : s.forward(fwd_in[j]->x, id, t);
           fwd_in[j].reset();
           if (j + 1 < J) {
             fwd_next[j + 1] =
@@ -181,20 +185,34 @@ run_totals simulator::run(const simulator_hooks& hooks, const pipeline_cut* from
           }
         }
       };
+      const auto completed = [&] {  // a micro-batch's last backward (stage 1's but for forward gradients)
+        --in_flight;
+        ++totals.micro_batches;
+        if (hooks.on_done) hooks.on_done(totals);
+      };
       const auto backward = [&] {
+        if (fg_ && !bwd_in[j]) {  // stages j < J: the backward of ĝ_j, once its derivatives are back
+          const int64_t id = fg_->backward(j, t);
+          if (id < 0) return;
+          if (hooks.on_backward) hooks.on_backward(j, id);
+          if (fg_->backward_done(id)) completed();
+          return;
+        }
         if (bwd_in[j]) {
           const int64_t id = bwd_in[j]->id;
           stage::backward_result r = s.backward(bwd_in[j]->rebuilt, bwd_in[j]->grad, id, t);
           bwd_in[j].reset();
           if (hooks.on_backward) hooks.on_backward(j, id);
+          if (fg_) {  // the last stage: forward gradients send back no gradient
+            if (fg_->backward_done(id)) completed();
+            return;
+          }
           if (j > 0) {
             backend& to = stages_[j - 1]->compute_backend();
             bwd_next[j - 1] = backward_message{id, hand_over(r.input, s.compute_backend(), to),
                                                hand_over(r.input_grad, s.compute_backend(), to)};
           } else {
-            --in_flight;
-            ++totals.micro_batches;
-            if (hooks.on_done) hooks.on_done(totals);
+            completed();
           }
         }
       };
@@ -206,6 +224,7 @@ run_totals simulator::run(const simulator_hooks& hooks, const pipeline_cut* from
         backward();
       }
     }
+    if (fg_) fg_->end_tick();
     std::swap(fwd_in, fwd_next);
     std::swap(bwd_in, bwd_next);
     std::swap(eval_in, eval_next);

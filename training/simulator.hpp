@@ -13,6 +13,10 @@
 namespace petra {
 
 struct pipeline_cut;
+class forward_gradient;
+
+/// `a`, made by `from`, as `to` receives it (DESIGN.md §5: the one hand-over of a message).
+activation hand_over(const activation& a, backend& from, backend& to);
 
 /// One micro-batch from the data: images (x1 only) and their labels.
 struct micro_batch {
@@ -43,7 +47,8 @@ struct tick_input {
 struct simulator_hooks {
   /// What enters at `tick` (counted from this run's start); false once nothing more will enter.
   std::function<bool(int64_t tick, tick_input& in)> next;
-  /// A micro-batch finished its backward at stage 1 (the run's totals so far).
+  /// A micro-batch finished its backward at stage 1 (forward gradients: at every stage; the run's
+  /// totals so far).
   std::function<void(const run_totals&)> on_done;
   /// Micro-batch `id` was scored at the loss: its mean loss, correct predictions and samples.
   std::function<void(int64_t id, double mean_loss, int64_t correct, int64_t samples)> on_loss;
@@ -86,12 +91,18 @@ class simulator {
   /// Ticks run so far, over every call of run.
   int64_t ticks() const { return tick_; }
 
+  /// Trains by forward gradients (training/forward_gradient.hpp): `fg` runs each stage's forward and,
+  /// when its derivatives have come back, its backward; only the last stage's backward is the plain
+  /// one. Such a run takes no cuts and resumes none.
+  void use_forward_gradient(forward_gradient* fg) { fg_ = fg; }
+
  private:
   std::vector<stage*> stages_;
   backend& loss_;
   int64_t spacing_;
   bool backward_first_;
   int64_t tick_ = 0;
+  forward_gradient* fg_ = nullptr;
 };
 
 }  // namespace petra

@@ -23,6 +23,8 @@ double staleness_steps(config::training_method method, int64_t delay_ticks, int 
 
 int64_t expected_delay_ticks(const config::run_config& c, std::size_t j, std::size_t J) {
   if (c.runtime.mode == config::runtime_mode::async) return -1;
+  if (c.training.method == config::training_method::forward_gradient)  // simulate only, no link delays
+    return forward_gradient_ticks(j, J, c.training.forward_gradient.target == config::gradient_target::local);
   int64_t delay = round_trip_ticks(j, J);
   if (c.runtime.mode == config::runtime_mode::lockstep)
     for (std::size_t link = j; link + 1 < J; ++link)
@@ -50,6 +52,9 @@ void merge(stage_report& total, const stage_report& later) {
   a.inversion_error_max = std::max(a.inversion_error_max, b.inversion_error_max);
   a.fallback_forwards += b.fallback_forwards;
   a.fallback_switches += b.fallback_switches;
+  total.gradient_cosine_samples += later.gradient_cosine_samples;
+  total.gradient_cosine_sum += later.gradient_cosine_sum;
+  total.gradient_cosine_min = std::min(total.gradient_cosine_min, later.gradient_cosine_min);
   total.stage = later.stage;
   total.weight_version = later.weight_version;
   total.mailbox_peak = std::max(total.mailbox_peak, later.mailbox_peak);
@@ -101,6 +106,12 @@ stage_record stage_line(const stage_report& r, const fault_counts& faults, const
       (s.inversion_samples > 0 || s.fallback_forwards > 0 || s.fallback_switches > 0)) {
     out.fallback_forwards = s.fallback_forwards;
     out.fallback_switches = s.fallback_switches;
+  }
+  if (r.gradient_cosine_samples > 0) {
+    out.diagnostic_gradient_cosine_samples = r.gradient_cosine_samples;
+    out.diagnostic_gradient_cosine_mean =
+        r.gradient_cosine_sum / static_cast<double>(r.gradient_cosine_samples);
+    out.diagnostic_gradient_cosine_min = r.gradient_cosine_min;
   }
   return out;
 }

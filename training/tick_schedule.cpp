@@ -7,6 +7,10 @@ namespace petra {
 
 int64_t round_trip_ticks(std::size_t j, std::size_t J) { return 2 * static_cast<int64_t>(J - 1 - j); }
 
+int64_t forward_gradient_ticks(std::size_t j, std::size_t J, bool local_target) {
+  return local_target || j + 1 == J ? 0 : static_cast<int64_t>(J - j);
+}
+
 int64_t entry_spacing(method_kind kind, std::size_t J) {
   return kind == method_kind::backprop ? 2 * static_cast<int64_t>(J) - 1 : 1;
 }

@@ -13,6 +13,11 @@ namespace petra {
 /// Ticks from a micro-batch's forward at stage j (from 0) of J to its backward there: 2(J−1−j).
 int64_t round_trip_ticks(std::size_t j, std::size_t J);
 
+/// forward_gradient (training/forward_gradient.hpp): ticks from stage j's forward to its backward —
+/// J − j (0-based j < J − 1: the micro-batch reaches the loss J − 1 − j ticks later, its derivatives
+/// arrive the tick after), 0 at the last stage and with a local target.
+int64_t forward_gradient_ticks(std::size_t j, std::size_t J, bool local_target);
+
 /// Ticks between two micro-batches entering a pipeline of J stages: backprop keeps one micro-batch in
 /// flight (its round trip takes 2J − 1 ticks), every other method feeds one per tick.
 int64_t entry_spacing(method_kind kind, std::size_t J);

@@ -26,6 +26,7 @@ std::vector<stage_profile> profile_stages(std::vector<std::vector<std::unique_pt
       for (const buffer_ref& r : b->buffers()) p.buffers += r.value->numel();
       shape = b->output_shape(shape);
     }
+    p.output = shape;
     out.push_back(p);
   }
   return out;
@@ -69,6 +70,16 @@ int64_t runtime_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J
   else if (inversion_sample_every > 0)  // the sampled inputs of the inversion error
     floats += s.input.numel() * ceil_div(outstanding, inversion_sample_every);
   if (stash_weights) floats += s.params * (ceil_div(between, accumulation) + 1);
+  return floats * 4;
+}
+
+int64_t forward_gradient_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J, int64_t aux_params,
+                                     int64_t aux_buffers, bool local_target) {
+  const bool last = j + 1 == J;
+  const int64_t outstanding = local_target || last ? 1 : static_cast<int64_t>(J - j) + 1;
+  int64_t floats = 3 * s.params + s.buffers + 3 * aux_params + aux_buffers;
+  floats += s.input.numel() * outstanding;
+  if (!last) floats += s.output.numel() * outstanding;  // the guesses
   return floats * 4;
 }
 

@@ -17,9 +17,10 @@ struct stage_profile {
   bool is_stem = false;
   bool is_downsampling = false;  // holds a downsampling block
   bool reversible = false;
-  int64_t params = 0;      // trainable values
-  int64_t buffers = 0;     // BN running statistics
-  activation_shape input;  // one micro-batch
+  int64_t params = 0;       // trainable values
+  int64_t buffers = 0;      // BN running statistics
+  activation_shape input;   // one micro-batch
+  activation_shape output;  // one micro-batch
 };
 
 /// Profiles of the stages (grouped blocks), propagating shapes from `input`.
@@ -48,5 +49,14 @@ std::vector<memory_row> memory_table(const std::vector<stage_profile>& stages, i
 int64_t runtime_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J, bool keep_inputs,
                             bool stash_weights, int accumulation, int inversion_sample_every,
                             bool backward_first = false);
+
+/// forward_gradient's bytes for stage j (0-based) of J: parameters, gradients, momentum and BN statistics
+/// of the stage and of its auxiliary head (`aux_params`, `aux_buffers`; 0 at the last stage), and per
+/// forward awaiting its backward — J − j + 1 at the peak under a global target (the derivatives come
+/// back J − j ticks after the forward), 1 under a local target and at the last stage — the kept input
+/// and the guess (one output). The tangents a stage receives and sends (j in, j + 1 out, each the size
+/// of an input or output) live for one tick, as messages do, and are not counted.
+int64_t forward_gradient_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J, int64_t aux_params,
+                                     int64_t aux_buffers, bool local_target);
 
 }  // namespace petra

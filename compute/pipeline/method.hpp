@@ -9,12 +9,27 @@
 
 namespace petra {
 
-enum class method_kind { backprop, delayed, petra };
+enum class method_kind { backprop, delayed, petra, forward_gradient };
+
+/// forward_gradient: the direction G̃_j stage j projects on (its auxiliary head's ∇_{z_j} ℓ_j, or
+/// Gaussian noise), and the gradient projected (the global loss's, or the local loss's own).
+enum class guess_kind { local, random };
+enum class target_kind { global, local };
+
+struct forward_gradient_options {
+  guess_kind guess = guess_kind::local;
+  target_kind target = target_kind::global;
+  int aux_width = 32;  // channels of each auxiliary head's conv3×3
+
+  /// Whether stages j < J need an auxiliary head (its loss gives the guess or the target).
+  bool needs_aux_head() const { return guess == guess_kind::local || target == target_kind::local; }
+};
 
 struct method_options {
   method_kind kind = method_kind::petra;
-  bool stash_inputs = false;   // delayed: every stage keeps its inputs
-  bool stash_weights = false;  // delayed: backward with the forward's weights
+  bool stash_inputs = false;                  // delayed: every stage keeps its inputs
+  bool stash_weights = false;                 // delayed: backward with the forward's weights
+  forward_gradient_options forward_gradient;  // forward_gradient only
 
   /// "backprop", "petra", "delayed+inputs+weights", ...
   std::string str() const;

@@ -16,6 +16,10 @@ struct stage_report {
   double busy_seconds = 0;   // computing (actor runtimes)
   double wall_seconds = 0;   // the period
   int64_t device_bytes = 0;  // held by live tensors on the stage's device at the report (0 on the CPU)
+  // forward_gradient's diagnostic: cos(ĝ_j, ∇_{z_j} L) on the sampled micro-batches (the simulator's).
+  int64_t gradient_cosine_samples = 0;
+  double gradient_cosine_sum = 0;
+  double gradient_cosine_min = 1;
 
   /// The report of `s` now, with the runtime's own measurements left at zero.
   static stage_report of(const petra::stage& s) {

@@ -45,8 +45,9 @@ TEST_CASE("wrong types name the path, the line, what was expected and what was f
 }
 
 TEST_CASE("bad values name the path, the line and the accepted values") {
-  CHECK(contains(error_of("model:\n  arch: tiny\ndata: {}\ntraining:\n  method: petraa\n"),
-                 "training.method at runs/x.yaml:5: 'petraa' is not one of backprop, delayed, petra"));
+  CHECK(contains(
+      error_of("model:\n  arch: tiny\ndata: {}\ntraining:\n  method: petraa\n"),
+      "training.method at runs/x.yaml:5: 'petraa' is not one of backprop, delayed, petra, forward_gradient"));
 
   struct bad_value {
     std::string yaml;
@@ -155,6 +156,38 @@ TEST_CASE("stash switches are errors outside the delayed method, and say why") {
   CHECK_NOTHROW(
       parse_config("training:\n  method: delayed\n  stash_inputs: true\n  stash_weights: true\n", "x"));
   CHECK_NOTHROW(parse_config("training:\n  method: petra\n  stash_inputs: false\n", "x"));
+}
+
+TEST_CASE("training.forward_gradient keys are errors outside the forward_gradient method, and say where") {
+  for (const char* key : {"guess: random", "target: local", "aux_width: 8"}) {
+    CAPTURE(key);
+    const std::string name = std::string(key).substr(0, std::string(key).find(':'));
+    const std::string error =
+        error_of(std::string("training:\n  method: petra\n  forward_gradient:\n    ") + key + "\n");
+    CHECK(contains(error, "training.forward_gradient." + name + " at runs/x.yaml:4"));
+    CHECK(contains(error, "training.method is 'petra' at runs/x.yaml:2"));
+    CHECK(contains(error, "forward_gradient"));
+  }
+  CHECK(contains(error_of("training:\n  forward_gradient: {guess: local}\n"),
+                 "training.method is 'petra' (default)"));  // even the default value, when written
+  CHECK(contains(error_of("training:\n  method: forward_gradient\n  forward_gradient: {guess: both}\n"),
+                 "'both' is not one of local, random"));
+  CHECK(contains(error_of("training:\n  method: forward_gradient\n  forward_gradient: {target: far}\n"),
+                 "'far' is not one of global, local"));
+  CHECK(contains(error_of("training:\n  method: forward_gradient\n  forward_gradient: {aux_width: 0}\n"),
+                 "training.forward_gradient.aux_width at runs/x.yaml:3: got 0"));
+  const run_config c = parse_config(
+      "training:\n  method: forward_gradient\n  forward_gradient: {guess: random, target: local, aux_width: "
+      "8}\n",
+      "x");
+  CHECK(c.training.method == training_method::forward_gradient);
+  CHECK(c.training.forward_gradient.guess == gradient_guess::random);
+  CHECK(c.training.forward_gradient.target == gradient_target::local);
+  CHECK(c.training.forward_gradient.aux_width == 8);
+  const forward_gradient_config defaults;
+  CHECK(defaults.guess == gradient_guess::local);
+  CHECK(defaults.target == gradient_target::global);
+  CHECK(defaults.aux_width == 32);
 }
 
 TEST_CASE("empty documents, syntax errors and duplicate keys are reported with file:line") {

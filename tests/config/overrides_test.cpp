@@ -56,15 +56,28 @@ TEST_CASE("an override's value is validated like a file's and named by its --set
   CHECK(contains(error_of({"training.epochs=three"}),
                  "training.epochs in --set training.epochs=three: expected an integer, got 'three'"));
   CHECK(contains(error_of({"training.epochs=0"}), "training.epochs in --set training.epochs=0"));
-  CHECK(contains(
-      error_of({"training.method=petraa"}),
-      "training.method in --set training.method=petraa: 'petraa' is not one of backprop, delayed, petra"));
+  CHECK(contains(error_of({"training.method=petraa"}),
+                 "training.method in --set training.method=petraa: 'petraa' is not one of backprop, delayed, "
+                 "petra, forward_gradient"));
   CHECK(contains(error_of({"model.input=[1, x, 28]"}), "model.input[1] in --set model.input=[1, x, 28]"));
   CHECK(contains(error_of({"training.schedule.milestones=5"}), "expected a list of numbers"));
   CHECK(contains(error_of({"training.stash_weights=true"}),
                  "training.stash_weights in --set training.stash_weights=true"));
   CHECK(contains(error_of({"training.epochs=[1"}),
                  "training.epochs in --set training.epochs=[1: the value is not valid YAML"));
+}
+
+TEST_CASE("forward_gradient keys by --set: taken with the method, refused without it, naming the --set") {
+  const run_config fg =
+      load_config("ci_smoke", {"training.method=forward_gradient", "training.forward_gradient.guess=random",
+                               "training.forward_gradient.aux_width=16"});
+  CHECK(fg.training.forward_gradient.guess == gradient_guess::random);
+  CHECK(fg.training.forward_gradient.target == gradient_target::global);
+  CHECK(fg.training.forward_gradient.aux_width == 16);
+  const std::string refused = error_of({"training.forward_gradient.target=local"});
+  CHECK(
+      contains(refused, "training.forward_gradient.target in --set training.forward_gradient.target=local"));
+  CHECK(contains(refused, "training.method is 'petra' at "));  // the default preset's own line
 }
 
 TEST_CASE("unknown override paths are errors naming the path and the --set") {

@@ -46,6 +46,9 @@ void check_same(const run_config& a, const run_config& b) {
   CHECK(a.training.schedule.warmup_epochs == b.training.schedule.warmup_epochs);
   CHECK(a.training.schedule.milestones == b.training.schedule.milestones);
   CHECK(a.training.schedule.gamma == b.training.schedule.gamma);
+  CHECK(a.training.forward_gradient.guess == b.training.forward_gradient.guess);
+  CHECK(a.training.forward_gradient.target == b.training.forward_gradient.target);
+  CHECK(a.training.forward_gradient.aux_width == b.training.forward_gradient.aux_width);
 
   CHECK(a.pipeline.stage_blocks == b.pipeline.stage_blocks);
   CHECK(a.pipeline.devices == b.pipeline.devices);
@@ -118,6 +121,19 @@ TEST_CASE("round trip: every field changed, awkward strings and floats") {
     c.output.name = name;
     check_round_trip(c);
   }
+}
+
+TEST_CASE("round trip: forward_gradient writes its own section, and only that method does") {
+  run_config c;
+  c.training.method = training_method::forward_gradient;
+  c.training.forward_gradient = {gradient_guess::random, gradient_target::local, 7};
+  check_round_trip(c);
+  CHECK(to_yaml(c).find("\n  forward_gradient:\n    guess: random\n    target: local\n    aux_width: 7\n") !=
+        std::string::npos);
+  // Another method's config leaves the section out, so that reading it back is not refused.
+  c.training.method = training_method::petra;
+  CHECK(to_yaml(c).find("forward_gradient") == std::string::npos);
+  CHECK_NOTHROW(parse_config(to_yaml(c), "to_yaml"));
 }
 
 TEST_CASE("round trip: every preset") {
