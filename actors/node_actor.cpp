@@ -72,6 +72,18 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
         st.trace.reset();  // the next run starts a timeline of its own
         return text;
       },
+      [=](atoms::heartbeat_atom) { return atoms::heartbeat_atom_v; },
+      [=](atoms::fence_atom) {
+        // The coordinator declared this node lost while it was silent (stopped, frozen) and moved
+        // its stages elsewhere: whatever they would still do is stale. Stop them, and the process.
+        std::fprintf(stderr,
+                     "%s: fenced (the coordinator declared this node lost while it was silent): "
+                     "stopping its stages and exiting\n",
+                     self->state.name.c_str());
+        for (auto& s : *self->state.stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+        self->state.stages->clear();
+        ::kill(::getpid(), SIGTERM);  // `petra node` waits for it: an orderly exit
+      },
       [=](const kill_node& order) {
         // Fault injection: the whole process is killed (SIGKILL), without a goodbye to its peers.
         std::thread([seconds = order.seconds] {
@@ -86,7 +98,8 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
 }  // namespace
 
 messages::node_actor spawn_node_actor(caf::actor_system& sys, std::string name) {
-  return sys.spawn(node_behavior, std::move(name));
+  // Detached: its heartbeat answers wait for no stage's computation on the scheduler's threads.
+  return sys.spawn<caf::detached>(node_behavior, std::move(name));
 }
 
 std::pair<std::string, uint16_t> parse_host_port(const std::string& text) {

@@ -97,7 +97,7 @@ run_config everything_changed() {
   c.runtime.inversion_sample_every = 0;
   c.runtime.overlap_rebuild = !runtime_config{}.overlap_rebuild;
   c.runtime.heartbeat_timeout = 0.1 + 0.2;  // a fraction of a second, not a round decimal
-  c.output.dir = "";  // reset below: dir must be non-empty
+  c.output.dir = "";                        // reset below: dir must be non-empty
   c.output.dir = " runs with spaces ";
   c.output.name = "true";  // a string that YAML would read as a bool if unquoted
   c.output.checkpoint_every_steps = 100;
