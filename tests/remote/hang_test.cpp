@@ -31,14 +31,22 @@ void require_fashion_mnist() {
 std::vector<std::string> train_argv(const temp_dir& runs, const std::string& name, const node_child& node,
                                     const node_child& spare) {
   std::vector<std::string> argv{PETRA_BINARY, "train", "tiny"};
-  for (const std::string& s :
-       {"runtime.mode=lockstep", "data.train_limit=8192", "data.test_limit=64", "training.epochs=1",
-        "pipeline.stage_blocks=[1,2,1,1]", "pipeline.nodes=[local," + node.address() + ",local,local]",
-        "pipeline.spare_nodes=[" + spare.address() + "]", "faults.recovery=global", "faults.stall_seconds=30",
-        "runtime.heartbeat_timeout=" + std::to_string(timeout_s), "output.checkpoint_every_steps=4",
-        "output.metrics_every_steps=4", "output.progress=false", "output.dir=" + runs.path().string(),
-        "output.name=" + name})
-    argv.insert(argv.end(), {"--set", s});
+  const std::vector<std::string> sets{"runtime.mode=lockstep",
+                                      "data.train_limit=8192",
+                                      "data.test_limit=64",
+                                      "training.epochs=1",
+                                      "pipeline.stage_blocks=[1,2,1,1]",
+                                      "pipeline.nodes=[local," + node.address() + ",local,local]",
+                                      "pipeline.spare_nodes=[" + spare.address() + "]",
+                                      "faults.recovery=global",
+                                      "faults.stall_seconds=30",
+                                      "runtime.heartbeat_timeout=" + std::to_string(timeout_s),
+                                      "output.checkpoint_every_steps=4",
+                                      "output.metrics_every_steps=4",
+                                      "output.progress=false",
+                                      "output.dir=" + runs.path().string(),
+                                      "output.name=" + name};
+  for (const std::string& s : sets) argv.insert(argv.end(), {"--set", s});
   return argv;
 }
 
