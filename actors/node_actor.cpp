@@ -28,7 +28,8 @@ struct node_state {
   std::shared_ptr<training::trace_recorder> trace;  // the stages' timeline (output.trace), until exported
 };
 
-node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self, std::string name) {
+node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self, std::string name,
+                                        std::function<void()> on_fenced) {
   self->state.name = std::move(name);
   self->attach_functor([stages = self->state.stages] {
     for (auto& s : *stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
@@ -82,7 +83,7 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
                      self->state.name.c_str());
         for (auto& s : *self->state.stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
         self->state.stages->clear();
-        ::kill(::getpid(), SIGTERM);  // `petra node` waits for it: an orderly exit
+        if (on_fenced) on_fenced();
       },
       [=](const kill_node& order) {
         // Fault injection: the whole process is killed (SIGKILL), without a goodbye to its peers.
@@ -97,9 +98,10 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
 
 }  // namespace
 
-messages::node_actor spawn_node_actor(caf::actor_system& sys, std::string name) {
+messages::node_actor spawn_node_actor(caf::actor_system& sys, std::string name,
+                                      std::function<void()> on_fenced) {
   // Detached: its heartbeat answers wait for no stage's computation on the scheduler's threads.
-  return sys.spawn<caf::detached>(node_behavior, std::move(name));
+  return sys.spawn<caf::detached>(node_behavior, std::move(name), std::move(on_fenced));
 }
 
 std::pair<std::string, uint16_t> parse_host_port(const std::string& text) {

@@ -1,9 +1,10 @@
 // A `petra node` that hangs (SIGSTOP: alive, its socket open, silent) mid-run: the heartbeats
 // (runtime.heartbeat_timeout) declare it lost within the timeout and one heartbeat interval, and the
-// run recovers on the spare node like after a crash. When the node wakes up (SIGCONT) it is fenced:
-// its late messages are dropped and counted, it is told to stop, and the run ends bit for bit as the
-// same run whose node was killed (SIGKILL) instead.
+// run recovers on the spare node like after a crash (a rollback, or its stage rebuilt alone). When
+// the node wakes up (SIGCONT) it is fenced: its late messages are dropped and counted, it is told to
+// stop, and the run ends bit for bit as the same run whose node was killed (SIGKILL) instead.
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "actors/heartbeat.hpp"
@@ -26,10 +27,10 @@ void require_fashion_mnist() {
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
 }
 
-/// `petra train` of the tiny model, lockstep, one epoch of 1024 micro-batches, stage 2 on `node`, a
-/// global rollback onto `spare` when it is lost.
+/// `petra train` of the tiny model, lockstep, one epoch of 1024 micro-batches, stage 2 on `node`,
+/// recovered onto `spare` when it is lost (`recovery`: faults.recovery).
 std::vector<std::string> train_argv(const temp_dir& runs, const std::string& name, const node_child& node,
-                                    const node_child& spare) {
+                                    const node_child& spare, const std::string& recovery = "global") {
   std::vector<std::string> argv{PETRA_BINARY, "train", "tiny"};
   const std::vector<std::string> sets{"runtime.mode=lockstep",
                                       "data.train_limit=8192",
@@ -38,7 +39,7 @@ std::vector<std::string> train_argv(const temp_dir& runs, const std::string& nam
                                       "pipeline.stage_blocks=[1,2,1,1]",
                                       "pipeline.nodes=[local," + node.address() + ",local,local]",
                                       "pipeline.spare_nodes=[" + spare.address() + "]",
-                                      "faults.recovery=global",
+                                      "faults.recovery=" + recovery,
                                       "faults.stall_seconds=30",
                                       "runtime.heartbeat_timeout=" + std::to_string(timeout_s),
                                       "output.checkpoint_every_steps=4",
@@ -140,7 +141,9 @@ TEST_CASE("a stopped node woken up after the run moved its stage is fenced; the 
     hung_log += run.read_all(300000ms);
     REQUIRE_MESSAGE(run.wait_exit(10000ms) == 0, hung_log);
     // It was told to stop: it exits by itself.
-    CHECK_MESSAGE(hung.process().wait_exit(30000ms) == 0, read_file_text(node_stderr));
+    const auto node_exit = hung.process().wait_exit(30000ms);
+    CHECK_MESSAGE(node_exit == 0,
+                  "exit code " << node_exit.value_or(-1) << "; " << read_file_text(node_stderr));
     CHECK(read_file_text(node_stderr).find("fenced") != std::string::npos);
   }
   // Its late messages were dropped and counted.
@@ -155,4 +158,39 @@ TEST_CASE("a stopped node woken up after the run moved its stage is fenced; the 
   CHECK(differing_tensors((runs.path() / "killed" / "checkpoint.safetensors").string(),
                           (runs.path() / "hung" / "checkpoint.safetensors").string()) == 0);
   CHECK(killed_log.find("fencing:") == std::string::npos);  // a killed node sends nothing late
+}
+
+TEST_CASE("a stopped node's stage is rebuilt alone on the spare; woken up, the old one is fenced") {
+  require_fashion_mnist();
+  temp_dir runs("fence-local");
+  const std::string node_stderr = (runs.path() / "hung.stderr").string();
+  node_child hung({"--listen", "127.0.0.1:0"}, node_stderr);
+  node_child spare({"--listen", "127.0.0.1:0"});
+  child_process run(train_argv(runs, "hung", hung, spare, "local"));
+  await_training(runs, "hung");
+  REQUIRE(kill(hung.process().pid(), SIGSTOP) == 0);
+  std::string log;
+  // Stage-local recovery reports once stage 2 runs again on the spare: the old one wakes up among
+  // neighbours that kept their state, with inputs of theirs and its own work to send them.
+  REQUIRE_MESSAGE(await_line(run, "declared lost", log, 60s), log);
+  REQUIRE(kill(hung.process().pid(), SIGCONT) == 0);
+  log += run.read_all(300000ms);
+  REQUIRE_MESSAGE(run.wait_exit(10000ms) == 0, log);
+  const auto node_exit = hung.process().wait_exit(30000ms);  // told to stop, it exits by itself
+  CHECK_MESSAGE(node_exit == 0,
+                "exit code " << node_exit.value_or(-1) << "; " << read_file_text(node_stderr));
+  CHECK_MESSAGE(log.find("fencing: ") != std::string::npos, log);
+  // Every micro-batch accounted for, as after a kill: completed, or lost with the stage.
+  std::ifstream metrics(runs.path() / "hung" / "metrics.jsonl");
+  nlohmann::json summary;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.value("event", "") == "summary") summary = j;
+  }
+  REQUIRE_MESSAGE(summary.is_object(), log);
+  const nlohmann::json& counted = summary["micro_batches"];
+  CHECK(counted["local_recoveries"] == 1);
+  CHECK(counted["restarts"] == 0);
+  CHECK(counted["completed"].get<int64_t>() + counted["lost"].get<int64_t>() == 1024);
+  MESSAGE(counted.dump());
 }
