@@ -105,7 +105,9 @@ TEST_CASE("a node stopped mid-run (SIGSTOP) is declared lost within heartbeat_ti
   MESSAGE("declared lost " << detection << " s after SIGSTOP (bound " << bound << " s + " << slack_s
                            << " s of scheduling slack)");
   CHECK(detection <= bound + slack_s);
-  CHECK(detection >= timeout_s / 2);  // its silence was waited for (a closed connection is noticed at once)
+  // Its silence was waited for (a closed connection is noticed at once); the silence counts from its
+  // last answer, up to an interval (more on a loaded machine) before the SIGSTOP.
+  CHECK(detection >= timeout_s / 4);
   // The run recovers on the spare node and finishes.
   log += run.read_all(300000ms);
   CHECK_MESSAGE(run.wait_exit(10000ms) == 0, log);
