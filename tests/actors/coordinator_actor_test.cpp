@@ -96,7 +96,8 @@ TEST_CASE(
   CHECK_THROWS_WITH(control.await_phase_ends(1, [] { throw std::runtime_error("stall"); }), "stall");
 }
 
-TEST_CASE("coordinator actor: a node the heartbeats declare lost fails the attempt; its actors are fenced") {
+TEST_CASE(
+    "coordinator actor: a node the heartbeats declare lost fails the attempt and its actors are fenced") {
   caf_config cfg{2};
   caf::actor_system sys{cfg};
   control_channel control(sys, std::chrono::seconds(5));

@@ -115,7 +115,8 @@ TEST_CASE("a node stopped mid-run (SIGSTOP) is declared lost within heartbeat_ti
   kill(hung.process().pid(), SIGCONT);
 }
 
-TEST_CASE("a stopped node woken up after the run moved its stage is fenced; the run ends as with SIGKILL") {
+TEST_CASE(
+    "a stopped node woken up after the run moved its stage is fenced and the run ends as with SIGKILL") {
   require_fashion_mnist();
   temp_dir runs("fence");
   std::string killed_log, hung_log;
@@ -162,7 +163,7 @@ TEST_CASE("a stopped node woken up after the run moved its stage is fenced; the 
   CHECK(killed_log.find("fencing:") == std::string::npos);  // a killed node sends nothing late
 }
 
-TEST_CASE("a stopped node's stage is rebuilt alone on the spare; woken up, the old one is fenced") {
+TEST_CASE("a stopped node's stage is rebuilt alone on the spare and the old one woken up is fenced") {
   require_fashion_mnist();
   temp_dir runs("fence-local");
   const std::string node_stderr = (runs.path() / "hung.stderr").string();
