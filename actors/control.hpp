@@ -56,6 +56,20 @@ class control_channel {
   void monitor(const Handle& who) {
     caf::anon_send(coordinator_, atoms::watch_atom_v, caf::actor_cast<caf::actor>(who));
   }
+  /// Fencing (actors/heartbeat.hpp): the heartbeats' verdicts, and what the pipeline learns of them.
+  void node_silent(const std::string& where, const caf::actor_addr& node, double silent_s, double timeout_s) {
+    events_->on_node_silent(where, node, silent_s, timeout_s);
+  }
+  void count_late(const std::string& where) { events_->count_late(where); }
+  /// The nodes (host:port) of the current pipeline and the first stage each holds.
+  void place_nodes(std::map<std::string, int32_t> first_stage) {
+    events_->place_nodes(std::move(first_stage));
+  }
+  bool declared_lost(const std::string& where) const { return events_->declared_lost(where); }
+  /// What `who` (an actor of a lost node) sends from now on is dropped and counted.
+  void fence(const caf::actor_addr& who) { events_->fence(who); }
+  /// Late messages of lost nodes dropped so far.
+  int64_t late_messages() const { return events_->late_messages(); }
   /// Gives up the cuts up to tick `upto` that are not complete (stage-local recovery): their parts
   /// are dropped, now and when they come.
   void abandon_cuts(int64_t upto);

@@ -5,6 +5,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <cstdio>
 
 #include "actors/caf_config.hpp"
 #include "actors/local_recovery.hpp"
@@ -50,6 +51,8 @@ class actor_runtime : public pipeline_runtime {
     if (trace_) trace_track_ = trace_->track("coordinator", "coordinator");
     pipeline_.build();
   }
+
+  ~actor_runtime() override { report_late_messages(); }
 
   bool takes_cuts() const override { return actors_take_cuts(config_); }
 
@@ -129,6 +132,7 @@ class actor_runtime : public pipeline_runtime {
       control_.await_epochs(epochs, static_cast<std::size_t>(std::max<int64_t>(0, ending)));
       out.ticks = lockstep ? plan.ticks : 0;
       first_stage_steps_ = out.stages.front().weight_version;
+      report_late_messages();
       const int64_t first_id = static_cast<int64_t>(request.epoch) * per_epoch_ + request.first;
       if (trace_ && trace_->records(first_id))
         trace_->span(trace_track_, "phase", begin, training::trace_clock::now(), first_id,
@@ -243,6 +247,17 @@ class actor_runtime : public pipeline_runtime {
     first_stage_steps_ = cut.stages.front().state.optimizer_steps;
   }
 
+  /// Fencing: the late messages of nodes declared lost (woken up after their stages were moved) that
+  /// were dropped since the last line, on a line of their own.
+  void report_late_messages() {
+    const int64_t late = control_.late_messages();
+    if (late == late_reported_) return;
+    std::printf("fencing: %lld late message(s) from lost nodes dropped (%lld in all)\n",
+                static_cast<long long>(late - late_reported_), static_cast<long long>(late));
+    std::fflush(stdout);
+    late_reported_ = late;
+  }
+
   /// Micro-batches stage 1 finished in the failed attempt, when it can still say (else -1).
   int64_t completed_so_far() {
     // An ask ends at the first event of the failing pipeline still queued (the lost actor's down, a
@@ -272,6 +287,7 @@ class actor_runtime : public pipeline_runtime {
   int64_t phase_ = 0;
   int64_t first_stage_steps_ = 0;
   int64_t open_at_resume_ = 0;
+  int64_t late_reported_ = 0;  // late messages of lost nodes already on a fencing line
   int64_t cut_spacing_ = 1;  // the running phase's  // epochs open at the cut the running phase resumed from
 };
 

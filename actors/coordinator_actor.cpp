@@ -12,11 +12,11 @@ coordinator_control::behavior_type coordinator(coordinator_control::pointer self
   self->set_down_handler([events](caf::down_msg& down) { events->on_down(down); });
   auto from = [self] { return caf::actor_cast<caf::actor_addr>(self->current_sender()); };
   return {
-      [=](phase_done& d) { events->on_phase_done(d); },
+      [=](phase_done& d) { events->on_phase_done(from(), d); },
       [=](failure_report& f) { events->on_failure(from(), f); },
-      [=](fault_event& e) { events->on_fault(e); },
+      [=](fault_event& e) { events->on_fault(from(), e); },
       [=](loss_report& r) { events->on_progress(from(), r); },
-      [=](window_report& w) { events->on_window(w); },
+      [=](window_report& w) { events->on_window(from(), w); },
       [=](stage_epoch_report& r) { events->on_epoch_part(from(), std::move(r)); },
       [=](epoch_loss_report& r) { events->on_epoch_part(from(), std::move(r)); },
       [=](eval_report& r) { events->on_epoch_part(from(), std::move(r)); },

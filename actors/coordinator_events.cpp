@@ -2,6 +2,7 @@
 #include "actors/coordinator_events.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "datasets/dataset.hpp"
 #include "messages/errors.hpp"
@@ -54,6 +55,7 @@ void count(fault_counts& f, fault_kind kind) {
       ++f.crashes;
       break;
     case fault_kind::duplicate_discarded:
+    case fault_kind::fenced:  // a late message, dropped by its receiver
       ++f.duplicates_discarded;
       break;
   }
@@ -64,8 +66,10 @@ void count(fault_counts& f, fault_kind kind) {
 coordinator_events::coordinator_events(caf::actor_system& system, caf::actor_addr trainer)
     : system_(system), trainer_(std::move(trainer)) {}
 
-void coordinator_events::on_fault(const fault_event& e) {
+void coordinator_events::on_fault(const caf::actor_addr& from, const fault_event& e) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (late(from)) return;
+  if (e.kind == fault_kind::fenced) ++late_;
   if (e.generation != generation_ || e.stage < 0 || static_cast<std::size_t>(e.stage) >= faults_.size())
     return;
   fault_counts one;
@@ -77,7 +81,7 @@ void coordinator_events::on_fault(const fault_event& e) {
 
 void coordinator_events::on_progress(const caf::actor_addr& from, const loss_report& r) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!watching(from)) return;
+  if (late(from) || !watching(from)) return;
   last_loss_ = r;
   // Step lines need every stage's window: until each sent one, none is shown.
   keep({coordinator_notice::progress{
@@ -85,8 +89,9 @@ void coordinator_events::on_progress(const caf::actor_addr& from, const loss_rep
         from, true});
 }
 
-void coordinator_events::on_window(const window_report& w) {
+void coordinator_events::on_window(const caf::actor_addr& from, const window_report& w) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (late(from)) return;
   if (w.generation != generation_ || w.stage < 0 || static_cast<std::size_t>(w.stage) >= windows_.size())
     return;
   stage_window& mine = windows_[w.stage];
@@ -101,34 +106,34 @@ void coordinator_events::on_window(const window_report& w) {
 
 void coordinator_events::on_epoch_part(const caf::actor_addr& from, stage_epoch_report r) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (r.generation == generation_) keep({std::move(r), from, false});
+  if (!late(from) && r.generation == generation_) keep({std::move(r), from, false});
 }
 
 void coordinator_events::on_epoch_part(const caf::actor_addr& from, epoch_loss_report r) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (watching(from)) keep({std::move(r), from, true});
+  if (!late(from) && watching(from)) keep({std::move(r), from, true});
 }
 
 void coordinator_events::on_epoch_part(const caf::actor_addr& from, eval_report r) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (watching(from)) keep({std::move(r), from, true});
+  if (!late(from) && watching(from)) keep({std::move(r), from, true});
 }
 
 void coordinator_events::on_cut_part(const caf::actor_addr& from, cut_part p) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (watching(from) && p.tick > abandoned_upto_) keep({std::move(p), from, true});
+  if (!late(from) && watching(from) && p.tick > abandoned_upto_) keep({std::move(p), from, true});
 }
 
-void coordinator_events::on_phase_done(const phase_done& d) {
+void coordinator_events::on_phase_done(const caf::actor_addr& from, const phase_done& d) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (d.generation != generation_) return;
+  if (late(from) || d.generation != generation_) return;
   ++phase_ends_;
   wake();
 }
 
 void coordinator_events::on_failure(const caf::actor_addr& from, const failure_report& f) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!watching(from)) return;  // from a pipeline already torn down
+  if (late(from) || !watching(from)) return;  // from a pipeline already torn down
   fail(from, std::make_exception_ptr(counted(run_failure(kind_of(f.code), f.stage, f.tick, f.what))),
        f.stage);
 }
@@ -149,6 +154,47 @@ void coordinator_events::on_down(const caf::down_msg& down) {
        std::make_exception_ptr(counted(
            run_failure(crash ? failure_kind::injected_crash : failure_kind::lost_actor, stage, -1, what))),
        stage);
+}
+
+void coordinator_events::on_node_silent(const std::string& where, const caf::actor_addr& node,
+                                        double silent_s, double timeout_s) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  lost_nodes_.insert(where);
+  fenced_.insert(node);
+  const auto placed = node_stage_.find(where);
+  if (placed == node_stage_.end()) return;  // not a node of the running pipeline
+  const int32_t stage = placed->second;
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "node %s silent for %.1f s (runtime.heartbeat_timeout %g s): declared lost", where.c_str(),
+                silent_s, timeout_s);
+  fail(node, std::make_exception_ptr(counted(run_failure(failure_kind::lost_actor, stage, -1, text))), stage);
+}
+
+void coordinator_events::place_nodes(std::map<std::string, int32_t> first_stage) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  node_stage_ = std::move(first_stage);
+}
+
+void coordinator_events::count_late(const std::string&) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++late_;
+}
+
+bool coordinator_events::declared_lost(const std::string& where) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return lost_nodes_.count(where) > 0;
+}
+
+void coordinator_events::fence(const caf::actor_addr& who) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  fenced_.insert(who);
+  watched_.erase(who);
+}
+
+int64_t coordinator_events::late_messages() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return late_;
 }
 
 void coordinator_events::watch(const std::vector<caf::actor_addr>& actors,
@@ -242,6 +288,12 @@ std::optional<coordinator_notice> coordinator_events::take(
   coordinator_notice out = std::move(*it);
   queue_.erase(it);
   return out;
+}
+
+bool coordinator_events::late(const caf::actor_addr& from) {
+  if (fenced_.count(from) == 0) return false;
+  ++late_;
+  return true;
 }
 
 int32_t coordinator_events::stage_locked(const caf::actor_addr& who) const {

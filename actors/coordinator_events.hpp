@@ -12,6 +12,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -49,16 +51,31 @@ class coordinator_events {
   coordinator_events(caf::actor_system& system, caf::actor_addr trainer);
 
   // The coordinator actor's side: each event, from `from`.
-  void on_fault(const messages::fault_event& e);
+  void on_fault(const caf::actor_addr& from, const messages::fault_event& e);
   void on_progress(const caf::actor_addr& from, const messages::loss_report& r);
-  void on_window(const messages::window_report& w);
+  void on_window(const caf::actor_addr& from, const messages::window_report& w);
   void on_epoch_part(const caf::actor_addr& from, messages::stage_epoch_report r);
   void on_epoch_part(const caf::actor_addr& from, messages::epoch_loss_report r);
   void on_epoch_part(const caf::actor_addr& from, messages::eval_report r);
   void on_cut_part(const caf::actor_addr& from, messages::cut_part p);
-  void on_phase_done(const messages::phase_done& d);
+  void on_phase_done(const caf::actor_addr& from, const messages::phase_done& d);
   void on_failure(const caf::actor_addr& from, const messages::failure_report& f);
   void on_down(const caf::down_msg& down);
+
+  // Fencing (runtime.heartbeat_timeout). The heartbeats' verdict: the node at `where` was silent for
+  // `silent_s` seconds: lost, like a crashed node (the attempt fails at the first stage it holds).
+  void on_node_silent(const std::string& where, const caf::actor_addr& node, double silent_s,
+                      double timeout_s);
+  /// The nodes (host:port) of the current pipeline and the first stage each holds.
+  void place_nodes(std::map<std::string, int32_t> first_stage);
+  /// A late message of a lost node (a heartbeat answer), dropped where it arrived.
+  void count_late(const std::string& where);
+  /// Whether the heartbeats declared the node at `where` lost.
+  bool declared_lost(const std::string& where) const;
+  /// Everything `who` (an actor of a lost node) sends from now on is late: dropped and counted.
+  void fence(const caf::actor_addr& who);
+  /// Late messages of lost nodes dropped so far: here, at the stages, at the heartbeat monitor.
+  int64_t late_messages() const;
 
   // The trainer thread's side.
   /// The actors of the current pipeline and which stage each is (-1 = not a stage); what is queued
@@ -86,6 +103,8 @@ class coordinator_events {
  private:
   // Each with the lock held.
   bool watching(const caf::actor_addr& who) const { return watched_.count(who) > 0; }
+  /// True (and counted) when `from` is fenced: its message is dropped.
+  bool late(const caf::actor_addr& from);
   int32_t stage_locked(const caf::actor_addr& who) const;
   run_failure counted(run_failure f) const;
   void keep(coordinator_notice n);
@@ -105,6 +124,10 @@ class coordinator_events {
   std::size_t phase_ends_ = 0;
   int64_t abandoned_upto_ = -1;
   std::deque<coordinator_notice> queue_;
+  std::map<std::string, int32_t> node_stage_;  // host:port → the first stage it holds
+  std::set<std::string> lost_nodes_;           // host:port declared lost by the heartbeats
+  std::set<caf::actor_addr> fenced_;           // their actors
+  int64_t late_ = 0;
 };
 
 }  // namespace petra

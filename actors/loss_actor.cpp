@@ -34,6 +34,7 @@ struct loss_actor_state {
   std::shared_ptr<training::trace_recorder> trace;
   training::trace_track track;
   int32_t stages = 1;
+  int32_t last_generation = 0;  // the wired last stage's: older logits come from one declared lost
   static inline const char* name = "petra.loss";
 };
 
@@ -128,6 +129,7 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
         st.loader = std::move(links.loader);
         st.per_epoch = links.per_epoch;
         st.wave_size = links.wave_size;
+        st.last_generation = links.last_generation;
         return wire_atom_v;
       },
       [=](labels_data& in) {
@@ -147,6 +149,7 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
       [=](logits_data& in) {
         auto& st = self->state;
         if (in.eval_epoch < 0 && st.cancelled.count(in.s.micro_batch) > 0) return;
+        if (in.s.generation < st.last_generation) return;  // a last stage declared lost that woke up
         const auto key = std::make_pair(in.eval_epoch, in.s.micro_batch);
         auto it = st.labels.find(key);
         if (it == st.labels.end()) {

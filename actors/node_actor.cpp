@@ -28,7 +28,8 @@ struct node_state {
   std::shared_ptr<training::trace_recorder> trace;  // the stages' timeline (output.trace), until exported
 };
 
-node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self, std::string name) {
+node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self, std::string name,
+                                        std::function<void()> on_fenced) {
   self->state.name = std::move(name);
   self->attach_functor([stages = self->state.stages] {
     for (auto& s : *stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
@@ -72,6 +73,18 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
         st.trace.reset();  // the next run starts a timeline of its own
         return text;
       },
+      [=](atoms::heartbeat_atom) { return atoms::heartbeat_atom_v; },
+      [=](atoms::fence_atom) {
+        // The coordinator declared this node lost while it was silent (stopped, frozen) and moved
+        // its stages elsewhere: whatever they would still do is stale. Stop them, and the process.
+        std::fprintf(stderr,
+                     "%s: fenced (the coordinator declared this node lost while it was silent): "
+                     "stopping its stages and exiting\n",
+                     self->state.name.c_str());
+        for (auto& s : *self->state.stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+        self->state.stages->clear();
+        if (on_fenced) on_fenced();
+      },
       [=](const kill_node& order) {
         // Fault injection: the whole process is killed (SIGKILL), without a goodbye to its peers.
         std::thread([seconds = order.seconds] {
@@ -85,8 +98,10 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
 
 }  // namespace
 
-messages::node_actor spawn_node_actor(caf::actor_system& sys, std::string name) {
-  return sys.spawn(node_behavior, std::move(name));
+messages::node_actor spawn_node_actor(caf::actor_system& sys, std::string name,
+                                      std::function<void()> on_fenced) {
+  // Detached: its heartbeat answers wait for no stage's computation on the scheduler's threads.
+  return sys.spawn<caf::detached>(node_behavior, std::move(name), std::move(on_fenced));
 }
 
 std::pair<std::string, uint16_t> parse_host_port(const std::string& text) {

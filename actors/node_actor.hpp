@@ -3,13 +3,18 @@
 #pragma once
 
 #include <caf/actor_system.hpp>
+#include <functional>
+#include <string>
 
 #include "messages/interfaces.hpp"
 
 namespace petra {
 
-/// `name` is how the node's stages appear on a timeline ("node 127.0.0.1:7001").
-messages::node_actor spawn_node_actor(caf::actor_system& sys, std::string name);
+/// `name` is how the node's stages appear on a timeline ("node 127.0.0.1:7001"). `on_fenced` is
+/// called when the coordinator declared the node lost (it was silent) and told it to stop, once
+/// its stages are stopped: the process should end.
+messages::node_actor spawn_node_actor(caf::actor_system& sys, std::string name,
+                                      std::function<void()> on_fenced);
 
 /// Splits "host:port"; throws std::invalid_argument naming the text otherwise.
 std::pair<std::string, uint16_t> parse_host_port(const std::string& text);

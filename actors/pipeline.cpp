@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "actors/heartbeat.hpp"
 #include "actors/loader_actor.hpp"
 #include "actors/loss_actor.hpp"
 #include "actors/node_connection.hpp"
@@ -43,6 +44,14 @@ actor_pipeline::actor_pipeline(const config::run_config& c, const optimizer_sett
   for (std::size_t j = 0; j < count; ++j) placement_.push_back(node_of(c, j));
   for (const std::string& spare : c.pipeline.spare_nodes)
     spares_.push_back(config::resolve_node_address(c, spare));
+  const double timeout = c.runtime.heartbeat_timeout;
+  heartbeats_ = spawn_heartbeat_monitor(
+      control_.self()->system(), std::chrono::duration<double>(timeout),
+      heartbeat_verdicts{
+          [this, timeout](const std::string& where, const caf::actor_addr& node, double silent_s) {
+            control_.node_silent(where, node, silent_s, timeout);
+          },
+          [this](const std::string& where) { control_.count_late(where); }});
 }
 
 actor_pipeline::~actor_pipeline() {
@@ -54,6 +63,9 @@ actor_pipeline::~actor_pipeline() {
   if (loss_) local.push_back(loss_.address()), caf::anon_send_exit(loss_, caf::exit_reason::user_shutdown);
   if (loader_)
     local.push_back(loader_.address()), caf::anon_send_exit(loader_, caf::exit_reason::user_shutdown);
+  // The monitor calls into control_: gone before it is.
+  local.push_back(heartbeats_.address()), caf::anon_send_exit(heartbeats_, caf::exit_reason::user_shutdown);
+  heartbeats_ = nullptr;
   stages_.clear();
   loss_ = nullptr;
   loader_ = nullptr;
@@ -69,6 +81,7 @@ void actor_pipeline::build() {
   auto placed = build_placed_stages(
       config_, optimizer_, [&](std::size_t j) { return placement_[j] == "local"; }, sim_);
   const auto count = static_cast<int32_t>(placed.size());
+  stage_generation_.assign(placed.size(), ++newest_generation_);
   stages_.clear();
   for (int32_t j = 0; j < count; ++j) {
     if (placement_[j] == "local")
@@ -92,6 +105,7 @@ void actor_pipeline::build() {
   watched.push_back(loss_.address()), stage_of.push_back(-1);
   watched.push_back(loader_.address()), stage_of.push_back(-1);
   control_.watch(watched, stage_of, generation_);
+  place_nodes();
   for (auto& s : stages_) control_.monitor(s);
   control_.monitor(loss_);
   control_.monitor(loader_);
@@ -123,6 +137,9 @@ void actor_pipeline::rewire(int32_t j) {
   links.loader = loader_;
   links.coordinator = control_.handle();
   links.count = count;
+  links.generation = stage_generation_[j];
+  if (j > 0) links.prev_generation = stage_generation_[j - 1];
+  if (j + 1 < count) links.next_generation = stage_generation_[j + 1];
   control_.ask<wire_atom>(stages_[j], control_timeout, links);
 }
 
@@ -130,12 +147,14 @@ void actor_pipeline::rewire_loss() {
   // In async the loss actor returns an evaluation batch's credit; in lockstep credits count ticks.
   const credit_sink eval_credits =
       config_.runtime.mode == config::runtime_mode::async ? credit_sink{loader_} : credit_sink{};
-  control_.ask<wire_atom>(loss_, control_timeout,
-                          loss_links{loss_sink{stages_.back()}, control_.handle(), eval_credits,
-                                     feed_->micro_batches_per_epoch(), waves_->micro_batches_per_epoch()});
+  control_.ask<wire_atom>(
+      loss_, control_timeout,
+      loss_links{loss_sink{stages_.back()}, control_.handle(), eval_credits, feed_->micro_batches_per_epoch(),
+                 waves_->micro_batches_per_epoch(), stage_generation_.back()});
 }
 
 std::vector<int32_t> actor_pipeline::lost_with(int32_t j) {
+  fence_lost_nodes();
   const std::string where = placement_[static_cast<std::size_t>(j)];
   if (where == "local" || reachable(where)) return {j};
   std::vector<int32_t> out;
@@ -151,6 +170,7 @@ bool actor_pipeline::on_cpu(int32_t j) const {
 void actor_pipeline::respawn(int32_t j) {
   const std::size_t i = static_cast<std::size_t>(j);
   control_.unwatch(stages_[i].address());  // its down, when it comes, is stale
+  stage_generation_[i] = ++newest_generation_;
   if (placement_[i] != "local" && !reachable(placement_[i])) move_to_spare(placement_[i]);
   if (placement_[i] == "local") {
     auto placed = build_placed_stages(
@@ -163,6 +183,7 @@ void actor_pipeline::respawn(int32_t j) {
   }
   control_.watch_extra(stages_[i].address(), j);
   control_.monitor(stages_[i]);
+  place_nodes();
   control_.ask<faults_atom>(stages_[i], control_timeout, faults_atom_v, faults_of(j));
 }
 
@@ -189,7 +210,21 @@ void actor_pipeline::tear_down() {
   control_.drain();
 }
 
+void actor_pipeline::fence_lost_nodes() {
+  for (std::size_t j = 0; j < placement_.size(); ++j)
+    if (placement_[j] != "local" && control_.declared_lost(placement_[j]) && j < stages_.size())
+      control_.fence(stages_[j].address());
+}
+
+void actor_pipeline::place_nodes() {
+  std::map<std::string, int32_t> first;
+  for (std::size_t j = 0; j < placement_.size(); ++j)
+    if (placement_[j] != "local") first.emplace(placement_[j], static_cast<int32_t>(j));
+  control_.place_nodes(std::move(first));
+}
+
 void actor_pipeline::recover() {
+  fence_lost_nodes();
   tear_down();
   for (std::size_t j = 0; j < placement_.size(); ++j)
     if (placement_[j] != "local" && !reachable(placement_[j])) move_to_spare(placement_[j]);
@@ -228,6 +263,9 @@ stage_actor actor_pipeline::spawn_remote_stage(const std::string& where, int32_t
 node_actor actor_pipeline::connect(const std::string& where, int32_t j) {
   auto it = nodes_.find(where);
   if (it != nodes_.end()) return it->second;
+  if (control_.declared_lost(where))
+    throw run_failure(failure_kind::unreachable, j, -1,
+                      "the node at " + where + " was declared lost (silent for runtime.heartbeat_timeout)");
   auto node = connect_node(control_.self()->system(), where, config_.tls);
   if (!node) {
     const std::string why = control_.self()->system().render(node.error());
@@ -240,17 +278,22 @@ node_actor actor_pipeline::connect(const std::string& where, int32_t j) {
     throw run_failure(failure_kind::unreachable, j, -1,
                       "cannot reach the node at " + where + " (" + hint + "): " + why);
   }
+  caf::anon_send(heartbeats_, atoms::watch_atom_v, where, caf::actor_cast<caf::actor>(*node));
   return nodes_.emplace(where, *node).first->second;
 }
 
 bool actor_pipeline::reachable(const std::string& where) {
-  auto node = connect_node(control_.self()->system(), where, config_.tls);
+  // A hung node's connection is still open (and cached): only the heartbeats know it is lost.
+  const bool lost = control_.declared_lost(where);
+  auto node = lost ? caf::expected<node_actor>{caf::sec::cannot_connect_to_node}
+                   : connect_node(control_.self()->system(), where, config_.tls);
   if (!node) {
     if (auto known = nodes_.find(where); known != nodes_.end()) control_.unwatch(known->second.address());
     nodes_.erase(where);
     return false;
   }
   nodes_[where] = *node;
+  caf::anon_send(heartbeats_, atoms::watch_atom_v, where, caf::actor_cast<caf::actor>(*node));
   return true;
 }
 

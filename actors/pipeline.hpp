@@ -67,6 +67,10 @@ class actor_pipeline {
   /// Moves every stage of the lost node `lost` to a spare node (run_failure when none answers).
   void move_to_spare(std::string lost);  // a copy: it rewrites the placements it may refer to
   messages::stage_faults faults_of(int32_t j) const;
+  /// Everything the stages of nodes the heartbeats declared lost still send is dropped and counted.
+  void fence_lost_nodes();
+  /// Tells the coordinator which nodes the pipeline uses now (a lost one fails the attempt).
+  void place_nodes();
 
   config::run_config config_;
   optimizer_settings optimizer_;
@@ -81,8 +85,11 @@ class actor_pipeline {
   std::map<std::string, messages::node_actor> nodes_;
   std::vector<std::string> placement_;  // per stage: local or host:port (after any move to a spare)
   std::vector<std::string> spares_;
-  int32_t loader_credits_ = 1;        // micro-batches the loader may have in flight
-  std::shared_ptr<sim_devices> sim_;  // this build's simulated devices: a stage rebuilt alone joins them
+  int32_t loader_credits_ = 1;             // micro-batches the loader may have in flight
+  std::shared_ptr<sim_devices> sim_;       // this build's simulated devices: a stage rebuilt alone joins them
+  caf::actor heartbeats_;                  // the nodes' monitor (actors/heartbeat.hpp)
+  std::vector<int32_t> stage_generation_;  // per stage: its messages' stamp::generation
+  int32_t newest_generation_ = 0;          // a stage rebuilt alone gets a newer one than any before
   int32_t generation_ = 0;
   bool kills_sent_ = false;
   bool crash_fired_ = false;

@@ -67,7 +67,7 @@ void take_cut(async_self self, int64_t t) {
   c.held_epoch_reports.clear();
   st.cuts.push_back(async_state::pending_cut{std::move(part), t, !c.is_last(), {}});
   c.hold_epoch_reports = true;
-  const stamp marker{-1, t, c.ctx.compute->weight_version(), c.ctx.index, c.plan.phase};
+  const stamp marker = c.stamp_for(-1, t);
   if (c.is_last())
     self->send(c.links.loss, cut_marker{t});
   else

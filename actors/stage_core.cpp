@@ -84,6 +84,11 @@ activation timed_evaluate(stage_core& c, const activation& x, int64_t index) {
 }
 
 arrival classify(const stage_core& c, const stamp& s) {
+  // Generations only grow: a newer one is a rebuilt neighbour whose wiring is on its way here.
+  const int32_t j = c.ctx.index;
+  if ((s.sender == j - 1 && s.generation < c.links.prev_generation) ||
+      (s.sender == j + 1 && s.generation < c.links.next_generation))
+    return arrival::fenced;
   if (s.phase > c.plan.phase) return arrival::early;
   if (s.phase < c.plan.phase || !c.in_phase) return arrival::stale;
   return arrival::current;

@@ -55,7 +55,7 @@ struct stage_core {
   bool faults_on() const { return plan.attempt == 0; }
   bool lockstep() const { return ctx.mode == config::runtime_mode::lockstep; }
   stamp stamp_for(int64_t id, int64_t tick_for) const {
-    return stamp{id, tick_for, ctx.compute->weight_version(), ctx.index, plan.phase};
+    return stamp{id, tick_for, ctx.compute->weight_version(), ctx.index, plan.phase, links.generation};
   }
 };
 
@@ -86,8 +86,9 @@ activation on_host(stage_core& c, activation& a);
 activation hand_out(stage_core& c, const activation& x, const device& consumer, int64_t id);
 
 /// Where a message stands against the stage's phase: for a phase not planned here yet (a
-/// neighbour started first), a late copy of an earlier or finished phase, or for now.
-enum class arrival { early, stale, current };
+/// neighbour started first), a late copy of an earlier or finished phase, or for now; or from a
+/// neighbour of an older generation than the one wired (a stage declared lost that woke up: fenced).
+enum class arrival { early, stale, current, fenced };
 arrival classify(const stage_core& c, const stamp& s);
 
 template <class Self>
@@ -105,6 +106,9 @@ bool admit(Self* self, stage_core& c, Message& in, std::vector<Message>& early) 
       return false;
     case arrival::stale:
       report_fault(self, c, fault_kind::duplicate_discarded);
+      return false;
+    case arrival::fenced:
+      report_fault(self, c, fault_kind::fenced);
       return false;
     case arrival::current:
       break;

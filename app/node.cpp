@@ -1,6 +1,7 @@
 // `petra node`: a process that hosts stage actors for a coordinator. It binds loopback unless
 // told otherwise; beyond loopback it requires TLS (--tls-cert/--tls-key/--tls-ca: both sides present
-// a certificate signed by that CA). It serves until SIGINT/SIGTERM.
+// a certificate signed by that CA). It serves until SIGINT/SIGTERM, or until its coordinator fences it.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <caf/all.hpp>
@@ -49,7 +50,11 @@ int node_command(const node_options& options) {
 
   caf_config cfg(options.threads, tls);
   caf::actor_system system(cfg);
-  auto node = spawn_node_actor(system, "node " + host + " (pid " + std::to_string(::getpid()) + ")");
+  // Fenced (declared lost by the coordinator while it was silent): this thread is woken as by a
+  // SIGTERM. Sent to this thread alone: a process-wide signal could reach a thread that does not
+  // block it, and end the process there.
+  auto node = spawn_node_actor(system, "node " + host + " (pid " + std::to_string(::getpid()) + ")",
+                               [main = pthread_self()] { pthread_kill(main, SIGTERM); });
   auto bound = publish_node(system, node, host, port, tls.enabled());
   if (!bound) {
     std::cerr << "petra node: cannot listen on " << options.listen << ": " << system.render(bound.error())

@@ -166,6 +166,11 @@ struct runtime_config {
   // Reversible stages of several blocks: rebuild block i−1's input on a second stream while block i's
   // gradients are computed (PaReprop); the same bits either way. Default measured (README, Results).
   bool overlap_rebuild = false;
+  // Remote nodes: one silent (no heartbeat answer) this long is lost, like a crashed one. 10 s: the
+  // answer comes from a thread of its own on each side, so busy compute threads and GPU kernels do
+  // not delay it; only a loaded machine's scheduling and a large tensor ahead of it on the link do
+  // (a second or two). Well under faults.stall_seconds (60).
+  double heartbeat_timeout = 10;
 };
 
 struct output_config {

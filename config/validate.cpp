@@ -1,6 +1,7 @@
 // Checks a parsed run_config: every value in range, every name one of its choices, and the combinations
 // that only make sense together. A failure names the YAML path and where the value came from.
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "config/schema.hpp"
@@ -203,6 +204,10 @@ void validate_runtime(const runtime_config& runtime, const checker& check) {
                  "0 means 2J - 1, else the most micro-batches in flight");
   check.at_least("runtime.inversion_sample_every", runtime.inversion_sample_every, 0, "0 means never");
   check.at_least("runtime.sim_latency_us", runtime.sim_latency_us, 0, "0 means no added latency");
+  if (!(runtime.heartbeat_timeout > 0) || !std::isfinite(runtime.heartbeat_timeout))
+    check.fail("runtime.heartbeat_timeout",
+               "got " + show(runtime.heartbeat_timeout) +
+                   "; seconds a remote node may stay silent before it is declared lost: must be positive");
 }
 
 // The fallback decides on the rebuilds' sampled errors: it needs a stage that rebuilds, and samples.

@@ -36,6 +36,7 @@ struct loss_links {
   credit_sink loader;
   int64_t per_epoch = 0;
   int64_t wave_size = 0;
+  int32_t last_generation = 0;  // the last stage's (stamp::generation): older logits are a fenced stage's
 };
 
 /// The loss actor: labels from the loader; logits from the last stage, answered with a loss_data
@@ -88,6 +89,9 @@ struct stage_links {
   loader_actor loader;
   coordinator_actor coordinator;
   int32_t count = 1;  // J
+  // Generations (stamp::generation): the stage's own, and the neighbours' whose messages it takes;
+  // a message of another generation is a fenced stage's, dropped.
+  int32_t generation = 0, prev_generation = 0, next_generation = 0;
 };
 
 /// A pipeline stage. Stage-local recovery (async): hold stops it (the answer says where it stands);
@@ -108,10 +112,12 @@ using stage_actor = caf::typed_actor<
 /// A node: a process that hosts stages for a coordinator. spawn_stage → the new stage actor.
 /// kill_node: the node process kills itself with SIGKILL (fault injection). ping: the node's trace
 /// clock now (µs), to align its timeline; trace: its stages' timeline as trace JSON (output.trace).
-using node_actor =
-    caf::typed_actor<caf::replies_to<spawn_stage>::with<stage_actor>, caf::reacts_to<kill_node>,
-                     caf::replies_to<atoms::ping_atom>::with<double>,
-                     caf::replies_to<atoms::trace_atom>::with<std::string>>;
+/// heartbeat: answered at once, from a thread of the node's own (runtime.heartbeat_timeout); fence:
+/// the coordinator declared the node lost: it stops its stages and exits.
+using node_actor = caf::typed_actor<
+    caf::replies_to<spawn_stage>::with<stage_actor>, caf::reacts_to<kill_node>,
+    caf::replies_to<atoms::ping_atom>::with<double>, caf::replies_to<atoms::trace_atom>::with<std::string>,
+    caf::replies_to<atoms::heartbeat_atom>::with<atoms::heartbeat_atom>, caf::reacts_to<atoms::fence_atom>>;
 
 }  // namespace petra::messages
 
@@ -125,13 +131,13 @@ typename Inspector::result_type inspect(Inspector& f, loader_links& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, loss_links& x) {
   return f(caf::meta::type_name("loss_links"), x.last_stage, x.coordinator, x.loader, x.per_epoch,
-           x.wave_size);
+           x.wave_size, x.last_generation);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_links& x) {
   return f(caf::meta::type_name("stage_links"), x.prev, x.next, x.prev_device, x.next_device, x.loss,
-           x.loader, x.coordinator, x.count);
+           x.loader, x.coordinator, x.count, x.generation, x.prev_generation, x.next_generation);
 }
 
 }  // namespace petra::messages

@@ -21,6 +21,10 @@ struct stamp {
   int64_t weight_version = 0;
   int32_t sender = -1;
   int64_t phase = 0;  // the coordinator's phase number: a late copy from an earlier phase is stale
+  // The sending stage's generation: the pipeline build it belongs to, renewed when it is rebuilt alone.
+  // A message of an older one comes from a stage that was declared lost (a node that hung and woke
+  // up): fenced, dropped.
+  int32_t generation = 0;
 };
 
 /// Forward: one activation. In lockstep an undefined activation is the marker of a tick
@@ -155,7 +159,8 @@ struct stage_faults {
 };
 
 /// Kinds of fault events, as the stage that injected or observed them counts them.
-enum class fault_kind : uint8_t { drop, duplicate, reorder, delay, slow, crash, duplicate_discarded };
+/// `fenced`: a late message of a stage declared lost, dropped by its receiver.
+enum class fault_kind : uint8_t { drop, duplicate, reorder, delay, slow, crash, duplicate_discarded, fenced };
 
 /// One injected fault (or a discarded copy), reported to the coordinator as it happens, so that the
 /// faults of an attempt that fails are counted too.

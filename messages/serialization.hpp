@@ -59,7 +59,8 @@ namespace messages {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stamp& x) {
-  return f(caf::meta::type_name("stamp"), x.micro_batch, x.tick, x.weight_version, x.sender, x.phase);
+  return f(caf::meta::type_name("stamp"), x.micro_batch, x.tick, x.weight_version, x.sender, x.phase,
+           x.generation);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, forward_data& x) {

@@ -56,5 +56,7 @@ CAF_ADD_ATOM(petra, petra::atoms, hold_atom, "hold")
 CAF_ADD_ATOM(petra, petra::atoms, recover_atom, "recover")
 CAF_ADD_ATOM(petra, petra::atoms, watch_atom, "watch")
 CAF_ADD_ATOM(petra, petra::atoms, news_atom, "news")
+CAF_ADD_ATOM(petra, petra::atoms, heartbeat_atom, "heartbeat")
+CAF_ADD_ATOM(petra, petra::atoms, fence_atom, "fence")
 
 CAF_END_TYPE_ID_BLOCK(petra)

@@ -95,3 +95,39 @@ TEST_CASE(
   control.unwatch(address);
   CHECK_THROWS_WITH(control.await_phase_ends(1, [] { throw std::runtime_error("stall"); }), "stall");
 }
+
+TEST_CASE(
+    "coordinator actor: a node the heartbeats declare lost fails the attempt and its actors are fenced") {
+  caf_config cfg{2};
+  caf::actor_system sys{cfg};
+  control_channel control(sys, std::chrono::seconds(5));
+  auto old_stage = sys.spawn(event_writer, control.handle());  // stage 2 of the node, say
+  auto node = sys.spawn(event_writer, control.handle());
+  control.watch({old_stage.address()}, {1}, 1);
+  control.place_nodes({{"127.0.0.1:7001", 1}});
+  control.begin_attempt(2, {}, nullptr);
+  control.node_silent("127.0.0.1:7001", node.address(), 2.3, 2);
+  try {
+    control.await_phase_ends(2, [] { FAIL("the lost node was not reported"); });
+    FAIL("the phase cannot end");
+  } catch (const run_failure& f) {
+    CHECK(f.kind() == failure_kind::lost_actor);
+    CHECK(f.stage() == 1);
+    CHECK(std::string(f.what()).find("node 127.0.0.1:7001 silent for 2.3 s (runtime.heartbeat_timeout 2 s): "
+                                     "declared lost") != std::string::npos);
+  }
+  CHECK(control.declared_lost("127.0.0.1:7001"));
+  CHECK_FALSE(control.declared_lost("127.0.0.1:7002"));
+  // The node wakes up: what its old stage still sends (faults, progress) is dropped and counted.
+  control.fence(old_stage.address());
+  CHECK(control.late_messages() == 0);
+  caf::anon_send(old_stage, int32_t{1});
+  wait_until([&] { return control.late_messages() == 4; });
+  CHECK(control.late_messages() == 4);
+  CHECK(control.faults()[0].drops == 0);
+  CHECK(control.faults()[0].duplicates == 0);
+  control.count_late("127.0.0.1:7001");  // a heartbeat answer, at the monitor
+  CHECK(control.late_messages() == 5);
+  caf::anon_send_exit(old_stage, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+}

@@ -1,6 +1,6 @@
 // The lockstep protocol, step by step under CAF's deterministic test scheduler: a tick runs only
 // when its forward and backward inputs are both there, and sends exactly one message per
-// neighbour stamped for the next tick, none past the phase.
+// neighbour stamped for the next tick, none past the phase; a fenced neighbour's message is dropped.
 #include <doctest/doctest.h>
 
 #include <caf/all.hpp>
@@ -28,15 +28,21 @@ class identity_block : public block {
 
 struct recorded {
   std::vector<int64_t> forward_ticks;  // stamps of forwards sent downstream
+  std::vector<int32_t> forward_generations;
   int64_t credits = 0;
   int done = 0;
+  int fenced = 0;  // fault events: late messages of a fenced neighbour dropped
 };
 
 caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<recorded> log) {
   return {
-      [=](forward_data& f) { log->forward_ticks.push_back(f.s.tick); },
+      [=](forward_data& f) {
+        log->forward_ticks.push_back(f.s.tick);
+        log->forward_generations.push_back(f.s.generation);
+      },
       [=](credit_return& c) { log->credits += c.count; },
       [=](phase_done&) { ++log->done; },
+      [=](fault_event& e) { log->fenced += e.kind == fault_kind::fenced; },
   };
 }
 
@@ -109,6 +115,54 @@ TEST_CASE("lockstep: tick t waits for both inputs; one message per neighbour, st
   CHECK(log->done == 1);
   CHECK(compute->outstanding() == 0);
 
+  caf::anon_send_exit(first, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
+TEST_CASE("lockstep: a neighbour's message of an older generation than the one wired is fenced") {
+  deterministic_system setup;
+  caf::actor_system sys(setup.cfg);
+  auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
+  auto log = std::make_shared<recorded>();
+  auto sink = sys.spawn(recorder, log);
+  auto device = std::shared_ptr<backend>(make_cpu_backend(1));
+  std::vector<std::unique_ptr<block>> blocks;
+  blocks.push_back(std::make_unique<identity_block>());
+  auto compute =
+      std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{});
+  auto first = spawn_stage_actor(sys, stage_context{device, compute, 0, config::runtime_mode::lockstep});
+  stage_links links;
+  links.next = caf::actor_cast<forward_sink>(sink);
+  links.loader = caf::actor_cast<loader_actor>(sink);
+  links.coordinator = caf::actor_cast<coordinator_actor>(sink);
+  links.count = 2;
+  links.generation = 3;
+  links.next_generation = 5;  // stage 2 was rebuilt: generation 4 is the lost one's
+  caf::anon_send(first, links);
+  caf::anon_send(first, plan_atom_v, phase_plan{1, 2, 4, 0});
+  sched.run();
+  caf::anon_send(first, forward_data{stamp{0, 0, 0, -1}, image()});
+  sched.run();
+  caf::anon_send(first, forward_data{stamp{1, 1, 0, -1}, image()});
+  // The lost stage 2 woke up: its marker for tick 1 is dropped and counted, tick 1 still waits.
+  caf::anon_send(first, backward_data{stamp{-1, 1, 0, 1, 0, 4}, {}, {}});
+  sched.run();
+  CHECK(log->fenced == 1);
+  CHECK(compute->stats().forwards == 1);
+  // The rebuilt stage's (generation 5, or newer: wired to it before this stage heard) are taken.
+  caf::anon_send(first, backward_data{stamp{-1, 1, 0, 1, 0, 5}, {}, {}});
+  sched.run();
+  CHECK(compute->stats().forwards == 2);
+  CHECK(log->forward_ticks == std::vector<int64_t>{1, 2});
+  caf::anon_send(first, forward_data{stamp{-1, 2, 0, -1}, {}});
+  caf::anon_send(first, backward_data{stamp{0, 2, 0, 1, 0, 4}, image(), image()});  // fenced again
+  caf::anon_send(first, backward_data{stamp{0, 2, 0, 1, 0, 6}, image(), image()});
+  sched.run();
+  CHECK(log->fenced == 2);
+  CHECK(compute->stats().backwards == 1);
+  CHECK(log->forward_ticks == std::vector<int64_t>{1, 2, 3});
+  CHECK(log->forward_generations == std::vector<int32_t>{3, 3, 3});  // what it sends carries its own
   caf::anon_send_exit(first, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
   sched.run();

@@ -1,10 +1,12 @@
-// Starts `petra node --listen 127.0.0.1:0` as a child process and reads the port it bound.
+// Starts `petra node --listen 127.0.0.1:0` as a child process and reads the port it bound; signals it
+// (kill, stop, continue) and waits for its end.
 #pragma once
 
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +45,7 @@ class node_process {
   ~node_process() {
     if (pid_ > 0) {
       kill(pid_, SIGTERM);
+      kill(pid_, SIGCONT);  // a stopped process takes its SIGTERM only once it runs again
       int status = 0;
       waitpid(pid_, &status, 0);
     }
@@ -57,6 +60,23 @@ class node_process {
     pid_ = -1;
     return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   }
+  /// Waits at most `timeout` for the process to end by itself: true when it did, with the signal that
+  /// ended it in `sig` (0: it exited).
+  bool ended_within(std::chrono::milliseconds timeout, int& sig) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        return true;
+      }
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      usleep(20000);
+    }
+  }
+  /// Sends `sig` (SIGSTOP: the node hangs, alive and silent, its sockets open; SIGCONT: it wakes up).
+  void signal(int sig) { REQUIRE(kill(pid_, sig) == 0); }
   void kill_hard() {
     kill(pid_, SIGKILL);
     int status = 0;

@@ -56,6 +56,12 @@ TEST_CASE("an override's value is validated like a file's and named by its --set
   CHECK(contains(error_of({"training.epochs=three"}),
                  "training.epochs in --set training.epochs=three: expected an integer, got 'three'"));
   CHECK(contains(error_of({"training.epochs=0"}), "training.epochs in --set training.epochs=0"));
+  CHECK(contains(
+      error_of({"runtime.heartbeat_timeout=0"}),
+      "runtime.heartbeat_timeout in --set runtime.heartbeat_timeout=0: got 0; seconds a remote node"));
+  CHECK(contains(
+      error_of({"training.method=petraa"}),
+      "training.method in --set training.method=petraa: 'petraa' is not one of backprop, delayed, petra"));
   CHECK(contains(error_of({"training.method=petraa"}),
                  "training.method in --set training.method=petraa: 'petraa' is not one of backprop, delayed, "
                  "petra, forward_gradient"));
