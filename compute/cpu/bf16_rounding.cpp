@@ -16,7 +16,9 @@ tensor cpu_backend::rounded_to_bf16(const tensor& t) {
   return rounded;
 }
 
-tensor cpu_backend::gemm_operand(const tensor& t) { return rounds_to_bf16(precision_) ? rounded_to_bf16(t) : t; }
+tensor cpu_backend::gemm_operand(const tensor& t) {
+  return rounds_to_bf16(precision_) ? rounded_to_bf16(t) : t;
+}
 
 tensor cpu_backend::conv_operand(const tensor& t) {
   return precision_ == math_precision::bf16_emulated ? rounded_to_bf16(t) : t;

@@ -49,9 +49,9 @@ TEST_CASE("ci_smoke in bf16 lowers the loss in simulate and in lockstep, with th
   scratch_dir out;
   std::vector<std::vector<nlohmann::json>> runs;
   for (const std::string mode : {"simulate", "lockstep"}) {
-    const auto result =
-        run_petra("train ci_smoke --set runtime.precision=" + precision + " --set runtime.mode=" + mode +
-                  " --set training.epochs=2 --set output.dir=" + out.path.string() + " --set output.name=" + mode);
+    const auto result = run_petra(
+        "train ci_smoke --set runtime.precision=" + precision + " --set runtime.mode=" + mode +
+        " --set training.epochs=2 --set output.dir=" + out.path.string() + " --set output.name=" + mode);
     INFO(result.output);
     REQUIRE(result.code == 0);
     runs.push_back(read_metrics(out.path / mode / "metrics.jsonl"));
