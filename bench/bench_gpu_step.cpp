@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   backend_options options;
-  options.tf32 = s.tf32;
+  options.precision = s.tf32 ? math_precision::tf32 : math_precision::fp32;
   auto be = make_backend(device::parse("cuda:0"), options);
   std::fprintf(stderr, "backend: %s\n", be->name().c_str());
   bench_step(*be, s);

@@ -1,7 +1,9 @@
 // One training step (forward + loss + backward + SGD update; backprop, J = 1) of
 // (a) the default preset at micro-batch 64 and (b) RevNet-18 at micro-batch 32 on 3×32×32:
 // petra against the PyTorch peer (bench/peer/revnet_peer.py, same architecture, same batch,
-// same thread count), both timed in this run. Prints medians and the ratio ours/peer.
+// same thread count), both timed in this run. Prints medians and the ratio ours/peer, and a bf16
+// row per model (runtime.precision: bf16, or bf16_emulated on a CPU without bf16 instructions)
+// against the same fp32 peer.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/cpu/bf16_support.hpp"
 #include "compute/init.hpp"
 #include "compute/models/revnet.hpp"
 #include "compute/pipeline/stage.hpp"
@@ -24,8 +27,9 @@ struct timing {
   double min_ms;
 };
 
-timing time_ours(const std::string& arch, shape_t input, int batch, int threads, int warmup, int iters) {
-  auto be = make_cpu_backend(threads);
+timing time_ours(const std::string& arch, shape_t input, int batch, int threads, int warmup, int iters,
+                 math_precision precision) {
+  auto be = make_cpu_backend(threads, precision);
   revnet_spec spec = revnet_preset(arch);
   spec.in_channels = static_cast<int>(input[0]), spec.height = static_cast<int>(input[1]);
   spec.width = static_cast<int>(input[2]);
@@ -102,21 +106,31 @@ int main(int argc, char** argv) {
       threads, iters);
   std::printf("%-40s %6s %12s %12s %12s %12s %8s\n", "model", "batch", "petra ms", "(min)", "torch ms",
               "(min)", "ratio");
+  const math_precision bf16 =
+      missing_bf16_instructions(cpu_flags()).empty() ? math_precision::bf16 : math_precision::bf16_emulated;
   int failures = 0;
   for (const bench_case& c : cases) {
-    const timing ours = time_ours(c.arch, c.input, c.batch, threads, 3, iters);
+    const timing ours = time_ours(c.arch, c.input, c.batch, threads, 3, iters, math_precision::fp32);
+    const timing ours_bf16 = time_ours(c.arch, c.input, c.batch, threads, 3, iters, bf16);
     timing peer{};
     std::string why;
-    if (time_peer(c.arch, c.input, c.batch, threads, 3, iters, peer, why)) {
-      std::printf("%-40s %6d %12.1f %12.1f %12.1f %12.1f %8.2f\n", c.label, c.batch, ours.median_ms,
-                  ours.min_ms, peer.median_ms, peer.min_ms, ours.median_ms / peer.median_ms);
-    } else {
-      std::printf("%-40s %6d %12.1f %12.1f %12s %12s %8s\n", c.label, c.batch, ours.median_ms, ours.min_ms,
-                  "-", "-", "-");
+    const bool have_peer = time_peer(c.arch, c.input, c.batch, threads, 3, iters, peer, why);
+    if (!have_peer) {
       std::fprintf(stderr, "peer: %s\n", why.c_str());
       ++failures;
     }
+    const std::string bf16_label = std::string(c.label) + " " + to_string(bf16);
+    for (const auto& [label, t] : {std::pair<std::string, timing>{c.label, ours}, {bf16_label, ours_bf16}}) {
+      if (have_peer)
+        std::printf("%-40s %6d %12.1f %12.1f %12.1f %12.1f %8.2f\n", label.c_str(), c.batch, t.median_ms,
+                    t.min_ms, peer.median_ms, peer.min_ms, t.median_ms / peer.median_ms);
+      else
+        std::printf("%-40s %6d %12.1f %12.1f %12s %12s %8s\n", label.c_str(), c.batch, t.median_ms, t.min_ms,
+                    "-", "-", "-");
+    }
+    std::printf("%-40s %6s %12.2f  (%s median / fp32 median)\n", "", "", ours_bf16.median_ms / ours.median_ms,
+                to_string(bf16));
   }
-  std::printf("\nratio = petra median / torch median (target <= 1.2, goal <= 0.8)\n");
+  std::printf("\nratio = petra median / torch median (target <= 1.2, goal <= 0.8); the peer is fp32\n");
   return failures ? 1 : 0;
 }

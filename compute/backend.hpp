@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "compute/precision.hpp"
 #include "compute/tensor.hpp"
 
 namespace petra {
@@ -201,7 +202,8 @@ class backend {
                                const sgd_update_params& p) = 0;
 };
 
-/// The CPU backend (Eigen, OpenBLAS, oneDNN), using `threads` threads.
-std::unique_ptr<backend> make_cpu_backend(int threads);
+/// The CPU backend (Eigen, OpenBLAS, oneDNN), using `threads` threads. It does not check that
+/// the CPU has bf16 instructions (make_backend does).
+std::unique_ptr<backend> make_cpu_backend(int threads, math_precision precision = math_precision::fp32);
 
 }  // namespace petra

@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "compute/cpu/bf16_support.hpp"
 #include "compute/sim/sim_backend.hpp"
 #include "compute/sim/sim_devices.hpp"
 
@@ -12,8 +13,24 @@
 
 namespace petra {
 
+namespace {
+
+/// bf16 on the CPU kernels (a CPU or sim device) needs the CPU's bf16 instructions: without them
+/// oneDNN's bf16 convolutions are slow emulations or missing; bf16_emulated is the knowing choice.
+void require_bf16_instructions(const backend_options& options) {
+  if (options.precision != math_precision::bf16) return;
+  const std::string missing = missing_bf16_instructions(cpu_flags());
+  if (!missing.empty())
+    throw std::invalid_argument("runtime.precision: bf16 needs bf16 instructions, and " + missing +
+                                ": set runtime.precision: bf16_emulated (the same rounding on fp32 "
+                                "kernels, slower) or fp32");
+}
+
+}  // namespace
+
 std::unique_ptr<backend> make_backend(const device& where, const backend_options& options) {
-  if (where.type == device_type::cpu) return make_cpu_backend(options.threads);
+  if (where.type != device_type::cuda) require_bf16_instructions(options);
+  if (where.type == device_type::cpu) return make_cpu_backend(options.threads, options.precision);
   if (where.type == device_type::sim) {
     if (!options.sim)
       throw std::invalid_argument(
@@ -23,12 +40,13 @@ std::unique_ptr<backend> make_backend(const device& where, const backend_options
     sim.threads = options.threads;
     sim.latency_us = options.sim_latency_us;
     sim.skip_import_wait = options.sim_skip_import_wait;
+    sim.precision = options.precision;
     return make_sim_backend(*options.sim, where.index, sim);
   }
 #ifdef PETRA_HAVE_CUDA
   std::string why;
   if (!cuda_usable(&why)) throw std::invalid_argument("device " + where.str() + " is not usable: " + why);
-  return make_cuda_backend(where.index, options.tf32, options.deterministic);
+  return make_cuda_backend(where.index, options.precision, options.deterministic);
 #else
   throw std::invalid_argument(
       "device " + where.str() +

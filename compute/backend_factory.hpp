@@ -14,8 +14,9 @@ namespace petra {
 class sim_devices;
 
 struct backend_options {
-  int threads = 1;             // CPU and sim: compute threads
-  bool tf32 = false;           // CUDA: TF32 tensor-core math for convolutions and GEMMs
+  int threads = 1;  // CPU and sim: compute threads
+  /// How convolutions and GEMMs round their operands (runtime.precision), on every device.
+  math_precision precision = math_precision::fp32;
   bool deterministic = false;  // CUDA: deterministic algorithms only (tests, lockstep parity)
   /// sim:N: the run's simulated devices (one worker thread per device, shared by its backends);
   /// required for a sim device. The backend keeps its device alive, not the registry.
@@ -25,7 +26,9 @@ struct backend_options {
 };
 
 /// A backend for `where` ("cpu", "cuda:N", "sim:N"); throws std::invalid_argument naming the
-/// device and the reason when this build or this machine cannot provide it.
+/// device and the reason when this build or this machine cannot provide it, and naming
+/// runtime.precision when it is bf16 on a CPU or sim device and the CPU has neither AVX512-BF16
+/// nor AMX-BF16 (bf16_emulated runs anywhere).
 std::unique_ptr<backend> make_backend(const device& where, const backend_options& options);
 
 /// True when this build has the CUDA backend and a GPU is usable; `why` says why not.

@@ -45,8 +45,10 @@ enum class tick_order { forward_first, backward_first };
 /// runtime.pacing (async): stages bound their own lead (2(J−j)+1 awaiting backward) or only the
 /// loader's credits do.
 enum class async_pacing { stages, loader };
-/// runtime.precision of GPU stages: fp32, or TF32 tensor-core math.
-enum class gpu_precision { fp32, tf32 };
+/// runtime.precision: how every stage's convolutions and GEMMs round their operands: fp32, TF32
+/// tensor-core math (GPU stages; CPU and sim stages compute in fp32), bf16 operands with fp32 sums
+/// (a CPU needs AVX512-BF16 or AMX), or bf16's rounding on fp32 kernels (any CPU).
+enum class compute_precision { fp32, tf32, bf16, bf16_emulated };
 /// faults.recovery: rebuild only the lost stages where the runtime can, or roll every stage back.
 enum class recovery_scope { local, global };
 
@@ -128,9 +130,12 @@ struct choice_names<async_pacing> {
       {{"stages", async_pacing::stages}, {"loader", async_pacing::loader}}};
 };
 template <>
-struct choice_names<gpu_precision> {
-  static constexpr name_table<gpu_precision, 2> table = {
-      {{"fp32", gpu_precision::fp32}, {"tf32", gpu_precision::tf32}}};
+struct choice_names<compute_precision> {
+  static constexpr name_table<compute_precision, 4> table = {
+      {{"fp32", compute_precision::fp32},
+       {"tf32", compute_precision::tf32},
+       {"bf16", compute_precision::bf16},
+       {"bf16_emulated", compute_precision::bf16_emulated}}};
 };
 template <>
 struct choice_names<recovery_scope> {

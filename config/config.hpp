@@ -158,8 +158,9 @@ struct runtime_config {
   int credits = 0;             // actors: micro-batches in flight at most; 0 = 2J − 1
   async_pacing pacing =
       async_pacing::stages;  // async: stages (stage j forwards while < 2(J−j)+1 await backward) | loader
-  gpu_precision precision = gpu_precision::fp32;  // GPU stages: fp32 | tf32 (TF32 tensor-core math)
-  bool deterministic = false;                     // GPU stages: deterministic algorithms only
+  // Convolutions and GEMMs: fp32 | tf32 (GPU stages) | bf16 | bf16_emulated (docs/mixed_precision.md)
+  compute_precision precision = compute_precision::fp32;
+  bool deterministic = false;       // GPU stages: deterministic algorithms only
   int inversion_sample_every = 50;  // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches; 0 = never
   int sim_latency_us = 0;  // sim:N stages: each op waits this long before it runs (shows a missing wait)
   bool sim_skip_import_wait = false;  // sim:N stages, tests only: a received tensor is used without waiting

@@ -20,7 +20,7 @@ using field_ref =
                  std::vector<int64_t>*, std::vector<float>*, std::vector<double>*, std::vector<std::string>*,
                  std::vector<device_spec>*, runtime_mode*, training_method*, model_arch*, stem_kind*,
                  block_kind*, dataset_kind*, bad_image_policy*, lr_schedule*, config::tick_order*,
-                 async_pacing*, gpu_precision*, recovery_scope*, gradient_guess*, gradient_target*>;
+                 async_pacing*, compute_precision*, recovery_scope*, gradient_guess*, gradient_target*>;
 
 struct field {
   std::string key;

@@ -103,11 +103,30 @@ device device_of(const config::run_config& c, std::size_t j) {
   return device{};
 }
 
+namespace {
+
+/// runtime.precision as the backends take it.
+math_precision math_precision_of(config::compute_precision p) {
+  switch (p) {
+    case config::compute_precision::fp32:
+      return math_precision::fp32;
+    case config::compute_precision::tf32:
+      return math_precision::tf32;
+    case config::compute_precision::bf16:
+      return math_precision::bf16;
+    case config::compute_precision::bf16_emulated:
+      return math_precision::bf16_emulated;
+  }
+  return math_precision::fp32;
+}
+
+}  // namespace
+
 std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::size_t j,
                                             const std::shared_ptr<sim_devices>& sim, int threads) {
   backend_options options;
   options.threads = threads > 0 ? threads : j < c.pipeline.threads.size() ? c.pipeline.threads[j] : 1;
-  options.tf32 = c.runtime.precision == config::gpu_precision::tf32;
+  options.precision = math_precision_of(c.runtime.precision);
   options.deterministic = c.runtime.deterministic;
   options.sim = sim;
   options.sim_latency_us = c.runtime.sim_latency_us;

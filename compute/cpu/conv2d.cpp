@@ -1,4 +1,5 @@
-// conv2d forward/backward on the CPU by the oneDNN engine (the shapes are checked by backend).
+// conv2d forward/backward on the CPU by the oneDNN engine (the shapes are checked by backend). In
+// bf16 the engine's reorders round the operands; in bf16_emulated they are rounded here first.
 #include "compute/cpu/conv2d_engine.hpp"
 #include "compute/cpu/cpu_backend.hpp"
 
@@ -21,7 +22,8 @@ tensor cpu_backend::conv2d_forward_impl(const tensor& x, const tensor& w, const 
   const conv2d_geometry g = geometry_of(x.shape(), w.shape(), p, b.defined());
   forget_staged_dy();
   tensor y = output({g.n, g.k, g.p(), g.q()});
-  conv_->forward(g, x.data(), w.data(), b.defined() ? b.data() : nullptr, y.data());
+  const tensor x_in = conv_operand(x), w_in = conv_operand(w);
+  conv_->forward(g, x_in.data(), w_in.data(), b.defined() ? b.data() : nullptr, y.data());
   return y;
 }
 
@@ -29,7 +31,9 @@ tensor cpu_backend::conv2d_backward_data_impl(const tensor& dy, const tensor& w,
                                               conv2d_params p) {
   const conv2d_geometry g = geometry_of(x_shape, w.shape(), p, false);
   tensor dx = output(x_shape);
-  conv_->backward_data(g, dy.data(), w.data(), dx.data());
+  // An emulated dy is a fresh copy: the engine's staged dy (another buffer, held) is not reused.
+  const tensor dy_in = conv_operand(dy), w_in = conv_operand(w);
+  conv_->backward_data(g, dy_in.data(), w_in.data(), dx.data());
   staged_dy_ = {};
   return dx;
 }
@@ -37,8 +41,9 @@ tensor cpu_backend::conv2d_backward_data_impl(const tensor& dy, const tensor& w,
 void cpu_backend::conv2d_backward_filter_impl(const tensor& x, const tensor& dy, conv2d_params p, tensor& dw,
                                               tensor& db) {
   const conv2d_geometry g = geometry_of(x.shape(), dw.shape(), p, db.defined());
-  conv_->backward_filter(g, x.data(), dy.data(), dw.data(), db.defined() ? db.data() : nullptr);
-  staged_dy_ = dy;  // held, so its block is not handed out again while the engine keeps its copy
+  const tensor x_in = conv_operand(x), dy_in = conv_operand(dy);
+  conv_->backward_filter(g, x_in.data(), dy_in.data(), dw.data(), db.defined() ? db.data() : nullptr);
+  staged_dy_ = dy_in;  // held, so its block is not handed out again while the engine keeps its copy
 }
 
 void cpu_backend::forget_staged_dy() {

@@ -1,5 +1,7 @@
 // oneDNN convolution primitives, cached per shape, with reorders between the
-// callers' plain layouts and the layouts oneDNN picks (format_tag::any).
+// callers' plain layouts and the layouts oneDNN picks (format_tag::any). Each primitive gets its
+// scratchpad from the engine (scratchpad_mode::user): oneDNN's own is tied to the thread that built
+// the primitive, and a stage's actor runs on whichever thread the scheduler gives it.
 #include "compute/cpu/conv2d_engine.hpp"
 
 #include <algorithm>
@@ -24,7 +26,17 @@ constexpr int slot_dst = 2;      // y, dy
 memory::desc plain(const dims& d, memory::format_tag tag) {
   return memory::desc(d, memory::data_type::f32, tag);
 }
-memory::desc any(const dims& d) { return memory::desc(d, memory::data_type::f32, memory::format_tag::any); }
+memory::desc any(const dims& d, memory::data_type type = memory::data_type::f32) {
+  return memory::desc(d, type, memory::format_tag::any);
+}
+
+/// Points `scratch` (a primitive's scratchpad desc, of size 0 when it needs none) at the engine's
+/// scratchpad and adds it to the primitive's arguments.
+void with_scratchpad(memory& scratch, tensor& scratchpad, std::unordered_map<int, memory>& args) {
+  if (scratch.get_desc().get_size() == 0) return;
+  scratch.set_data_handle(scratchpad.data());
+  args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
+}
 
 }  // namespace
 
@@ -51,26 +63,31 @@ struct conv2d_engine::operand {
   memory user;
   memory internal;        // == user when no reorder is needed
   dnnl::reorder convert;  // user → internal (inputs) or internal → user (outputs)
+  memory scratch;         // the reorder's scratchpad (in the engine's), when it needs one
   int slot = -1;          // workspace slot of `internal`; -1 when internal is user
 };
 
 struct conv2d_engine::primitives {
   dnnl::convolution_forward forward;
   operand fwd_x, fwd_w, fwd_y;
-  memory fwd_b;
+  memory fwd_b, fwd_scratch;
 
   dnnl::convolution_backward_data backward_data;
   operand bwd_dy, bwd_w, bwd_dx;
+  memory bwd_scratch;
 
   dnnl::convolution_backward_weights backward_weights;
   operand bww_x, bww_dy, bww_dw;  // bww_dw's reorder adds into the caller's dw
   memory bww_db;                  // into db_scratch, then added to the caller's db
+  memory bww_scratch;
   tensor db_scratch;
 
   std::size_t slot_bytes[3] = {0, 0, 0};
+  std::size_t scratchpad_bytes = 0;  // the largest scratchpad of these primitives and reorders
 };
 
-conv2d_engine::conv2d_engine(int threads) : threads_(threads), dnnl_(std::make_unique<dnnl_state>()) {}
+conv2d_engine::conv2d_engine(int threads, bool bf16_operands)
+    : threads_(threads), bf16_operands_(bf16_operands), dnnl_(std::make_unique<dnnl_state>()) {}
 
 conv2d_engine::~conv2d_engine() = default;
 
@@ -88,8 +105,17 @@ conv2d_engine::primitives& conv2d_engine::lookup(const conv2d_geometry& g) {
   const memory::desc y_plain = plain(y_dims, memory::format_tag::nchw);
   const memory::desc b_plain = plain(b_dims, memory::format_tag::x);
   const memory::desc no_bias;
+  // The inputs' type: bf16 copies made by the reorders, or fp32; results are always fp32.
+  const memory::data_type in = bf16_operands_ ? memory::data_type::bf16 : memory::data_type::f32;
 
   auto p = std::make_unique<primitives>();
+  dnnl::primitive_attr user_scratchpad;
+  user_scratchpad.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  // A primitive's scratchpad: a view of the engine's, bound before each execution.
+  auto scratchpad_of = [&](const memory::desc& wanted) {
+    p->scratchpad_bytes = std::max(p->scratchpad_bytes, wanted.get_size());
+    return memory(wanted, eng, DNNL_MEMORY_NONE);
+  };
   auto make_operand = [&](const memory::desc& user_desc, const memory::desc& wanted, bool is_output, int slot,
                           bool accumulate) {
     operand o;
@@ -101,14 +127,17 @@ conv2d_engine::primitives& conv2d_engine::lookup(const conv2d_geometry& g) {
     o.internal = memory(wanted, eng, DNNL_MEMORY_NONE);
     o.slot = slot;
     p->slot_bytes[slot] = std::max(p->slot_bytes[slot], wanted.get_size());
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = user_scratchpad;
     if (accumulate) {
       dnnl::post_ops sum;
       sum.append_sum(1.f);
       attr.set_post_ops(sum);
     }
-    o.convert = is_output ? dnnl::reorder(dnnl::reorder::primitive_desc(o.internal, o.user, attr))
-                          : dnnl::reorder(dnnl::reorder::primitive_desc(o.user, o.internal, attr));
+    const dnnl::reorder::primitive_desc pd = is_output
+                                                 ? dnnl::reorder::primitive_desc(o.internal, o.user, attr)
+                                                 : dnnl::reorder::primitive_desc(o.user, o.internal, attr);
+    o.convert = dnnl::reorder(pd);
+    o.scratch = scratchpad_of(pd.scratchpad_desc());
     return o;
   };
 
@@ -117,29 +146,33 @@ conv2d_engine::primitives& conv2d_engine::lookup(const conv2d_geometry& g) {
     const auto prop = dnnl::prop_kind::forward_training;
     const auto algo = dnnl::algorithm::convolution_direct;
     const dnnl::convolution_forward::primitive_desc fwd_pd(
-        dnnl::convolution_forward::desc(prop, algo, any(x_dims), any(w_dims), g.bias ? b_plain : no_bias,
-                                        any(y_dims), strides, pads, pads),
-        eng);
+        dnnl::convolution_forward::desc(prop, algo, any(x_dims, in), any(w_dims, in),
+                                        g.bias ? b_plain : no_bias, any(y_dims), strides, pads, pads),
+        user_scratchpad, eng);
     p->forward = dnnl::convolution_forward(fwd_pd);
+    p->fwd_scratch = scratchpad_of(fwd_pd.scratchpad_desc());
     p->fwd_x = make_operand(x_plain, fwd_pd.src_desc(), false, slot_src, false);
     p->fwd_w = make_operand(w_plain, fwd_pd.weights_desc(), false, slot_weights, false);
     p->fwd_y = make_operand(y_plain, fwd_pd.dst_desc(), true, slot_dst, false);
     p->fwd_b = memory(b_plain, eng, DNNL_MEMORY_NONE);
 
     const dnnl::convolution_backward_data::primitive_desc bwd_pd(
-        dnnl::convolution_backward_data::desc(algo, any(x_dims), any(w_dims), any(y_dims), strides, pads,
-                                              pads),
-        eng, fwd_pd);
+        dnnl::convolution_backward_data::desc(algo, any(x_dims), any(w_dims, in), any(y_dims, in), strides,
+                                              pads, pads),
+        user_scratchpad, eng, fwd_pd);
     p->backward_data = dnnl::convolution_backward_data(bwd_pd);
+    p->bwd_scratch = scratchpad_of(bwd_pd.scratchpad_desc());
     p->bwd_dy = make_operand(y_plain, bwd_pd.diff_dst_desc(), false, slot_dst, false);
     p->bwd_w = make_operand(w_plain, bwd_pd.weights_desc(), false, slot_weights, false);
     p->bwd_dx = make_operand(x_plain, bwd_pd.diff_src_desc(), true, slot_src, false);
 
     const dnnl::convolution_backward_weights::primitive_desc bww_pd(
-        dnnl::convolution_backward_weights::desc(algo, any(x_dims), any(w_dims), g.bias ? b_plain : no_bias,
-                                                 any(y_dims), strides, pads, pads),
-        eng, fwd_pd);
+        dnnl::convolution_backward_weights::desc(algo, any(x_dims, in), any(w_dims),
+                                                 g.bias ? b_plain : no_bias, any(y_dims, in), strides, pads,
+                                                 pads),
+        user_scratchpad, eng, fwd_pd);
     p->backward_weights = dnnl::convolution_backward_weights(bww_pd);
+    p->bww_scratch = scratchpad_of(bww_pd.scratchpad_desc());
     p->bww_x = make_operand(x_plain, bww_pd.src_desc(), false, slot_src, false);
     p->bww_dy = make_operand(y_plain, bww_pd.diff_dst_desc(), false, slot_dst, false);
     p->bww_dw = make_operand(w_plain, bww_pd.diff_weights_desc(), true, slot_weights, true);
@@ -156,6 +189,9 @@ conv2d_engine::primitives& conv2d_engine::lookup(const conv2d_geometry& g) {
     if (floats > 0 && (!workspace_[slot].defined() || workspace_[slot].numel() < floats))
       workspace_[slot] = tensor::empty({floats});
   }
+  const auto scratch_floats = static_cast<int64_t>((p->scratchpad_bytes + sizeof(float) - 1) / sizeof(float));
+  if (scratch_floats > 0 && (!scratchpad_.defined() || scratchpad_.numel() < scratch_floats))
+    scratchpad_ = tensor::empty({scratch_floats});
   return *cache_.emplace(g, std::move(p)).first->second;
 }
 
@@ -165,11 +201,17 @@ void conv2d_engine::bind(operand& o, const void* user_data) {
 }
 
 void conv2d_engine::stage_in(operand& o) {
-  if (o.slot >= 0) o.convert.execute(dnnl_->stream, o.user, o.internal);
+  if (o.slot < 0) return;
+  std::unordered_map<int, memory> args{{DNNL_ARG_FROM, o.user}, {DNNL_ARG_TO, o.internal}};
+  with_scratchpad(o.scratch, scratchpad_, args);
+  o.convert.execute(dnnl_->stream, args);
 }
 
 void conv2d_engine::stage_out(operand& o) {
-  if (o.slot >= 0) o.convert.execute(dnnl_->stream, o.internal, o.user);
+  if (o.slot < 0) return;
+  std::unordered_map<int, memory> args{{DNNL_ARG_FROM, o.internal}, {DNNL_ARG_TO, o.user}};
+  with_scratchpad(o.scratch, scratchpad_, args);
+  o.convert.execute(dnnl_->stream, args);
 }
 
 void conv2d_engine::forward(const conv2d_geometry& g, const float* x, const float* w, const float* b,
@@ -189,6 +231,7 @@ void conv2d_engine::forward(const conv2d_geometry& g, const float* x, const floa
     p.fwd_b.set_data_handle(const_cast<float*>(b));
     args.emplace(DNNL_ARG_BIAS, p.fwd_b);
   }
+  with_scratchpad(p.fwd_scratch, scratchpad_, args);
   p.forward.execute(dnnl_->stream, args);
   stage_out(p.fwd_y);
   dnnl_->stream.wait();
@@ -207,9 +250,11 @@ void conv2d_engine::backward_data(const conv2d_geometry& g, const float* dy, con
   staged_dy_ = nullptr;
   if (!dy_staged) stage_in(p.bwd_dy);
   stage_in(p.bwd_w);
-  p.backward_data.execute(dnnl_->stream, {{DNNL_ARG_DIFF_DST, p.bwd_dy.internal},
-                                          {DNNL_ARG_WEIGHTS, p.bwd_w.internal},
-                                          {DNNL_ARG_DIFF_SRC, p.bwd_dx.internal}});
+  std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, p.bwd_dy.internal},
+                                       {DNNL_ARG_WEIGHTS, p.bwd_w.internal},
+                                       {DNNL_ARG_DIFF_SRC, p.bwd_dx.internal}};
+  with_scratchpad(p.bwd_scratch, scratchpad_, args);
+  p.backward_data.execute(dnnl_->stream, args);
   stage_out(p.bwd_dx);
   dnnl_->stream.wait();
 }
@@ -227,6 +272,7 @@ void conv2d_engine::backward_filter(const conv2d_geometry& g, const float* x, co
                                        {DNNL_ARG_DIFF_DST, p.bww_dy.internal},
                                        {DNNL_ARG_DIFF_WEIGHTS, p.bww_dw.internal}};
   if (g.bias) args.emplace(DNNL_ARG_DIFF_BIAS, p.bww_db);
+  with_scratchpad(p.bww_scratch, scratchpad_, args);
   p.backward_weights.execute(dnnl_->stream, args);
   stage_out(p.bww_dw);  // a reorder with a sum post-op: dw += the new gradient
   dnnl_->stream.wait();

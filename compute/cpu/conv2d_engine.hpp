@@ -1,6 +1,6 @@
 // oneDNN convolutions over plain NCHW/OIHW buffers. Primitives are cached per shape
 // and run in oneDNN's blocked layouts behind reorders: 2-4x faster end to end here
-// than oneDNN's plain-NCHW (gemm) kernels.
+// than oneDNN's plain-NCHW (gemm) kernels. With bf16 operands those reorders also round.
 #pragma once
 
 #include <cstdint>
@@ -26,10 +26,12 @@ struct conv2d_geometry {
 };
 
 /// Owns the oneDNN engine, stream, cached primitives and the workspace that holds
-/// operands in oneDNN's layouts. Not thread-safe: one caller at a time.
+/// operands in oneDNN's layouts. Not thread-safe: one caller at a time. The callers' buffers are
+/// fp32; with `bf16_operands` the primitives read bf16 copies of the inputs (x, w, dy, rounded to
+/// nearest even by the reorders) and write fp32 results (y, dx, dw, db) from fp32 accumulators.
 class conv2d_engine {
  public:
-  explicit conv2d_engine(int threads);
+  conv2d_engine(int threads, bool bf16_operands);
   ~conv2d_engine();
   conv2d_engine(const conv2d_engine&) = delete;
   conv2d_engine& operator=(const conv2d_engine&) = delete;
@@ -53,10 +55,12 @@ class conv2d_engine {
   void stage_out(operand& o);
 
   int threads_;
+  bool bf16_operands_;
   struct dnnl_state;
   std::unique_ptr<dnnl_state> dnnl_;  // engine and stream (keeps dnnl.hpp out of this header)
   std::map<conv2d_geometry, std::unique_ptr<primitives>> cache_;
   tensor workspace_[3];  // operands in oneDNN layouts: 0 x/dx, 1 w/dw, 2 y/dy
+  tensor scratchpad_;    // every primitive's and reorder's scratchpad (one runs at a time)
   // The dy whose reordered copy workspace_[2] holds after a backward_filter, and the
   // operand that made it: the backward_data that follows in a layer's backward skips that reorder.
   const float* staged_dy_ = nullptr;

@@ -18,17 +18,21 @@ constexpr std::size_t max_idle_pool_bytes = std::size_t{1} << 30;
 
 }  // namespace
 
-cpu_backend::cpu_backend(int threads) : threads_(threads) {
+cpu_backend::cpu_backend(int threads, math_precision precision) : threads_(threads), precision_(precision) {
   if (threads < 1)
     throw std::invalid_argument("make_cpu_backend: threads = " + std::to_string(threads) +
                                 ", expected at least 1 (the number of compute threads)");
   pool_ = host_pool::create(max_idle_pool_bytes);
-  conv_ = std::make_unique<conv2d_engine>(threads);
+  // bf16_emulated rounds the operands itself and runs the fp32 convolutions.
+  conv_ = std::make_unique<conv2d_engine>(threads, precision == math_precision::bf16);
 }
 
 cpu_backend::~cpu_backend() = default;
 
-std::string cpu_backend::name() const { return "cpu (oneDNN, " + std::to_string(threads_) + " threads)"; }
+std::string cpu_backend::name() const {
+  const std::string math = rounds_to_bf16(precision_) ? std::string(", ") + to_string(precision_) : "";
+  return "cpu (oneDNN, " + std::to_string(threads_) + " threads" + math + ")";
+}
 
 tensor cpu_backend::output(const shape_t& shape) { return pool_->empty(shape); }
 
@@ -73,6 +77,8 @@ tensor cpu_backend::import_impl(const tensor& t) {
   return t;
 }
 
-std::unique_ptr<backend> make_cpu_backend(int threads) { return std::make_unique<cpu_backend>(threads); }
+std::unique_ptr<backend> make_cpu_backend(int threads, math_precision precision) {
+  return std::make_unique<cpu_backend>(threads, precision);
+}
 
 }  // namespace petra

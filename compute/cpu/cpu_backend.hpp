@@ -1,5 +1,6 @@
 // The CPU backend: fp32 NCHW ops on host memory; convolutions by oneDNN, linear by
-// OpenBLAS, the rest by OpenMP loops. Each op lives in the file named after its family.
+// OpenBLAS, the rest by OpenMP loops. Each op lives in the file named after its family. In bf16
+// the convolutions and GEMMs round their operands to bf16 and sum in fp32 (compute/precision.hpp).
 #pragma once
 
 #include <memory>
@@ -16,12 +17,13 @@ class conv2d_engine;
 /// ops run on `threads` OpenMP threads of the calling thread's team.
 class cpu_backend final : public backend {
  public:
-  explicit cpu_backend(int threads);
+  explicit cpu_backend(int threads, math_precision precision = math_precision::fp32);
   ~cpu_backend() override;
 
   device where() const override { return device{}; }
   std::string name() const override;
   int threads() const { return threads_; }
+  math_precision precision() const { return precision_; }
 
  private:
   // cpu_backend.cpp
@@ -92,7 +94,17 @@ class cpu_backend final : public backend {
   /// A fresh, uninitialised output tensor from the recycling pool.
   tensor output(const shape_t& shape);
 
+  // bf16_rounding.cpp
+  /// A fresh pooled copy of `t` with each value rounded to the nearest bf16 (ties to even).
+  tensor rounded_to_bf16(const tensor& t);
+  /// A GEMM operand as linear uses it: rounded to bf16 in bf16 and bf16_emulated, else `t`.
+  tensor gemm_operand(const tensor& t);
+  /// A convolution operand as the engine gets it: rounded in bf16_emulated, else `t` (in bf16
+  /// the engine's reorders to its bf16 layouts round).
+  tensor conv_operand(const tensor& t);
+
   int threads_;
+  math_precision precision_;
   std::shared_ptr<host_pool> pool_;
   std::unique_ptr<conv2d_engine> conv_;  // oneDNN engine, stream, primitive cache
   tensor staged_dy_;                     // the dy the engine holds reordered (conv2d.cpp)

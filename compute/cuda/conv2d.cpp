@@ -1,4 +1,5 @@
 // conv2d forward/backward on the GPU by cuDNN, with the shape's cached plan (shapes checked by backend).
+// In bf16 the operands are rounded first (bf16_operands.cpp); dw, dx, y and db stay fp32.
 #include "compute/cuda/checks.hpp"
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
@@ -27,10 +28,11 @@ tensor cuda_backend::conv2d_forward_impl(const tensor& x, const tensor& w, const
   if (!plan.forward) plan.forward = cuda::choose_forward(context_->dnn(), plan, policy_);
   const cuda::conv_algorithm& a = *plan.forward;
   tensor y = output(plan.geometry.y_shape());
+  const tensor x_in = bf16_operand(x), w_in = bf16_operand(w);
   plan.conv.set_math(cuda::math_for(policy_, a.math));
   void* workspace = context_->workspace(a.workspace_bytes);
-  PETRA_CUDA_CHECK(cudnnConvolutionForward(context_->dnn(), &one, plan.x.get(), x.data(), plan.w.get(),
-                                           w.data(), plan.conv.get(),
+  PETRA_CUDA_CHECK(cudnnConvolutionForward(context_->dnn(), &one, plan.x.get(), x_in.data(), plan.w.get(),
+                                           w_in.data(), plan.conv.get(),
                                            static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), workspace,
                                            a.workspace_bytes, &zero, plan.y.get(), y.data()));
   if (b.defined())
@@ -46,10 +48,11 @@ tensor cuda_backend::conv2d_backward_data_impl(const tensor& dy, const tensor& w
   if (!plan.backward_data) plan.backward_data = cuda::choose_backward_data(context_->dnn(), plan, policy_);
   const cuda::conv_algorithm& a = *plan.backward_data;
   tensor dx = output(x_shape);
+  const tensor dy_in = bf16_operand(dy), w_in = bf16_operand(w);
   plan.conv.set_math(cuda::math_for(policy_, a.math));
   void* workspace = context_->workspace(a.workspace_bytes);
-  PETRA_CUDA_CHECK(cudnnConvolutionBackwardData(context_->dnn(), &one, plan.w.get(), w.data(), plan.y.get(),
-                                                dy.data(), plan.conv.get(),
+  PETRA_CUDA_CHECK(cudnnConvolutionBackwardData(context_->dnn(), &one, plan.w.get(), w_in.data(),
+                                                plan.y.get(), dy_in.data(), plan.conv.get(),
                                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), workspace,
                                                 a.workspace_bytes, &zero, plan.x.get(), dx.data()));
   return dx;
@@ -62,16 +65,17 @@ void cuda_backend::conv2d_backward_filter_impl(const tensor& x, const tensor& dy
   if (!plan.backward_filter)
     plan.backward_filter = cuda::choose_backward_filter(context_->dnn(), plan, policy_);
   const cuda::conv_algorithm& a = *plan.backward_filter;
+  const tensor x_in = bf16_operand(x), dy_in = bf16_operand(dy);
   plan.conv.set_math(cuda::math_for(policy_, a.math));
   void* workspace = context_->workspace(a.workspace_bytes);
   // beta = 1: parameter gradients accumulate.
-  PETRA_CUDA_CHECK(
-      cudnnConvolutionBackwardFilter(context_->dnn(), &one, plan.x.get(), x.data(), plan.y.get(), dy.data(),
-                                     plan.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
-                                     workspace, a.workspace_bytes, &one, plan.w.get(), dw.data()));
+  PETRA_CUDA_CHECK(cudnnConvolutionBackwardFilter(
+      context_->dnn(), &one, plan.x.get(), x_in.data(), plan.y.get(), dy_in.data(), plan.conv.get(),
+      static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), workspace, a.workspace_bytes, &one, plan.w.get(),
+      dw.data()));
   // Our own reduction rather than cudnnConvolutionBackwardBias: fixed order, deterministic.
   if (db.defined())
-    cuda::kernels::add_channel_sums(dy.data(), db.data(), plan.geometry.n, plan.geometry.k,
+    cuda::kernels::add_channel_sums(dy_in.data(), db.data(), plan.geometry.n, plan.geometry.k,
                                     plan.geometry.p() * plan.geometry.q(), stream());
 }
 

@@ -7,10 +7,11 @@
 
 namespace petra {
 
-cuda_backend::cuda_backend(int device_index, bool tf32, bool deterministic) : index_(device_index) {
-  policy_.tf32 = tf32;
+cuda_backend::cuda_backend(int device_index, math_precision precision, bool deterministic)
+    : index_(device_index), precision_(precision) {
+  policy_.tf32 = precision == math_precision::tf32;
   policy_.deterministic = deterministic;
-  context_ = std::make_unique<cuda::device_context>(device_index, tf32);
+  context_ = std::make_unique<cuda::device_context>(device_index, policy_.tf32);
 }
 
 cuda_backend::~cuda_backend() = default;
@@ -20,8 +21,8 @@ std::string cuda_backend::name() const {
   std::string gpu = "?";
   if (cudaGetDeviceProperties(&props, index_) == cudaSuccess) gpu = props.name;
   cudaGetLastError();
-  return where().str() + " (" + gpu + ", cuDNN " + std::to_string(cudnnGetVersion()) +
-         (policy_.tf32 ? ", TF32" : ", fp32") + (policy_.deterministic ? ", deterministic" : "") + ")";
+  return where().str() + " (" + gpu + ", cuDNN " + std::to_string(cudnnGetVersion()) + ", " +
+         to_string(precision_) + (policy_.deterministic ? ", deterministic" : "") + ")";
 }
 
 cudaStream_t cuda_backend::stream() const { return context_->stream(); }
@@ -74,8 +75,8 @@ void cuda_backend::fill_zero_impl(tensor& t) {
   if (t.numel()) PETRA_CUDA_CHECK(cudaMemsetAsync(t.data(), 0, t.bytes(), stream()));
 }
 
-std::unique_ptr<backend> make_cuda_backend(int device_index, bool tf32, bool deterministic) {
-  return std::make_unique<cuda_backend>(device_index, tf32, deterministic);
+std::unique_ptr<backend> make_cuda_backend(int device_index, math_precision precision, bool deterministic) {
+  return std::make_unique<cuda_backend>(device_index, precision, deterministic);
 }
 
 }  // namespace petra

@@ -14,8 +14,9 @@ namespace petra {
 /// True when a CUDA device can be used; otherwise `why` holds the runtime's reason.
 bool cuda_available(std::string* why);
 
-/// A backend on GPU `device_index`, with its own stream and cuDNN/cuBLAS handles.
-std::unique_ptr<backend> make_cuda_backend(int device_index, bool tf32, bool deterministic);
+/// A backend on GPU `device_index`, with its own stream and cuDNN/cuBLAS handles; `precision` as
+/// compute/precision.hpp says (bf16 and bf16_emulated alike: operands rounded on the GPU, fp32 math).
+std::unique_ptr<backend> make_cuda_backend(int device_index, math_precision precision, bool deterministic);
 
 /// Pinned host tensors from a pool of their own (at most `max_idle_bytes` of freed blocks kept);
 /// thread-safe. Needs a usable GPU (cuda_available).

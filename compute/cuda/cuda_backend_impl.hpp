@@ -25,7 +25,7 @@ class device_context;
 /// import (handover.cpp); every copy to or from the host goes through pinned memory.
 class cuda_backend final : public backend {
  public:
-  cuda_backend(int device_index, bool tf32, bool deterministic);
+  cuda_backend(int device_index, math_precision precision, bool deterministic);
   ~cuda_backend() override;
 
   device where() const override { return device{device_type::cuda, index_}; }
@@ -102,6 +102,9 @@ class cuda_backend final : public backend {
   void enter() const;
   /// A fresh, uninitialised tensor on this GPU.
   tensor output(const shape_t& shape);
+  /// A convolution's or GEMM's operand: in bf16 and bf16_emulated a fresh copy of `t` rounded to
+  /// bf16 (ties to even, as the CPU rounds), else `t` (bf16_operands.cpp).
+  tensor bf16_operand(const tensor& t);
   cuda::conv_plan& conv_plan_for(const shape_t& x_shape, const shape_t& w_shape, conv2d_params p);
   /// `host` (a host tensor) copied to this GPU through pinned memory; `staged`: copy it into a
   /// staging block first (the caller may change `host` afterwards), else a pinned `host` is
@@ -114,6 +117,7 @@ class cuda_backend final : public backend {
   bool reachable_from(int peer);
 
   int index_;
+  math_precision precision_;
   cuda::conv_policy policy_;
   std::unique_ptr<cuda::device_context> context_;
   cuda::dnn_cache dnn_;

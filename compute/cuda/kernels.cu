@@ -36,6 +36,19 @@ __global__ void sub_kernel(const float* a, const float* b, float* out, int64_t c
   PETRA_GRID_STRIDE(i, count) out[i] = a[i] - b[i];
 }
 
+// The CPU twin of round_to_bf16 (compute/precision.hpp), bit for bit.
+__global__ void round_to_bf16_kernel(const float* x, float* out, int64_t count) {
+  PETRA_GRID_STRIDE(i, count) {
+    unsigned bits = __float_as_uint(x[i]);
+    if ((bits & 0x7f800000u) == 0x7f800000u) {
+      if (bits & 0x007fffffu) bits |= 0x00400000u;
+    } else {
+      bits += 0x7fffu + ((bits >> 16) & 1u);
+    }
+    out[i] = __uint_as_float(bits & 0xffff0000u);
+  }
+}
+
 /// Offset of the first maximum of the 2×2 window at `top_left`: 0, 1, w or w + 1.
 __device__ int64_t argmax_2x2(const float* top_left, int64_t w) {
   int64_t best = 0;
@@ -178,6 +191,12 @@ void relu_forward(const float* x, float* y, int64_t count, cudaStream_t stream) 
   if (count == 0) return;
   relu_forward_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(x, y, count);
   check_launch("relu_forward");
+}
+
+void round_to_bf16(const float* x, float* out, int64_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  round_to_bf16_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(x, out, count);
+  check_launch("round_to_bf16");
 }
 
 void relu_backward(const float* y, const float* dy, float* dx, int64_t count, cudaStream_t stream) {

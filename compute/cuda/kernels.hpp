@@ -18,6 +18,9 @@ void add(const float* a, const float* b, float* out, int64_t count, cudaStream_t
 /// out = a − b.
 void sub(const float* a, const float* b, float* out, int64_t count, cudaStream_t stream);
 
+/// out = x rounded to the nearest bf16 (ties to even; NaN stays NaN), kept as fp32.
+void round_to_bf16(const float* x, float* out, int64_t count, cudaStream_t stream);
+
 // --- pooling over `planes` planes of h×w -------------------------------------
 /// 2×2 stride 2; the first maximum of each window in row-major order (as the CPU twin).
 void max_pool2x2_forward(const float* x, float* y, int64_t planes, int64_t h, int64_t w, cudaStream_t stream);

@@ -25,7 +25,7 @@ tensor copy_of(cpu_backend& cpu, const tensor& t) {
 
 sim_backend::sim_backend(std::shared_ptr<sim::device_worker> on, const sim_options& options)
     : device_(std::move(on)), options_(options) {
-  kernels_ = std::make_unique<cpu_backend>(options.threads);  // checks the thread count
+  kernels_ = std::make_unique<cpu_backend>(options.threads, options.precision);  // checks the thread count
   stream_ = device_->open_stream(options.latency_us);
 }
 
@@ -39,6 +39,7 @@ device sim_backend::where() const { return device{device_type::sim, device_->ind
 std::string sim_backend::name() const {
   std::string text = where().str() + " (stream " + std::to_string(stream_->id()) + ", CPU kernels, " +
                      std::to_string(options_.threads) + " threads";
+  if (rounds_to_bf16(options_.precision)) text += std::string(", ") + to_string(options_.precision);
   if (options_.latency_us) text += ", " + std::to_string(options_.latency_us) + " µs per op";
   if (options_.skip_import_wait) text += ", import does not wait";
   return text + ")";

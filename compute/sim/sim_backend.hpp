@@ -25,6 +25,7 @@ struct sim_options {
   int threads = 1;                // the CPU kernels' threads (bit-identical to a CPU backend with as many)
   int latency_us = 0;             // each op waits this long on the worker before it runs
   bool skip_import_wait = false;  // tests only: import does not wait for the producer's event
+  math_precision precision = math_precision::fp32;  // the CPU kernels' (bit-identical to the CPU's)
 };
 
 /// One stream on a simulated device. Ops (their arguments checked by backend) allocate their

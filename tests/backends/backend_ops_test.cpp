@@ -54,14 +54,17 @@ TEST_CASE("sim:0: every op equals the CPU bit for bit, on one and on two threads
 
 namespace {
 
-/// The table on cuda:0 (deterministic algorithms, TF32 or not) against one CPU thread.
-void check_gpu(bool tf32) {
+/// The table on cuda:0 (deterministic algorithms, in `precision`) against one fp32 CPU thread.
+void check_gpu(math_precision precision) {
   backend_options options;
-  options.tf32 = tf32;
+  options.precision = precision;
   options.deterministic = true;
   auto gpu = make_backend(device{device_type::cuda, 0}, options);
   auto reference = make_cpu_backend(1);
-  CHECK(check_table(*gpu, *reference, tf32 ? measure::gpu_tf32 : measure::gpu_fp32) > 0);
+  const measure m = precision == math_precision::tf32 ? measure::gpu_tf32
+                    : rounds_to_bf16(precision)       ? measure::gpu_bf16
+                                                      : measure::gpu_fp32;
+  CHECK(check_table(*gpu, *reference, m) > 0);
 }
 
 }  // namespace
@@ -69,11 +72,17 @@ void check_gpu(bool tf32) {
 TEST_CASE("cuda:0, fp32 and deterministic: every op within the GPU tolerances of the CPU") {
   std::string why;
   if (!cuda_usable(&why)) PETRA_SKIP("no usable GPU: " + why);
-  check_gpu(/*tf32=*/false);
+  check_gpu(math_precision::fp32);
 }
 
 TEST_CASE("cuda:0 with TF32: convolutions and GEMMs within the TF32 tolerance of the CPU") {
   std::string why;
   if (!cuda_usable(&why)) PETRA_SKIP("no usable GPU: " + why);
-  check_gpu(/*tf32=*/true);
+  check_gpu(math_precision::tf32);
+}
+
+TEST_CASE("cuda:0 in bf16: convolutions and GEMMs within the bf16 bound of the fp32 CPU") {
+  std::string why;
+  if (!cuda_usable(&why)) PETRA_SKIP("no usable GPU: " + why);
+  check_gpu(math_precision::bf16);
 }

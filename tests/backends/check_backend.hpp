@@ -1,5 +1,5 @@
 // Runs the op table on a backend and on the CPU reference, and holds every result to the
-// reference's: bit for bit, or within a GPU's fp32 or TF32 tolerances.
+// reference's: bit for bit, within a GPU's fp32 or TF32 tolerances, or within the bf16 bound.
 #pragma once
 
 #include "compute/backend.hpp"
@@ -11,6 +11,8 @@ enum class measure {
   bitwise,   // the CPU and sim backends: the same kernels, the same bits
   gpu_fp32,  // a deterministic fp32 GPU backend: each result within its parity
   gpu_tf32,  // a GPU backend with TF32: only the cases with a tf32 result
+  bf16,      // a CPU or sim backend in bf16 against the fp32 CPU: each result by its bf16 rule
+  gpu_bf16,  // a GPU backend in bf16 against the fp32 CPU: bf16 rule products, else its parity
 };
 
 /// The results of `c` run on `be`, brought to the host.

@@ -48,14 +48,16 @@ std::vector<op_case> convolution_cases() {
                        return op_result{{be.conv2d_forward(in[0], in[1], in[2], p),
                                          be.conv2d_forward(in[0], in[1], tensor{}, p)}};
                      },
-                     {parity::tf32}});
+                     {parity::tf32},
+                     {bf16_rule::products}});
     const shape_t x_shape = g.x;
     cases.push_back({describe("conv2d_backward_data", g),
                      {dy, w},
                      [p, x_shape](backend& be, std::vector<tensor>& in) {
                        return op_result{{be.conv2d_backward_data(in[0], in[1], x_shape, p)}};
                      },
-                     {parity::rounding}});
+                     {parity::rounding},
+                     {bf16_rule::products}});
     // From non-zero gradients: every backend must add to them (+=), with and without a bias.
     const tensor dw = random_host(g.w, rng), db = g.bias ? random_host({g.w[0]}, rng) : tensor{};
     cases.push_back({describe("conv2d_backward_filter, twice", g),
@@ -66,7 +68,9 @@ std::vector<op_case> convolution_cases() {
                        be.conv2d_backward_filter(in[0], in[1], p, in[2], no_bias);
                        return op_result{{in[2], in[3]}};
                      },
-                     {parity::rounding}});
+                     // db too: the backends may sum it from the bf16 copy of dy they convolve.
+                     {parity::rounding},
+                     {bf16_rule::products}});
   }
   return cases;
 }

@@ -26,7 +26,9 @@ std::vector<op_case> linear_cases(std::mt19937& rng) {
                        return op_result{{y, y_no_bias, dx, t[4], t[5]}};
                      },
                      // db is a sum of our own, not a GEMM: fp32 round-off even with TF32.
-                     {parity::tf32, parity::tf32, parity::tf32, parity::tf32, parity::rounding}});
+                     {parity::tf32, parity::tf32, parity::tf32, parity::tf32, parity::rounding},
+                     {bf16_rule::products, bf16_rule::products, bf16_rule::products, bf16_rule::products,
+                      bf16_rule::same}});
   }
   return cases;
 }

@@ -19,6 +19,12 @@ enum class parity {
   tf32,      // a convolution or GEMM: as rounding, and also run on a TF32 backend (tf32_tolerance)
 };
 
+/// The bf16 column: how a result of a bf16 backend (CPU, sim) is held to the fp32 CPU's.
+enum class bf16_rule {
+  same,      // no rounded operand reaches it: the same bits as fp32 (a GPU: within its parity)
+  products,  // sums of products of bf16-rounded operands: within bf16_bound (parity_measures.hpp)
+};
+
 /// What a case's run leaves: tensors of the backend, host tensors (what to_host and an export to
 /// the host return: the same bits on every backend), and scalars.
 struct op_result {
@@ -32,7 +38,8 @@ struct op_case {
   std::vector<tensor> inputs;  // host tensors (or undefined), given to each backend by from_host
   /// Runs on one backend, given that backend's copies of `inputs` (it may write into them).
   std::function<op_result(backend&, std::vector<tensor>&)> run;
-  std::vector<parity> parities;  // one per result tensor, or a single one for all of them
+  std::vector<parity> parities;      // one per result tensor, or a single one for all of them
+  std::vector<bf16_rule> bf16 = {};  // as parities; none: every result bf16_rule::same
 };
 
 /// The whole table, in the order below.

@@ -1,9 +1,11 @@
-// How two backends' results are compared: bit for bit, or by the norm-wise relative error within
-// the tolerances of a GPU's fp32 and TF32 arithmetic; and seeded normal host tensors.
+// How two backends' results are compared: bit for bit, by the norm-wise relative error within
+// the tolerances of a GPU's fp32 and TF32 arithmetic, or elementwise within the bf16 bound; and
+// seeded normal host tensors.
 #pragma once
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -18,6 +20,17 @@ constexpr double op_tolerance = 1e-4;
 /// TF32 convolutions and GEMMs round their inputs to a 10-bit mantissa (≈ 5e-4 relative per
 /// product); norm-wise errors of a few 1e-3 are expected.
 constexpr double tf32_tolerance = 5e-3;
+
+/// bf16 operands, elementwise: bf16(a)·bf16(b) = a·b·(1 + δ₁)(1 + δ₂) with |δᵢ| ≤ u = 2^-8 (8
+/// significant bits, rounding to nearest), and that product is exact in fp32 (8 + 8 ≤ 24 bits). A
+/// sum of n such products, accumulated in fp32 in any order, is then within
+/// (2u + u² + 2γₙ)·Σ|aᵢbᵢ| of the fp32 reference's, γₙ = n·2^-24/(1 − n·2^-24) bounding each side's
+/// fp32 accumulation. The table's longest sum has n = 1024 (linear, I = 1024): this factor holds
+/// for every case. Σ|aᵢbᵢ| is the case run in fp32 on |inputs|, which adds |the initial gradient|
+/// where a result accumulates (looser, still a bound). (bf16 hardware flushes subnormals: none of
+/// the table's normal draws comes near 2^-126.)
+constexpr double bf16_fp32_gamma = (1024.0 / (1 << 24)) / (1 - 1024.0 / (1 << 24));
+constexpr double bf16_bound_factor = 2.0 / 256 + 1.0 / 65536 + 2 * bf16_fp32_gamma;
 
 inline tensor random_host(const shape_t& shape, std::mt19937& rng, float scale = 1.f) {
   std::normal_distribution<float> normal(0.f, scale);
@@ -39,6 +52,21 @@ inline double relative_error(const std::vector<tensor>& a, const std::vector<ten
     }
   }
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+/// The largest |a − b| / (bf16_bound_factor · magnitude) over the elements (≤ 1: within the bf16
+/// bound); all three on the host, of one shape.
+inline double bf16_bound_ratio(const tensor& a, const tensor& b, const tensor& magnitude) {
+  REQUIRE(a.shape() == b.shape());
+  REQUIRE(magnitude.shape() == b.shape());
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double error = std::fabs(static_cast<double>(a.data()[i]) - b.data()[i]);
+    const double bound = bf16_bound_factor * magnitude.data()[i];
+    if (error == 0) continue;
+    worst = std::max(worst, bound > 0 ? error / bound : HUGE_VAL);
+  }
+  return worst;
 }
 
 /// Same shape and the same bits (NaNs included), both on the host; two undefined tensors are equal.

@@ -65,7 +65,7 @@ TEST_CASE("GPU and host: round trips through pinned memory are exact, a wrong ma
 TEST_CASE("two backends on one GPU: no copy, the consumer waits for the producer's event") {
   if (auto why = skip_reason(); !why.empty()) PETRA_SKIP(why);
   cpu_and_gpu be;
-  auto consumer = make_cuda_backend(0, false, true);
+  auto consumer = make_cuda_backend(0, math_precision::fp32, true);
   std::mt19937 rng(31);
   const tensor x = random_host({256, 64, 16, 16}, rng);
   // A long chain on the producer's stream; the consumer reads its result on its own stream.
@@ -83,7 +83,8 @@ TEST_CASE("two backends on one GPU: no copy, the consumer waits for the producer
 
 TEST_CASE("a free waits for the consumers' work: reused memory is not written under a reader") {
   if (auto why = skip_reason(); !why.empty()) PETRA_SKIP(why);
-  auto producer = make_cuda_backend(0, false, true), consumer = make_cuda_backend(0, false, true);
+  auto producer = make_cuda_backend(0, math_precision::fp32, true),
+       consumer = make_cuda_backend(0, math_precision::fp32, true);
   producer->synchronize();
   const std::size_t start = cuda_pool_bytes_in_use(0);
   std::mt19937 rng(32);
@@ -113,8 +114,8 @@ TEST_CASE("a free waits for the consumers' work: reused memory is not written un
 
 TEST_CASE("two GPUs: export records the point, import copies peer to peer (or through the host)") {
   if (auto why = skip_reason(2); !why.empty()) PETRA_SKIP(why);
-  auto first = make_cuda_backend(0, false, true);
-  auto second = make_cuda_backend(1, false, true);
+  auto first = make_cuda_backend(0, math_precision::fp32, true);
+  auto second = make_cuda_backend(1, math_precision::fp32, true);
   std::mt19937 rng(33);
   const tensor x = random_host({3, 1000}, rng);
   const tensor on_first = doubled(*first, first->from_host(x), 3);

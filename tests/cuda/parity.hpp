@@ -17,7 +17,8 @@ namespace petra::testing {
 struct cpu_and_gpu {
   std::unique_ptr<backend> cpu = make_cpu_backend(1);
   std::unique_ptr<backend> gpu;
-  explicit cpu_and_gpu(bool tf32 = false) : gpu(make_cuda_backend(0, tf32, /*deterministic=*/true)) {}
+  explicit cpu_and_gpu(math_precision precision = math_precision::fp32)
+      : gpu(make_cuda_backend(0, precision, /*deterministic=*/true)) {}
 };
 
 /// The relative error of a GPU tensor against its CPU twin.
