@@ -22,7 +22,7 @@ struct train_options {
   int stop_after_snapshots = 0;   // stop as if killed right after writing this many snapshots (tests)
   /// Told the run directory once it exists (and before anything is trained): `petra train` keeps
   /// it for the message a Ctrl-C prints.
-  std::function<void(const std::string& run_dir)> on_run_dir;
+  std::function<void(const std::string& run_dir)> on_run_dir{};
 };
 
 /// Builds the runtime runtime.mode names (the caller knows every runtime; training/ knows none).
