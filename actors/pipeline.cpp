@@ -163,10 +163,6 @@ std::vector<int32_t> actor_pipeline::lost_with(int32_t j) {
   return out;
 }
 
-bool actor_pipeline::on_cpu(int32_t j) const {
-  return device_of(config_, static_cast<std::size_t>(j)).type == device_type::cpu;
-}
-
 void actor_pipeline::respawn(int32_t j) {
   const std::size_t i = static_cast<std::size_t>(j);
   control_.unwatch(stages_[i].address());  // its down, when it comes, is stale

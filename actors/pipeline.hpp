@@ -32,8 +32,6 @@ class actor_pipeline {
   void recover();
   /// Stage-local recovery: the stages lost with stage j (every stage of its node when the node is gone).
   std::vector<int32_t> lost_with(int32_t j);
-  /// Whether stage j computes on the CPU.
-  bool on_cpu(int32_t j) const;
   /// Builds stage j again in place of a lost one (on a spare node when its node is gone), with its
   /// faults, monitored, not yet wired: once every lost stage is built again, rewire it and its
   /// neighbours (which still point at the lost ones). Here, a stage on a simulated device gets a
