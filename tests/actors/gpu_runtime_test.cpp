@@ -1,6 +1,7 @@
 // The actor runtime with stages on a real GPU (DESIGN.md §5): the default preset (J = 8) on
 // cuda:0, mixed with CPU stages and next to a `petra node` process, against the all-CPU run within
 // the parity tolerance of tests/cuda; skipped where no GPU is usable.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -18,9 +19,13 @@ namespace {
 /// 20 micro-batches of 64 images: 10 optimizer steps per stage at k = 2 (as the GPU simulator
 /// parity test of tests/cuda takes), 20 + 2(J − 1) = 34 ticks with the drain.
 constexpr int64_t micro_batches = 20;
-/// tests/cuda/simulator_parity_test.cpp's bound for a whole run: fp32 ops agree to ≤ 1e-4 each,
-/// and ten optimizer steps amplify the differences only mildly.
+/// tests/cuda/simulator_parity_test.cpp's bound for a whole run where round-off stays small.
 constexpr double run_tolerance = 1e-3;
+/// Ten optimizer steps of the default preset amplify round-off more than that: the all-CPU run
+/// with 2 compute threads per stage instead of 1 (another summation order, nothing else) differs
+/// from it by ~3.5e-3 (measured 2026-11-26). A GPU run must stay within this many times that
+/// spread, which each test measures.
+constexpr double spread_factor = 4;
 
 /// Fashion-MNIST's folder: $PETRA_FASHION_MNIST where set (the GPU bundle carries its own copy),
 /// else the Debian package's.
@@ -43,7 +48,7 @@ std::string skip_reason() {
 
 /// The default preset, 20 micro-batches of one epoch, deterministic fp32 GPU math.
 config::run_config gpu_config(const std::string& mode, const std::string& devices,
-                              const std::string& nodes = "") {
+                              const std::string& nodes = "", const std::string& threads = "") {
   std::vector<std::string> sets = {"runtime.mode=" + mode, "runtime.deterministic=true",
                                    "runtime.precision=fp32", "data.path=" + fashion_mnist_dir(),
                                    "data.train_limit=" + std::to_string(micro_batches * 64),
@@ -52,6 +57,7 @@ config::run_config gpu_config(const std::string& mode, const std::string& device
                                    "faults.stall_seconds=240"};
   if (!devices.empty()) sets.push_back("pipeline.devices=" + devices);
   if (!nodes.empty()) sets.push_back("pipeline.nodes=" + nodes);
+  if (!threads.empty()) sets.push_back("pipeline.threads=" + threads);
   return config::load_config("default", sets);
 }
 
@@ -84,17 +90,35 @@ double relative_error(const trained& a, const trained& b, std::string* worst) {
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
-/// Checks a GPU run against the CPU reference: the same micro-batches, the loss and every tensor
-/// within the run tolerance.
-void check_follows(const trained& run, const trained& cpu) {
-  CHECK(run.totals.micro_batches == cpu.totals.micro_batches);
-  CHECK(run.totals.loss_sum == doctest::Approx(cpu.totals.loss_sum).epsilon(run_tolerance));
+/// The all-CPU reference run, and how far the same run with 2 threads per stage lands from it.
+struct cpu_reference {
+  trained run;
+  double spread = 0;
+};
+
+cpu_reference cpu_reference_run() {
+  cpu_reference r;
+  r.run = train_once(gpu_config("lockstep", ""), micro_batches);
+  const trained two_threads = train_once(gpu_config("lockstep", "", "", "[2,2,2,2,2,2,2,2]"), micro_batches);
   std::string worst;
-  const double error = relative_error(run, cpu, &worst);
-  INFO("weights, momentum and running statistics: relative error " << error << ", worst tensor " << worst);
+  r.spread = relative_error(two_threads, r.run, &worst);
+  return r;
+}
+
+/// Checks a GPU run against the CPU reference: the same micro-batches, the loss and every tensor
+/// within the CPU's own spread (times spread_factor), and never looser than needed.
+void check_follows(const trained& run, const cpu_reference& cpu) {
+  const double tolerance = std::max(run_tolerance, spread_factor * cpu.spread);
+  CHECK(run.totals.micro_batches == cpu.run.totals.micro_batches);
+  CHECK(run.totals.loss_sum == doctest::Approx(cpu.run.totals.loss_sum).epsilon(tolerance));
+  std::string worst;
+  const double error = relative_error(run, cpu.run, &worst);
+  INFO("weights, momentum and running statistics: relative error " << error << ", worst tensor " << worst
+                                                                   << "; CPU spread " << cpu.spread);
   CHECK(std::isfinite(error));
-  CHECK(error < run_tolerance);
-  MESSAGE("relative error against the CPU: " << error << " (worst tensor " << worst << ")");
+  CHECK(error < tolerance);
+  MESSAGE("relative error against the CPU: " << error << " (worst tensor " << worst << "); the CPU's own "
+                                             << "spread (1 vs 2 threads per stage): " << cpu.spread);
 }
 
 const std::string all_cuda0 = "[cuda:0,cuda:0,cuda:0,cuda:0,cuda:0,cuda:0,cuda:0,cuda:0]";
@@ -110,7 +134,7 @@ const std::string all_local = "[local,local,local,local,local,local,local,local]
 TEST_CASE(
     "GPU: lockstep with every stage on cuda:0 follows the all-CPU run, and simulate on cuda:0 equals it") {
   PETRA_REQUIRE_GPU();
-  const trained cpu = train_once(gpu_config("lockstep", ""), micro_batches);
+  const cpu_reference cpu = cpu_reference_run();
   const trained lockstep = train_once(gpu_config("lockstep", all_cuda0), micro_batches);
   check_follows(lockstep, cpu);
   for (const auto& s : lockstep.stages) CHECK(s["device_bytes"].get<int64_t>() > 0);
@@ -122,7 +146,7 @@ TEST_CASE(
 TEST_CASE("GPU: mixed placement [cpu, cuda:0, cuda:0, cpu, ...] follows the all-CPU run") {
   PETRA_REQUIRE_GPU();
   const std::string mixed = "[cpu,cuda:0,cuda:0,cpu,cuda:0,cpu,cuda:0,cpu]";
-  const trained cpu = train_once(gpu_config("lockstep", ""), micro_batches);
+  const cpu_reference cpu = cpu_reference_run();
   const trained lockstep = train_once(gpu_config("lockstep", mixed), micro_batches);
   check_follows(lockstep, cpu);
   const trained simulate = train_once(gpu_config("simulate", mixed), micro_batches);
@@ -138,7 +162,7 @@ TEST_CASE("GPU: a cuda:0 stage next to stages in a petra node process") {
   const std::string devices = "[cpu,cuda:0,cuda:0,cpu,cpu,cpu,cpu,cpu]";
   const std::string split =
       "[local,local," + node.address() + "," + node.address() + ",local,local,local,local]";
-  const trained cpu = train_once(gpu_config("lockstep", ""), micro_batches);
+  const cpu_reference cpu = cpu_reference_run();
   const trained one_process = train_once(gpu_config("lockstep", devices, all_local), micro_batches);
   const trained two_processes = train_once(gpu_config("lockstep", devices, split), micro_batches);
   check_follows(two_processes, cpu);
@@ -159,10 +183,14 @@ TEST_CASE("GPU: async on cuda:0 completes with bounded mailboxes and returns eve
     CHECK(r.completed == per_epoch);
     CHECK(std::isfinite(r.mean_loss()));
     REQUIRE(r.stages.size() == 8);
+    // The phase is the epoch: each stage's counts are in the epoch's report (the phase's own
+    // report starts afresh where the epoch ended).
+    REQUIRE(r.epochs.size() == 1);
+    REQUIRE(r.epochs[0].stages.size() == 8);
     for (std::size_t j = 0; j < r.stages.size(); ++j) {
       CAPTURE(j);
-      CHECK(r.stages[j].stats.backwards == per_epoch);
-      CHECK(r.stages[j].mailbox_peak <= 2 * 8 - 1);
+      CHECK(r.epochs[0].stages[j].stats.backwards == per_epoch);
+      CHECK(r.epochs[0].stages[j].mailbox_peak <= 2 * 8 - 1);
       // A drained pipeline holds what it held after the first phase: no tensor leaks.
       if (epoch == 1)
         bytes_after_first.push_back(r.stages[j].device_bytes);

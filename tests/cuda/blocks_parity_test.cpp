@@ -2,6 +2,9 @@
 // backward, inverse and the fused backward_from_output agree; couplings invert on the GPU.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "compute/blocks/coupling.hpp"
 #include "compute/blocks/downsample.hpp"
 #include "compute/blocks/head.hpp"
@@ -20,6 +23,10 @@ constexpr double block_forward_tolerance = 1e-4;
 constexpr double block_gradient_tolerance = 3e-4;
 // Whole networks: errors compound over the depth.
 constexpr double network_tolerance = 1e-3;
+// A deep network at a small batch can be ill-conditioned: RevNet-18 at batch 8 changes its
+// gradients by ~1.4e-3 when its input moves by one ulp (measured on the CPU). The GPU's gradients
+// must then agree within this many times what such a perturbation does on the CPU itself.
+constexpr double conditioning_factor = 4;
 
 activation random_pair(const activation_shape& s, std::mt19937& rng) {
   return {random_host(s.x1, rng), s.x2.empty() ? tensor{} : random_host(s.x2, rng)};
@@ -47,6 +54,38 @@ double buffer_gap(backend& gpu, block& on_gpu, block& on_cpu) {
   for (const buffer_ref& r : on_gpu.buffers()) a.push_back(gpu.to_host(*r.value));
   for (const buffer_ref& r : on_cpu.buffers()) b.push_back(*r.value);
   return relative_error(a, b);
+}
+
+/// Every parameter gradient of a freshly built network (seed 5) after one forward and backward.
+std::vector<tensor> network_gradients(const revnet_spec& spec, backend& be, const activation& x,
+                                      const std::vector<int32_t>& labels) {
+  auto blocks = build_revnet(spec, be, 5);
+  std::vector<tape> tapes(blocks.size());
+  activation h = x;
+  for (std::size_t i = 0; i < blocks.size(); ++i) h = blocks[i]->forward(h, pass::train, &tapes[i]);
+  tensor dlogits;
+  int64_t correct = 0;
+  be.softmax_cross_entropy(h.x1, labels, &dlogits, &correct);
+  activation d{dlogits, {}};
+  for (std::size_t i = blocks.size(); i-- > 0;) d = blocks[i]->backward(tapes[i], d);
+  std::vector<tensor> grads;
+  for (auto& b : blocks)
+    for (parameter* p : b->parameters()) grads.push_back(p->grad.clone());
+  return grads;
+}
+
+/// How far the CPU's gradients move when every input element moves by one ulp (alternately up
+/// and down): the network's own round-off sensitivity, which no backend can beat.
+double gradient_change_from_one_ulp(const revnet_spec& spec, backend& cpu, const activation& x,
+                                    const std::vector<int32_t>& labels) {
+  activation nudged{x.x1.clone(), x.x2.defined() ? x.x2.clone() : tensor{}};
+  for (tensor* t : {&nudged.x1, &nudged.x2}) {
+    if (!t->defined()) continue;
+    for (int64_t i = 0; i < t->numel(); ++i)
+      t->data()[i] = std::nextafter(t->data()[i], i % 2 ? HUGE_VALF : -HUGE_VALF);
+  }
+  return relative_error(network_gradients(spec, cpu, nudged, labels),
+                        network_gradients(spec, cpu, x, labels));
 }
 
 /// The same block on both backends, from the same seed: every pass agrees.
@@ -162,6 +201,12 @@ TEST_CASE("whole RevNets (tiny, fashion_small, revnet18): logits, loss and every
     std::vector<int32_t> labels;
     for (int64_t i = 0; i < batch; ++i) labels.push_back(static_cast<int32_t>(rng() % spec.num_classes));
 
+    // The CPU's own sensitivity: the same network, its input one ulp away in every element.
+    const double floor = gradient_change_from_one_ulp(spec, *be.cpu, x, labels);
+    const double tolerance = std::max(network_tolerance, conditioning_factor * floor);
+    MESSAGE(arch << ": gradients move by " << floor << " on the CPU for a one-ulp input change; bound "
+                 << tolerance);
+
     std::vector<tape> tapes(cpu_blocks.size()), tapes_g(gpu_blocks.size());
     activation h = x, hg = to_gpu(*be.gpu, x);
     for (std::size_t i = 0; i < cpu_blocks.size(); ++i) {
@@ -186,7 +231,9 @@ TEST_CASE("whole RevNets (tiny, fashion_small, revnet18): logits, loss and every
       for (const buffer_ref& r : cpu_blocks[i]->buffers()) buffers.push_back(*r.value);
       for (const buffer_ref& r : gpu_blocks[i]->buffers()) buffers_g.push_back(be.gpu->to_host(*r.value));
     }
-    CHECK(relative_error(grads_g, grads) < network_tolerance);
+    const double gradient_error = relative_error(grads_g, grads);
+    MESSAGE(arch << ": GPU gradients against the CPU's: " << gradient_error);
+    CHECK(gradient_error < tolerance);
     CHECK(relative_error(buffers_g, buffers) < network_tolerance);
   }
 }
