@@ -23,9 +23,13 @@ constexpr double block_forward_tolerance = 1e-4;
 constexpr double block_gradient_tolerance = 3e-4;
 // Whole networks: errors compound over the depth.
 constexpr double network_tolerance = 1e-3;
-// A deep network at a small batch can be ill-conditioned: RevNet-18 at batch 8 changes its
-// gradients by ~1.4e-3 when its input moves by one ulp (measured on the CPU). The GPU's gradients
-// must then agree within this many times what such a perturbation does on the CPU itself.
+// Gradients are not continuous at a ReLU's kink: an input within round-off of 0 may land on
+// either side on two backends, and one such element changes the gradients by about
+// 1/sqrt(elements of its activation) of their norm. RevNet-18 at batch 8 has 32768 elements per
+// half at 4×4: one switch moves its gradients ~4e-3 (on the CPU, a one-ulp change of the input
+// moved them 1.4e-3 at batch 8, 4e-4 at batch 32, nothing at batch 16). The bound allows two
+// switches in the narrowest activation, and four times what a one-ulp input change does on the CPU.
+constexpr double kinks_allowed = 2;
 constexpr double conditioning_factor = 4;
 
 activation random_pair(const activation_shape& s, std::mt19937& rng) {
@@ -203,16 +207,20 @@ TEST_CASE("whole RevNets (tiny, fashion_small, revnet18): logits, loss and every
 
     // The CPU's own sensitivity: the same network, its input one ulp away in every element.
     const double floor = gradient_change_from_one_ulp(spec, *be.cpu, x, labels);
-    const double tolerance = std::max(network_tolerance, conditioning_factor * floor);
-    MESSAGE(arch << ": gradients move by " << floor << " on the CPU for a one-ulp input change; bound "
-                 << tolerance);
 
     std::vector<tape> tapes(cpu_blocks.size()), tapes_g(gpu_blocks.size());
     activation h = x, hg = to_gpu(*be.gpu, x);
+    int64_t narrowest = h.x1.numel();
     for (std::size_t i = 0; i < cpu_blocks.size(); ++i) {
       h = cpu_blocks[i]->forward(h, pass::train, &tapes[i]);
       hg = gpu_blocks[i]->forward(hg, pass::train, &tapes_g[i]);
+      if (i + 1 < cpu_blocks.size()) narrowest = std::min(narrowest, h.x1.numel());  // not the logits
     }
+    const double one_kink = 1 / std::sqrt(static_cast<double>(narrowest));
+    const double tolerance =
+        std::max({network_tolerance, conditioning_factor * floor, kinks_allowed * one_kink});
+    MESSAGE(arch << ": gradients move by " << floor << " on the CPU for a one-ulp input change, one ReLU "
+                 << "switch in the narrowest activation by ~" << one_kink << "; bound " << tolerance);
     CHECK(gap(*be.gpu, hg, h) < network_tolerance);
     tensor dlogits, dlogits_g;
     int64_t correct = 0, correct_g = 0;
