@@ -15,7 +15,6 @@ step's FLOPs (torch.utils.flop_counter: convolutions and matrix products, forwar
 and reports TFLOP/s at the median.
 """
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -26,9 +25,9 @@ import torch
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("revnet_peer", os.path.join(HERE, "..", "peer", "revnet_peer.py"))
-revnet_peer = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(revnet_peer)
+# An importable module (in sys.path and sys.modules): torch.compile re-imports the model's module.
+sys.path.insert(0, os.path.join(HERE, "..", "peer"))
+import revnet_peer  # noqa: E402
 
 
 def make_optimizer(model):
