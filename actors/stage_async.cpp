@@ -1,6 +1,8 @@
 // The async protocol.
 #include "actors/stage_async.hpp"
 
+#include <algorithm>
+
 #include "actors/stage_async_cut.hpp"
 
 namespace petra::detail {
@@ -47,6 +49,14 @@ bool run_step(async_self self) {
     return true;
   }
   if (st.forwards.empty()) return false;
+  if (is_marker(st.forwards.front())) {  // a cut that waited for a backprop tape to end
+    if (!can_take_cut(st)) return false;
+    const int64_t t = st.forwards.front().s.tick;
+    st.forwards.pop_front();
+    // What the queue holds now came after the marker: none of it is in the part.
+    if (t > c.recovery.abandoned_cuts) take_cut(self, t, 0);
+    return true;
+  }
   // Pacing by stages: a training forward waits while the stage's window of micro-batches awaiting
   // backward is full (evaluation batches await none).
   if (!is_eval_batch(st.forwards.front()) && c.ctx.stage_window > 0 &&
@@ -132,8 +142,14 @@ void on_forward(async_self self, forward_data in) {
   if (!admit(self, st.core, in, st.core.early_forward)) return;
   if (is_marker(in)) {
     if (in.s.tick <= st.core.recovery.abandoned_cuts) return;
+    const bool marker_waits = std::any_of(st.forwards.begin(), st.forwards.end(),
+                                          [](const forward_data& f) { return is_marker(f); });
+    if (!can_take_cut(st) || marker_waits) {
+      st.forwards.push_back(std::move(in));  // taken in order once the live tape has ended
+      return;
+    }
     try {
-      take_cut(self, in.s.tick);
+      take_cut(self, in.s.tick, st.forwards.size());
     } catch (const std::exception& e) {
       fail_with(self, st.core, e, -1);
     }

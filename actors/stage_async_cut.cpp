@@ -38,7 +38,9 @@ void maybe_send_cut(async_self self) {
 /// The marker of the cut before tick t came on the forward link: the stage's state, its queues and
 /// the output awaiting the loss make its part; the marker goes on along both links (to the loss
 /// actor at the last stage), and the backward link is recorded until the marker comes back on it.
-void take_cut(async_self self, int64_t t) {
+bool can_take_cut(const async_state& st) { return st.core.ctx.compute->can_export_inflight(); }
+
+void take_cut(async_self self, int64_t t, std::size_t queued_before) {
   async_state& st = self->state;
   stage_core& c = st.core;
   stage_cut part = cut_stage(*c.ctx.compute, *c.ctx.device);
@@ -47,7 +49,8 @@ void take_cut(async_self self, int64_t t) {
   a.forwards_done = c.tick;
   a.backwards_done = c.backwards_in_phase;
   a.evals_done = c.evals_done;
-  for (forward_data& f : st.forwards) {
+  for (std::size_t i = 0; i < queued_before && i < st.forwards.size(); ++i) {
+    forward_data& f = st.forwards[i];
     cut_queued q;
     q.id = f.s.micro_batch;
     if (f.x.defined()) q.x = on_host(c, f.x);

@@ -11,10 +11,14 @@ namespace petra::detail {
 bool is_marker(const forward_data& f);
 bool is_marker(const backward_data& b);
 
-/// The marker of the cut before tick t came on the forward link: the stage's state, its queues and
-/// the output awaiting the loss make its part; the marker goes on along both links (to the loss
-/// actor at the last stage), and the backward link is recorded until the marker comes back on it.
-void take_cut(async_self self, int64_t t);
+/// The marker of the cut before tick t came on the forward link: the stage's state, the first
+/// `queued_before` forwards of its queue (those that came before the marker), the backwards it
+/// holds and the output awaiting the loss make its part; the marker goes on along both links (to
+/// the loss actor at the last stage), and the backward link is recorded until it comes back on it.
+void take_cut(async_self self, int64_t t, std::size_t queued_before);
+/// Whether the stage can take its part of a cut now (a backprop stage waits for the backward
+/// that ends its live tape: the marker then waits in its forward queue, in order).
+bool can_take_cut(const async_state& st);
 /// The next stage's marker of the cut before `tick` came back: that link's recording ends.
 void on_backward_marker(async_self self, int64_t tick);
 /// A backward message arrived: a copy into every part still recording the backward link.

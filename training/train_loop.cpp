@@ -186,7 +186,12 @@ class run {
     const config::run_config& cfg = p_.cfg;
     last_logged_epoch_ = e.epoch;
     last_test_accuracy_ = e.test.accuracy;
-    const double seconds = seconds_since(epoch_clock_) - eval_seconds_;
+    double seconds = seconds_since(epoch_clock_) - eval_seconds_;
+    // Without a drain epochs overlap, and an epoch's record is whole only once its evaluation wave
+    // passed every stage, maybe late in the next epoch: its time is then stage 1's, from its
+    // previous epoch's last backward to this one's.
+    if (waves() && !e.stages.empty() && e.stages.front().wall_seconds > 0)
+      seconds = e.stages.front().wall_seconds;
     epoch_clock_ = clock_type::now();
     eval_seconds_ = 0;
     epoch_record line;

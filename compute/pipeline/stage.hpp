@@ -58,6 +58,9 @@ class stage {
   bool keeps_inputs() const { return options_.keep_inputs; }
   /// A rebuilding stage whose rebuilds drifted: its forwards keep their inputs for now.
   bool falls_back() const { return fallback_.keeping(); }
+  /// Whether export_inflight can take this stage's state now: a backprop stage cannot while the
+  /// tape of its micro-batch in flight is live (a tape is not a snapshot's content).
+  bool can_export_inflight() const { return taped_.empty(); }
   /// Optimizer steps taken so far: the version of the live weights.
   int64_t weight_version() const { return optimizer_.steps_taken(); }
 
