@@ -11,20 +11,14 @@
 
 #include "tests/actors/node_process.hpp"
 #include "tests/petra_command.hpp"
+#include "tests/scratch_dir.hpp"
 #include "tests/skip.hpp"
 
 namespace fs = std::filesystem;
 
-namespace {
+using petra::testing::scratch_dir;
 
-struct scratch_dir {
-  fs::path path = fs::temp_directory_path() / ("petra-run-dir-commands-" + std::to_string(::getpid()));
-  scratch_dir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~scratch_dir() { fs::remove_all(path); }
-};
+namespace {
 
 /// The test accuracy of the run's summary line, as `petra eval` prints it ("14.65").
 std::string final_accuracy(const fs::path& run) {

@@ -13,6 +13,7 @@
 
 #include "app/commands.hpp"
 #include "app/sweep_report.hpp"
+#include "tests/scratch_dir.hpp"
 #include "tests/skip.hpp"
 
 namespace fs = std::filesystem;
@@ -23,18 +24,9 @@ using petra::app::split_grid_values;
 using petra::app::sweep_command;
 using petra::app::sweep_options;
 
-namespace {
+using petra::testing::scratch_dir;
 
-struct scratch_dir {
-  fs::path path;
-  scratch_dir() {
-    path = fs::temp_directory_path() / ("petra-sweep-test-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(reinterpret_cast<uintptr_t>(this)));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~scratch_dir() { fs::remove_all(path); }
-};
+namespace {
 
 bool have_fashion_mnist() {
   return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");

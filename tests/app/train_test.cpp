@@ -10,27 +10,16 @@
 #include <sstream>
 
 #include "app/commands.hpp"
+#include "tests/scratch_dir.hpp"
 #include "tests/skip.hpp"
 
 namespace fs = std::filesystem;
 using petra::train_options;
 using petra::app::train_command;
 
-namespace {
+using petra::testing::scratch_dir;
 
-struct scratch_dir {
-  fs::path path;
-  scratch_dir() {
-    path = fs::temp_directory_path() / ("petra-app-test-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(reinterpret_cast<uintptr_t>(this)));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~scratch_dir() { fs::remove_all(path); }
-  std::size_t entries() const {
-    return static_cast<std::size_t>(std::distance(fs::directory_iterator(path), {}));
-  }
-};
+namespace {
 
 bool have_fashion_mnist() {
   return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");

@@ -13,21 +13,15 @@
 #include "compute/cpu/bf16_support.hpp"
 #include "tests/backends/forced_cpu_flags.hpp"
 #include "tests/petra_command.hpp"
+#include "tests/scratch_dir.hpp"
 #include "tests/skip.hpp"
 
 namespace fs = std::filesystem;
 using petra::testing::run_petra;
 
-namespace {
+using petra::testing::scratch_dir;
 
-struct scratch_dir {
-  fs::path path = fs::temp_directory_path() / ("petra-bf16-test-" + std::to_string(::getpid()));
-  scratch_dir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~scratch_dir() { fs::remove_all(path); }
-};
+namespace {
 
 std::vector<nlohmann::json> read_metrics(const fs::path& file) {
   std::vector<nlohmann::json> out;

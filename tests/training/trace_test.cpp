@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/scratch_dir.hpp"
 #include "training/trace_recorder.hpp"
 
 namespace fs = std::filesystem;
@@ -23,18 +24,9 @@ using petra::training::trace_clock;
 using petra::training::trace_flow_id;
 using petra::training::trace_recorder;
 
-namespace {
+using petra::testing::scratch_dir;
 
-struct scratch_dir {
-  fs::path path;
-  scratch_dir() {
-    path = fs::temp_directory_path() / ("petra-trace-test-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(reinterpret_cast<uintptr_t>(this)));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~scratch_dir() { fs::remove_all(path); }
-};
+namespace {
 
 /// A time point `us` microseconds after the clock's epoch (tests pick their own times).
 trace_clock::time_point at_us(int64_t us) { return trace_clock::time_point(std::chrono::microseconds(us)); }
