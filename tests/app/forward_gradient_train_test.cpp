@@ -1,6 +1,6 @@
 // `petra train` with training.method forward_gradient: the smoke preset learns under each guess and
-// target in the simulator; a run stopped after an epoch resumes; the async runtime, and lockstep with
-// injected faults, refuse the method (exit code 2) rather than ignore it.
+// target in the simulator; a run stopped after an epoch resumes; the actor runtimes with injected
+// faults refuse the method (exit code 2) rather than ignore them.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -94,12 +94,11 @@ TEST_CASE("a forward_gradient run evaluates, and resumes (its auxiliary heads ar
   CHECK(metrics[1]["epoch"].get<int>() == 2);
 }
 
-TEST_CASE(
-    "forward_gradient in async, or in lockstep with faults, is refused: exit code 2, a clear message, "
-    "nothing written") {
+TEST_CASE("forward_gradient with injected faults is refused: exit code 2, a clear message, nothing written") {
   scratch_dir out;
   const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
-      {{"runtime.mode=async"}, "training.method: forward_gradient runs in simulate and lockstep only so far"},
+      {{"runtime.mode=async", "faults.jitter_ms=[5]"},
+       "faults.jitter_ms: runtime.mode async runs forward_gradient"},
       {{"runtime.mode=lockstep", "faults.drop=[0.1]"},
        "faults.drop: runtime.mode lockstep runs forward_gradient"},
       {{"runtime.mode=lockstep", "faults.crash_at_tick=[3]"}, "faults.crash_at_tick"}};
