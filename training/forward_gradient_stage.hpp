@@ -49,7 +49,7 @@ class forward_gradient_stage {
 
   struct backward_result {
     stage::backward_result step;  // the stage's own
-    activation estimate;  // ĝ_j
+    activation estimate;          // ĝ_j
   };
   /// The backward of micro-batch `id` at `tick`: ĝ_j = (d_n / ‖G̃_n‖²)·G̃_n per sample (`d` empty:
   /// the kept guess is ĝ_j already) backpropagated through the stage from its kept input.
