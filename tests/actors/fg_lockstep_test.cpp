@@ -1,9 +1,10 @@
 // Forward gradients (training.method forward_gradient) in the lockstep runtime: bit for bit the
-// simulator's, auxiliary heads included, and the only messages that travel upstream are the loss
-// actor's vectors of directional derivatives, one float per sample.
+// simulator's, auxiliary heads included, in one process or two; and the only messages that travel
+// upstream are the loss actor's vectors of directional derivatives, one float per sample.
 #include <caf/binary_serializer.hpp>
 
 #include "messages/serialization.hpp"
+#include "tests/actors/node_process.hpp"
 #include "tests/actors/runtime_fixture.hpp"
 
 using namespace petra;
@@ -95,4 +96,22 @@ TEST_CASE(
   // Greedy local learning: nothing at all comes back.
   const trained local = train_once(fg_config("lockstep", variants[2]));
   for (const stage_report& r : local.totals.epochs.back().stages) CHECK(r.upstream_messages == 0);
+}
+
+TEST_CASE("lockstep forward_gradient across two processes: bit-identical to simulate, the same bytes back") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  node_process node;
+  const trained sim = train_once(fg_config("simulate", variants[0]));
+  config::run_config split = fg_config("lockstep", variants[0]);
+  split.pipeline.nodes = {"local", node.address(), node.address(), "local"};
+  const trained two = train_once(split);
+  CHECK(differing(sim, two) == 0);  // the node's stages hand back their auxiliary heads too
+  CHECK(two.totals.loss_sum == sim.totals.loss_sum);
+  const int64_t count = two.totals.micro_batches;
+  const auto message = static_cast<int64_t>(wire_bytes({{}, 0, std::vector<float>(8, 1.f)}));
+  for (std::size_t j = 0; j + 1 < two.stages.size(); ++j) {
+    CAPTURE(j);
+    CHECK(two.stages[j]["upstream_messages"].get<int64_t>() == count);
+    CHECK(two.stages[j]["upstream_bytes"].get<int64_t>() == count * message);
+  }
 }
