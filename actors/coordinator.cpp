@@ -115,7 +115,10 @@ class actor_runtime : public pipeline_runtime {
           ended = true;
         } catch (run_failure& failure) {
           if (extra > 0) failure.not_local = "lockstep link delays shift the ticks";
-          if (extra > 0 || !recover_stages(pipeline_, control_, failure, plan, lockstep, request)) throw;
+          const bool fg = config_.training.method == config::training_method::forward_gradient;
+          if (fg) failure.not_local = "forward gradients' stages hold guesses a rebuilt stage does not have";
+          if (extra > 0 || fg || !recover_stages(pipeline_, control_, failure, plan, lockstep, request))
+            throw;
         }
       }
       static_cast<run_totals&>(out) =

@@ -71,6 +71,7 @@ forward_data next_tick(self_ptr self) {
     const int64_t id = in.train.id;
     out.s.micro_batch = id;
     out.x = std::move(in.train.images);
+    out.labels = in.train.labels;  // forward_gradient: for the stages' auxiliary heads (a few bytes)
     self->send(st.loss, labels_data{id, std::move(in.train.labels)});
     if (st.trace && st.trace->records(id)) {
       const auto end = training::trace_clock::now();

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "actors/control.hpp"
+#include "compute/pipeline/fg_stage.hpp"
 #include "messages/errors.hpp"
 #include "training/loss_cut.hpp"
 
@@ -20,6 +21,7 @@ struct loss_actor_state {
   std::shared_ptr<backend> device;
   int64_t progress_every = 0;
   loss_sink last_stage;
+  std::vector<derivatives_sink> stage_sinks;  // forward_gradient: where each stage's derivatives go
   coordinator_actor coordinator;
   credit_sink loader;  // async: an evaluation batch's credit goes back when it is scored (else invalid)
   int64_t per_epoch = 0, wave_size = 0;
@@ -57,6 +59,22 @@ loss_data compute_loss(loss_actor_state& st, const stamp& s, const tensor& logit
   return out;
 }
 
+/// forward_gradient: each logits tangent, dotted per sample with the loss gradient, goes home to the
+/// stage whose guess it carries, for the tick after the logits' (the only message upstream).
+void send_derivatives(self_ptr self, const logits_data& in, const tensor& dlogits) {
+  auto& st = self->state;
+  for (const stage_tangent& t : in.tangents) {
+    if (t.origin < 0 || static_cast<std::size_t>(t.origin) >= st.stage_sinks.size())
+      throw std::invalid_argument("logits of micro-batch " + std::to_string(in.s.micro_batch) +
+                                  " carry a tangent of stage " + std::to_string(t.origin + 1) + " of " +
+                                  std::to_string(st.stage_sinks.size()));
+    stamp s = in.s;
+    ++s.tick;
+    self->send(st.stage_sinks[static_cast<std::size_t>(t.origin)],
+               derivatives_data{s, t.origin, loss_derivatives(*st.device, dlogits, t.direction.x1)});
+  }
+}
+
 /// The training loss of one micro-batch, to the last stage; progress to the coordinator.
 void answer(self_ptr self, const logits_data& in, const std::vector<int32_t>& labels) {
   auto& st = self->state;
@@ -71,6 +89,7 @@ void answer(self_ptr self, const logits_data& in, const std::vector<int32_t>& la
       if (st.scored.size() > scored_memory) st.scored.erase(st.scored.begin());
       epoch_done = st.ledger.score_train(id, st.per_epoch, out.loss, out.correct, out.samples);
     }
+    send_derivatives(self, in, out.dlogits);
     self->send(st.last_stage, std::move(out));
     if (st.trace && st.trace->records(id)) {
       const auto end = training::trace_clock::now();
@@ -125,6 +144,7 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
       [=](loss_links& links) {
         auto& st = self->state;
         st.last_stage = std::move(links.last_stage);
+        st.stage_sinks = std::move(links.stages);
         st.coordinator = std::move(links.coordinator);
         st.loader = std::move(links.loader);
         st.per_epoch = links.per_epoch;

@@ -147,10 +147,15 @@ void actor_pipeline::rewire_loss() {
   // In async the loss actor returns an evaluation batch's credit; in lockstep credits count ticks.
   const credit_sink eval_credits =
       config_.runtime.mode == config::runtime_mode::async ? credit_sink{loader_} : credit_sink{};
-  control_.ask<wire_atom>(
-      loss_, control_timeout,
-      loss_links{loss_sink{stages_.back()}, control_.handle(), eval_credits, feed_->micro_batches_per_epoch(),
-                 waves_->micro_batches_per_epoch(), stage_generation_.back()});
+  loss_links links{loss_sink{stages_.back()},
+                   control_.handle(),
+                   eval_credits,
+                   feed_->micro_batches_per_epoch(),
+                   waves_->micro_batches_per_epoch(),
+                   stage_generation_.back()};
+  if (config_.training.method == config::training_method::forward_gradient)
+    for (const stage_actor& s : stages_) links.stages.push_back(derivatives_sink{s});
+  control_.ask<wire_atom>(loss_, control_timeout, std::move(links));
 }
 
 std::vector<int32_t> actor_pipeline::lost_with(int32_t j) {

@@ -3,6 +3,7 @@
 // coordinator and the actor quits with petra's error code).
 #include "actors/stage_actor.hpp"
 
+#include "actors/fg_lockstep.hpp"
 #include "actors/stage_async.hpp"
 #include "actors/stage_lockstep.hpp"
 #include "compute/pipeline/stage_state.hpp"
@@ -33,6 +34,7 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
       [=](forward_data& in) { on_forward(self, std::move(in)); },
       [=](backward_data& in) { on_backward(self, std::move(in)); },
       [=](loss_data& in) { on_loss(self, std::move(in)); },
+      [=](derivatives_data& in) { on_derivatives(self, std::move(in)); },
       [=](process_atom) { advance(self); },
       [=](stage_links& links) {
         self->state.core.links = std::move(links);
@@ -56,7 +58,11 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
       [=](status_atom) { return status_of(self->state); },
       [=](state_atom) {
         stage_core& c = self->state.core;
-        return answer(c, [&] { return snapshot_stage(*c.ctx.compute, *c.ctx.device); });
+        return answer(c, [&] {
+          stage_snapshot out = snapshot_stage(*c.ctx.compute, *c.ctx.device);
+          if (c.ctx.fg) c.ctx.fg->save(out);  // its auxiliary head goes with it
+          return out;
+        });
       },
       [=](restore_atom, const cut_part& part) {
         return answer(self->state.core, [&] {
@@ -75,6 +81,7 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
         stage_core& c = self->state.core;
         return answer(c, [&] {
           restore_stage(*c.ctx.compute, *c.ctx.device, from);
+          if (c.ctx.fg) c.ctx.fg->restore(from);
           return restore_atom_v;
         });
       },
@@ -95,15 +102,20 @@ messages::stage_actor spawn_as(caf::actor_system& sys, stage_context context) {
 stage_context make_stage_context(const config::run_config& c, const placed_stage& placed, int32_t j,
                                  int32_t count, std::shared_ptr<training::trace_recorder> trace,
                                  std::string process) {
-  return stage_context{placed.device,
-                       placed.compute,
-                       j,
-                       c.runtime.mode,
-                       std::move(trace),
-                       std::move(process),
-                       c.output.metrics_every_steps,
-                       async_stage_window(c, j, count),
-                       backward_first(c)};
+  stage_context out{placed.device,
+                    placed.compute,
+                    j,
+                    c.runtime.mode,
+                    std::move(trace),
+                    std::move(process),
+                    c.output.metrics_every_steps,
+                    async_stage_window(c, j, count),
+                    backward_first(c)};
+  if (c.training.method == config::training_method::forward_gradient)
+    out.fg = std::make_shared<forward_gradient_stage>(
+        *placed.compute, static_cast<std::size_t>(count), method_for(c.training).forward_gradient,
+        c.model.num_classes, placed.compute->optimizer().settings(), c.training.seed, placed.input);
+  return out;
 }
 
 messages::stage_actor spawn_stage_actor(caf::actor_system& sys, stage_context context) {

@@ -13,6 +13,7 @@
 #include "compute/pipeline/stage.hpp"
 #include "config/config.hpp"
 #include "messages/interfaces.hpp"
+#include "training/forward_gradient_stage.hpp"
 #include "training/setup.hpp"
 #include "training/trace_recorder.hpp"
 
@@ -29,6 +30,7 @@ struct stage_context {
   int metrics_every = 0;     // a window_report every N optimizer steps (output.metrics_every_steps); 0 = none
   int64_t stage_window = 0;  // async: starts a training forward only while fewer await backward; 0 = no bound
   bool backward_first = false;  // lockstep, training.tick_order: a tick's backward before its forward
+  std::shared_ptr<forward_gradient_stage> fg{};  // training.method forward_gradient: the stage's share
 };
 
 /// The context of stage j of `count`, built as `placed` from config `c`: one recipe for every process

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "actors/fg_lockstep.hpp"
 #include "actors/stage_async_cut.hpp"
 
 namespace petra::detail {
@@ -37,6 +38,7 @@ void send_backward(async_self self, int64_t id, const activation& rebuilt, const
 bool run_step(async_self self) {
   async_state& st = self->state;
   stage_core& c = st.core;
+  if (c.ctx.fg) return fg_run_step(self);  // training.method forward_gradient
   auto b = st.backwards.find(c.ctx.compute->next_backward_id());
   if (b != st.backwards.end()) {
     backward_data in = std::move(b->second);
@@ -116,6 +118,7 @@ void on_plan(async_self self, const phase_plan& plan) {
   begin_phase(c, plan);
   st.forwards.clear();
   st.backwards.clear();
+  st.derivatives.clear();
   st.seen_forward.clear();
   st.seen_backward.clear();
   st.completed = 0;
@@ -203,7 +206,8 @@ void on_loss(async_self self, loss_data in) {
     count_slowed(self, c, slowed);
     after_backward(self, c, r, c.logits_id);
     c.logits = activation{};
-    send_backward(self, c.logits_id, r.input, r.input_grad);
+    if (!c.ctx.fg || c.is_first())  // forward gradients send nothing upstream (J = 1: the credit)
+      send_backward(self, c.logits_id, r.input, r.input_grad);
   } catch (const std::exception& e) {
     return fail_with(self, c, e, in.s.micro_batch);
   }
@@ -218,8 +222,10 @@ stage_status status_of(const async_state& st) {
   s.tick = c.tick;
   s.completed = st.completed;
   s.waiting_forward = c.in_phase && st.forwards.empty() && !c.awaiting_loss;
+  const int64_t next = c.ctx.compute->next_backward_id();
   s.waiting_backward = c.in_phase && c.ctx.compute->outstanding() > 0 &&
-                       st.backwards.count(c.ctx.compute->next_backward_id()) == 0 && !c.awaiting_loss;
+                       (c.ctx.fg ? st.derivatives.count(next) : st.backwards.count(next)) == 0 &&
+                       !c.awaiting_loss;
   return s;
 }
 

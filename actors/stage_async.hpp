@@ -16,8 +16,9 @@ namespace petra::detail {
 
 struct async_state {
   stage_core core;
-  std::deque<forward_data> forwards;           // arrival order
-  std::map<int64_t, backward_data> backwards;  // by micro-batch: run in this stage's FIFO order
+  std::deque<forward_data> forwards;                // arrival order
+  std::map<int64_t, backward_data> backwards;       // by micro-batch: run in this stage's FIFO order
+  std::map<int64_t, derivatives_data> derivatives;  // forward_gradient, by micro-batch (actors/fg_async.cpp)
   std::set<int64_t> seen_forward, seen_backward;
   int64_t completed = 0;  // first stage: micro-batches finished this phase
   // A cut (DESIGN.md §4, Chandy–Lamport): the part taken when its marker came on the forward link,

@@ -60,6 +60,8 @@ stage_report make_report(stage_core& c) {
   stage_report r = stage_report::of(*c.ctx.compute);
   r.mailbox_peak = c.mailbox_peak;
   r.busy_seconds = c.busy_seconds;
+  r.upstream_messages = c.upstream_messages;
+  r.upstream_bytes = c.upstream_bytes;
   r.wall_seconds = std::chrono::duration<double>(clock_type::now() - c.epoch_start).count();
   return r;
 }
@@ -70,6 +72,7 @@ stage_report take_epoch_report(stage_core& c) {
   c.window.restart();
   c.mailbox_peak = 0;
   c.busy_seconds = 0;
+  c.upstream_messages = c.upstream_bytes = 0;
   c.epoch_start = clock_type::now();
   return r;
 }

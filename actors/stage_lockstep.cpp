@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "actors/fg_lockstep.hpp"
 #include "training/snapshot.hpp"
 
 namespace petra::detail {
@@ -106,6 +107,7 @@ bool cut_due(const stage_core& c, int64_t t) {
 bool run_tick(lockstep_self self) {
   lockstep_state& st = self->state;
   stage_core& c = st.core;
+  if (c.ctx.fg) return fg_run_tick(self);  // training.method forward_gradient
   const int64_t t = c.tick;
   auto f = st.forwards.find(t);
   auto b = st.backwards.find(t);
@@ -177,6 +179,7 @@ void on_plan(lockstep_self self, const phase_plan& plan) {
   begin_phase(st.core, plan);
   st.forwards.clear();
   st.backwards.clear();
+  st.derivatives.clear();
   if (plan.start_tick > 0) {  // resuming from a cut: its messages for the cut's tick
     stage_core& c = st.core;
     c.tick = plan.start_tick;
@@ -199,6 +202,9 @@ void on_plan(lockstep_self self, const phase_plan& plan) {
   st.core.early_backward.clear();
   for (auto& f : forwards) on_forward(self, std::move(f));
   for (auto& b : backwards) on_backward(self, std::move(b));
+  auto derivatives = std::move(st.early_derivatives);
+  st.early_derivatives.clear();
+  for (auto& d : derivatives) on_derivatives(self, std::move(d));
   advance(self);
 }
 
@@ -216,6 +222,7 @@ void on_forward(lockstep_self self, forward_data in) {
 void on_backward(lockstep_self self, backward_data in) {
   lockstep_state& st = self->state;
   if (!admit(self, st.core, in, st.core.early_backward)) return;
+  if (st.core.ctx.fg) count_upstream(self, st.core, in);  // forward gradients send none: shown if one comes
   const int64_t t = in.s.tick;
   if (already_ran(st.core, t) || !st.backwards.emplace(t, std::move(in)).second)
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
@@ -233,7 +240,8 @@ void on_loss(lockstep_self self, loss_data in) {
     count_slowed(self, c, slowed);
     after_backward(self, c, r, c.logits_id);
     c.logits = activation{};
-    send_backward(self, c.logits_id, c.tick, r.input, r.input_grad);
+    if (!c.ctx.fg)
+      send_backward(self, c.logits_id, c.tick, r.input, r.input_grad);  // forward gradients: none
     end_tick(self);
   } catch (const std::exception& e) {
     return fail_with(self, c, e, in.s.micro_batch);
@@ -268,7 +276,8 @@ stage_status status_of(const lockstep_state& st) {
   s.tick = c.tick;
   s.completed = c.is_first() ? c.backwards_in_phase : 0;
   s.waiting_forward = c.in_phase && needs_forward(c, c.tick) && st.forwards.count(c.tick) == 0;
-  s.waiting_backward = c.in_phase && needs_backward(c, c.tick) && st.backwards.count(c.tick) == 0;
+  s.waiting_backward = c.ctx.fg ? fg_waiting_derivatives(st)
+                                : c.in_phase && needs_backward(c, c.tick) && st.backwards.count(c.tick) == 0;
   return s;
 }
 

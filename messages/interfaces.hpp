@@ -16,6 +16,8 @@ using forward_sink = caf::typed_actor<caf::reacts_to<forward_data>>;
 using backward_sink = caf::typed_actor<caf::reacts_to<backward_data>>;
 /// What the last stage is to the loss actor.
 using loss_sink = caf::typed_actor<caf::reacts_to<loss_data>>;
+/// What a stage is to the loss actor under forward_gradient (its directional derivatives).
+using derivatives_sink = caf::typed_actor<caf::reacts_to<derivatives_data>>;
 /// What the loader is to whoever returns its credits.
 using credit_sink = caf::typed_actor<caf::reacts_to<credit_return>>;
 
@@ -37,11 +39,13 @@ struct loss_links {
   int64_t per_epoch = 0;
   int64_t wave_size = 0;
   int32_t last_generation = 0;  // the last stage's (stamp::generation): older logits are a fenced stage's
+  std::vector<derivatives_sink> stages{};  // forward_gradient: every stage, for its derivatives
 };
 
 /// The loss actor: labels from the loader; logits from the last stage, answered with a loss_data
-/// message to the wired last stage; evaluation logits of the waves (scored per epoch, an eval_report
-/// to the coordinator when a wave is complete, a credit back to the loader per batch); evaluation
+/// message to the wired last stage (forward_gradient: and a derivatives_data message to each stage
+/// whose guess the logits carry a tangent of); evaluation logits of the waves (scored per epoch, an
+/// eval_report to the coordinator when a wave is complete, a credit back to the loader per batch); evaluation
 /// logits with their labels on request; its totals per phase; the last stage's marker of a cut
 /// (the loss actor's part goes to the coordinator) and, to resume, its part of a cut back. Stage-
 /// local recovery: hold → the evaluation batches of the phase scored so far; recover → forgets the
@@ -96,18 +100,20 @@ struct stage_links {
 
 /// A pipeline stage. Stage-local recovery (async): hold stops it (the answer says where it stands);
 /// recover tells it what to forget and count, and it goes on.
-using stage_actor = caf::typed_actor<
-    caf::reacts_to<forward_data>, caf::reacts_to<backward_data>, caf::reacts_to<loss_data>,
-    caf::reacts_to<atoms::process_atom>, caf::replies_to<stage_links>::with<atoms::wire_atom>,
-    caf::replies_to<atoms::faults_atom, stage_faults>::with<atoms::faults_atom>,
-    caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
-    caf::replies_to<eval_data>::with<eval_data>, caf::replies_to<atoms::report_atom>::with<stage_report>,
-    caf::replies_to<atoms::status_atom>::with<stage_status>,
-    caf::replies_to<atoms::state_atom>::with<stage_snapshot>,
-    caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>,
-    caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>,
-    caf::replies_to<atoms::hold_atom>::with<recovery_order>,
-    caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
+using stage_actor =
+    caf::typed_actor<caf::reacts_to<forward_data>, caf::reacts_to<backward_data>, caf::reacts_to<loss_data>,
+                     caf::reacts_to<derivatives_data>, caf::reacts_to<atoms::process_atom>,
+                     caf::replies_to<stage_links>::with<atoms::wire_atom>,
+                     caf::replies_to<atoms::faults_atom, stage_faults>::with<atoms::faults_atom>,
+                     caf::replies_to<atoms::plan_atom, phase_plan>::with<atoms::plan_atom>,
+                     caf::replies_to<eval_data>::with<eval_data>,
+                     caf::replies_to<atoms::report_atom>::with<stage_report>,
+                     caf::replies_to<atoms::status_atom>::with<stage_status>,
+                     caf::replies_to<atoms::state_atom>::with<stage_snapshot>,
+                     caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>,
+                     caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>,
+                     caf::replies_to<atoms::hold_atom>::with<recovery_order>,
+                     caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
 
 /// A node: a process that hosts stages for a coordinator. spawn_stage → the new stage actor.
 /// kill_node: the node process kills itself with SIGKILL (fault injection). ping: the node's trace
@@ -131,7 +137,7 @@ typename Inspector::result_type inspect(Inspector& f, loader_links& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, loss_links& x) {
   return f(caf::meta::type_name("loss_links"), x.last_stage, x.coordinator, x.loader, x.per_epoch,
-           x.wave_size, x.last_generation);
+           x.wave_size, x.last_generation, x.stages);
 }
 
 template <class Inspector>
@@ -148,6 +154,7 @@ CAF_ADD_TYPE_ID(petra_handles, (petra::messages::forward_sink))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::backward_sink))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loss_sink))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::credit_sink))
+CAF_ADD_TYPE_ID(petra_handles, (petra::messages::derivatives_sink))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::coordinator_actor))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loss_links))
 CAF_ADD_TYPE_ID(petra_handles, (petra::messages::loss_actor))

@@ -9,6 +9,7 @@
 #include "compute/parameter.hpp"
 #include "compute/pipeline/stage_report.hpp"
 #include "compute/pipeline/stage_state.hpp"
+#include "compute/pipeline/stage_tangent.hpp"
 #include "compute/tensor.hpp"
 
 namespace petra::messages {
@@ -37,6 +38,10 @@ struct forward_data {
   int32_t eval_epoch = 0;   // with an evaluation batch of epoch eval_epoch's wave beside it:
   int64_t eval_index = -1;  // its place in the wave (-1 = none)
   activation eval_x{};
+  // forward_gradient: the micro-batch's labels (each stage's auxiliary head trains on them; the loader
+  // puts them beside the images) and the tangents that travel with the activation.
+  std::vector<int32_t> labels{};
+  std::vector<stage_tangent> tangents{};
 };
 
 /// Backward: the pair (rebuilt output of the receiving stage, its gradient); empty = marker.
@@ -57,7 +62,17 @@ struct labels_data {
 struct logits_data {
   stamp s;  // for an evaluation batch: micro_batch is its place in the wave
   tensor logits;
-  int32_t eval_epoch = -1;  // -1 = training logits; else of this epoch's wave
+  int32_t eval_epoch = -1;                // -1 = training logits; else of this epoch's wave
+  std::vector<stage_tangent> tangents{};  // forward_gradient: the logits' tangent along each stage's guess
+};
+
+/// forward_gradient's only upstream message, from the loss actor to the stage whose guess it answers:
+/// d_n = ⟨∇_{z_j} L, G̃_j⟩ per sample n (L the micro-batch's mean loss), stamped like the logits it comes
+/// from but for the next tick.
+struct derivatives_data {
+  stamp s;
+  int32_t stage = -1;  // j, the stage whose guess G̃_j the derivatives project on
+  std::vector<float> per_sample;
 };
 
 /// The loss actor's answer, to the last stage (training: stamped like the logits it answers) or to

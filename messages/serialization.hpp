@@ -28,6 +28,10 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, activation& x) {
   return f(caf::meta::type_name("activation"), x.x1, x.x2);
 }
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_tangent& x) {
+  return f(caf::meta::type_name("stage_tangent"), x.origin, x.direction);
+}
 
 inline std::string to_string(device_type type) { return device{type, 0}.str(); }
 template <class Inspector>
@@ -44,7 +48,7 @@ typename Inspector::result_type inspect(Inspector& f, stage_stats& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_report& x) {
   return f(caf::meta::type_name("stage_report"), x.stage, x.weight_version, x.stats, x.mailbox_peak,
-           x.busy_seconds, x.wall_seconds, x.device_bytes);
+           x.busy_seconds, x.wall_seconds, x.device_bytes, x.upstream_messages, x.upstream_bytes);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, named_tensor& x) {
@@ -64,7 +68,8 @@ typename Inspector::result_type inspect(Inspector& f, stamp& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, forward_data& x) {
-  return f(caf::meta::type_name("forward_data"), x.s, x.x, x.eval_epoch, x.eval_index, x.eval_x);
+  return f(caf::meta::type_name("forward_data"), x.s, x.x, x.eval_epoch, x.eval_index, x.eval_x, x.labels,
+           x.tangents);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, backward_data& x) {
@@ -76,7 +81,11 @@ typename Inspector::result_type inspect(Inspector& f, labels_data& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, logits_data& x) {
-  return f(caf::meta::type_name("logits_data"), x.s, x.logits, x.eval_epoch);
+  return f(caf::meta::type_name("logits_data"), x.s, x.logits, x.eval_epoch, x.tangents);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, derivatives_data& x) {
+  return f(caf::meta::type_name("derivatives_data"), x.s, x.stage, x.per_sample);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, loss_data& x) {

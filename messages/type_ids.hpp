@@ -40,6 +40,8 @@ CAF_ADD_TYPE_ID(petra, (petra::messages::recovery_order))
 CAF_ADD_TYPE_ID(petra, (petra::messages::spawn_stage))
 CAF_ADD_TYPE_ID(petra, (petra::messages::kill_node))
 CAF_ADD_TYPE_ID(petra, (std::vector<int32_t>))
+CAF_ADD_TYPE_ID(petra, (petra::stage_tangent))
+CAF_ADD_TYPE_ID(petra, (petra::messages::derivatives_data))
 
 CAF_ADD_ATOM(petra, petra::atoms, wire_atom, "wire")
 CAF_ADD_ATOM(petra, petra::atoms, plan_atom, "plan")

@@ -7,13 +7,14 @@
 // they cannot share a pass, since batch-norm's tangent depends on its own batch's statistics). The
 // last stage J, at tick t + (J − j), computes its loss and, per tangent, the per-sample derivatives
 // d_n = ⟨∇_{z_j} L, G̃_j⟩ (L the micro-batch's mean loss), and sends each stage its vector of B floats,
-// the only upstream message; it arrives the next tick, so stage j's backward runs at t + (J − j) + 1
-// (delay J − j + 1 ticks in DESIGN.md's 1-based numbering, against PETRA's 2(J − j)). Stage J runs its
-// backward with the true gradient in the tick of its forward (delay 0). With target local nothing
-// travels back: ĝ_j is formed from ℓ_j alone and stage j's backward follows its forward in the same
-// tick (greedy local learning). Stage j then backpropagates ĝ_j = (d_n/‖G̃_n‖²)·G̃_n through itself
-// only, from the input it kept (the output is not sent back to be inverted, and a kept input is
-// exact), with the weights it has then, like the DSP-like `delayed` baseline.
+// the only upstream message (the loss computes them from its gradient of the logits and the logits'
+// tangents the last stage sends beside them); it arrives the next tick, so stage j's backward runs at t + (J
+// − j) + 1 (delay J − j + 1 ticks in DESIGN.md's 1-based numbering, against PETRA's 2(J − j)). Stage J runs
+// its backward with the true gradient in the tick of its forward (delay 0). With target local nothing travels
+// back: ĝ_j is formed from ℓ_j alone and stage j's backward follows its forward in the same tick (greedy
+// local learning). Stage j then backpropagates ĝ_j = (d_n/‖G̃_n‖²)·G̃_n through itself only, from the input it
+// kept (the output is not sent back to be inverted, and a kept input is exact), with the weights it has then,
+// like the DSP-like `delayed` baseline.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include "compute/pipeline/fg_stage.hpp"
 #include "compute/pipeline/method.hpp"
 #include "compute/pipeline/stage.hpp"
+#include "training/forward_gradient_stage.hpp"
 
 namespace petra {
 
@@ -57,9 +59,13 @@ class forward_gradient {
                    int cosine_every = 0);
 
   /// Stage j's training forward of micro-batch `id` at `tick` (the stage's own forward, the tangents
-  /// it received carried through it, its own guess added); returns the stage's output.
+  /// it received carried through it, its own guess added); returns the stage's output. At the last
+  /// stage the tangents become the logits' and wait for the loss (loss_derivatives).
   activation forward(std::size_t j, const activation& x, int64_t id, int64_t tick,
                      const std::vector<int32_t>& labels);
+  /// The loss of micro-batch `id` gave `dlogits` on backend `loss` (as the loss actor does): each
+  /// stage's directional derivatives, sent home; they arrive the next tick.
+  void loss_derivatives(int64_t id, const tensor& dlogits, backend& loss);
   /// Stage j < J's backward due at `tick`, if its derivatives are there: returns its micro-batch, or -1.
   int64_t backward(std::size_t j, int64_t tick);
   /// The tick is over: what was sent in it arrives.
@@ -72,9 +78,11 @@ class forward_gradient {
   /// Stage j's cosine record since the last take; starts a new one.
   gradient_cosine take_cosine(std::size_t j);
   /// The most bytes of guesses (or ĝ_j) stage j has held at once, awaiting their derivatives.
-  std::size_t guess_peak_bytes(std::size_t j) const { return guess_peak_bytes_[j]; }
+  std::size_t guess_peak_bytes(std::size_t j) const { return stages_[j]->guess_peak_bytes(); }
   /// Stage j's auxiliary head (nullptr for the last stage, or when the method needs none).
-  local_loss* aux_head(std::size_t j) { return aux_[j].get(); }
+  local_loss* aux_head(std::size_t j) { return stages_[j]->aux_head(); }
+  /// Stage j's share (its auxiliary head's state goes with the stage's in checkpoints).
+  forward_gradient_stage& stage_part(std::size_t j) { return *stages_[j]; }
 
   /// Tests: replaces stage j's guess for micro-batch `id` at its output `z`.
   std::function<activation(std::size_t j, int64_t id, const activation& z)> guess_for;
@@ -82,10 +90,6 @@ class forward_gradient {
   std::function<void(std::size_t j, int64_t id, const activation& estimate)> on_estimate;
 
  private:
-  struct tangent {
-    std::size_t origin;  // the stage whose guess it carries
-    activation direction;
-  };
   struct derivatives {
     int64_t id;
     std::vector<float> per_sample;  // d_n; empty with a local target (the kept guess is ĝ_j already)
@@ -95,9 +99,8 @@ class forward_gradient {
   /// its weights now; the parameter gradients they accumulate are put back as they were.
   std::vector<activation> true_gradients(const activation& images, const std::vector<int32_t>& labels);
 
-  std::vector<stage*> stages_;
-  forward_gradient_options options_;
-  uint64_t seed_;
+  std::vector<stage*> compute_;
+  std::vector<std::unique_ptr<forward_gradient_stage>> stages_;
   int cosine_every_;
   struct sampled {
     std::vector<activation> grads;  // ∇_{z_j} L per stage j < J
@@ -105,10 +108,8 @@ class forward_gradient {
   };
   std::map<int64_t, sampled> truth_;  // by micro-batch
   std::vector<gradient_cosine> cosine_;
-  std::vector<std::unique_ptr<local_loss>> aux_;
-  std::vector<std::vector<tangent>> tangents_in_, tangents_next_;
-  std::vector<std::map<int64_t, activation>> guesses_;  // per stage: the guesses awaiting their d (or ĝ_j)
-  std::vector<std::size_t> guess_peak_bytes_;
+  std::vector<std::vector<stage_tangent>> tangents_in_, tangents_next_;
+  std::vector<stage_tangent> at_loss_;  // the logits' tangents of the micro-batch at the loss
   std::vector<std::optional<derivatives>> ready_, arriving_;
   std::map<int64_t, std::size_t> backwards_;  // by micro-batch: the stages that ran its backward
   forward_gradient_traffic traffic_;

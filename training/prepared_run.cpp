@@ -24,11 +24,6 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
   p.cfg =
       config::load_config(resuming ? (resume_dir / "config.yaml").string() : options.config, options.sets);
   check_runtime_supports(p.cfg);
-  if (resuming && p.cfg.training.method == config::training_method::forward_gradient)
-    throw std::invalid_argument(
-        "'" + options.resume +
-        "' was trained with training.method forward_gradient, which cannot resume yet: its checkpoint "
-        "holds the stages but not their auxiliary heads (train again, or with more epochs)");
   p.method = method_for(p.cfg.training);
   p.run_path = resuming ? options.resume
                         : (fs::path(p.cfg.output.dir) /

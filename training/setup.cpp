@@ -158,6 +158,11 @@ std::vector<placed_stage> build_placed_stages(const config::run_config& c,
       c.training.seed);
   auto groups = partition_blocks(std::move(blocks), sizes);
   const method_options method = method_for(c.training);
+  activation_shape shape = input_shape(model_spec(c.model), 1);
+  for (std::size_t j = 0; j < groups.size(); ++j) {
+    placed[j].input = shape;
+    for (const auto& b : groups[j]) shape = b->output_shape(shape);
+  }
   for (std::size_t j = 0; j < groups.size(); ++j) {
     if (wanted && !wanted(j)) {
       groups[j].clear();

@@ -42,6 +42,7 @@ std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::si
 struct placed_stage {
   std::shared_ptr<backend> device;
   std::shared_ptr<stage> compute;
+  activation_shape input{};  // of the stage's input, batch 1
 };
 
 /// Every stage on its own backend (simulated devices shared among them); with `wanted`, only the stages it

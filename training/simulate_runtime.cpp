@@ -132,12 +132,16 @@ class simulate_runtime : public pipeline_runtime {
   std::vector<stage_snapshot> snapshot() override {
     std::vector<stage_snapshot> out;
     for (placed_stage& p : stages_) out.push_back(snapshot_stage(*p.compute, *p.device));
+    if (fg_)  // the auxiliary heads go with their stages
+      for (std::size_t j = 0; j < out.size(); ++j) fg_->stage_part(j).save(out[j]);
     return out;
   }
 
   void restore(const checkpoint& from) override {
-    for (std::size_t j = 0; j < stages_.size(); ++j)
+    for (std::size_t j = 0; j < stages_.size(); ++j) {
       restore_stage(*stages_[j].compute, *stages_[j].device, from.stages[j]);
+      if (fg_) fg_->stage_part(j).restore(from.stages[j]);
+    }
   }
 
   double current_lr() override { return stages_.front().compute->optimizer().current_lr(); }

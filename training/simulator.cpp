@@ -175,6 +175,7 @@ run_totals simulator::run(const simulator_hooks& hooks, const pipeline_cut* from
             auto it = labels.find(id);
             const float loss = loss_.softmax_cross_entropy(hand_over(out.x1, s.compute_backend(), loss_),
                                                            it->second, &dlogits, &correct);
+            if (fg_) fg_->loss_derivatives(id, dlogits, loss_);
             dlogits = hand_over(dlogits, loss_, s.compute_backend());
             totals.samples += static_cast<int64_t>(it->second.size());
             totals.correct += correct;

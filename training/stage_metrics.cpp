@@ -23,7 +23,7 @@ double staleness_steps(config::training_method method, int64_t delay_ticks, int 
 
 int64_t expected_delay_ticks(const config::run_config& c, std::size_t j, std::size_t J) {
   if (c.runtime.mode == config::runtime_mode::async) return -1;
-  if (c.training.method == config::training_method::forward_gradient)  // simulate only, no link delays
+  if (c.training.method == config::training_method::forward_gradient)  // no link delays: they are refused
     return forward_gradient_ticks(j, J, c.training.forward_gradient.target == config::gradient_target::local);
   int64_t delay = round_trip_ticks(j, J);
   if (c.runtime.mode == config::runtime_mode::lockstep)
@@ -55,6 +55,8 @@ void merge(stage_report& total, const stage_report& later) {
   total.gradient_cosine_samples += later.gradient_cosine_samples;
   total.gradient_cosine_sum += later.gradient_cosine_sum;
   total.gradient_cosine_min = std::min(total.gradient_cosine_min, later.gradient_cosine_min);
+  total.upstream_messages += later.upstream_messages;
+  total.upstream_bytes += later.upstream_bytes;
   total.stage = later.stage;
   total.weight_version = later.weight_version;
   total.mailbox_peak = std::max(total.mailbox_peak, later.mailbox_peak);
@@ -112,6 +114,11 @@ stage_record stage_line(const stage_report& r, const fault_counts& faults, const
     out.diagnostic_gradient_cosine_mean =
         r.gradient_cosine_sum / static_cast<double>(r.gradient_cosine_samples);
     out.diagnostic_gradient_cosine_min = r.gradient_cosine_min;
+  }
+  if (c.training.method == config::training_method::forward_gradient &&
+      c.runtime.mode != config::runtime_mode::simulate) {  // the actor runtimes count what comes back
+    out.upstream_messages = r.upstream_messages;
+    out.upstream_bytes = r.upstream_bytes;
   }
   return out;
 }

@@ -56,6 +56,8 @@ struct stage_record {
   // forward_gradient: cos(ĝ_j, true ∇_{z_j} L), a diagnostic computed by an extra true backward
   std::optional<int64_t> diagnostic_gradient_cosine_samples;
   std::optional<double> diagnostic_gradient_cosine_mean, diagnostic_gradient_cosine_min;
+  // forward_gradient in the actor runtimes: messages from downstream (its derivatives) and their bytes.
+  std::optional<int64_t> upstream_messages, upstream_bytes;
 };
 
 template <class Fields>
@@ -93,6 +95,8 @@ void describe(Fields& f, stage_record& s) {
   f("diagnostic_gradient_cosine_samples", s.diagnostic_gradient_cosine_samples, presence::omitted);
   f("diagnostic_gradient_cosine_mean", s.diagnostic_gradient_cosine_mean, presence::omitted);
   f("diagnostic_gradient_cosine_min", s.diagnostic_gradient_cosine_min, presence::omitted);
+  f("upstream_messages", s.upstream_messages, presence::omitted);
+  f("upstream_bytes", s.upstream_bytes, presence::omitted);
 }
 
 /// The per-stage record of an epoch line.

@@ -65,6 +65,23 @@ activation project_on_guess(backend& be, const activation& guess, const std::vec
   return {be.from_host(streams[0]), streams[1].defined() ? be.from_host(streams[1]) : tensor{}};
 }
 
+std::vector<float> loss_derivatives(backend& be, const tensor& dlogits, const tensor& logits_dot) {
+  if (dlogits.shape() != logits_dot.shape() || dlogits.shape().size() != 2)
+    throw std::invalid_argument("loss_derivatives: logits tangent " + logits_dot.shape_str() +
+                                " must have the shape (N, classes) of the loss gradient " +
+                                dlogits.shape_str());
+  const tensor g = be.to_host(dlogits), t = be.to_host(logits_dot);
+  const int64_t n = g.dim(0), classes = g.dim(1);
+  std::vector<float> out(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (int64_t k = i * classes; k < (i + 1) * classes; ++k)
+      sum += static_cast<double>(g.data()[k]) * t.data()[k];
+    out[static_cast<std::size_t>(i)] = static_cast<float>(sum);
+  }
+  return out;
+}
+
 activation gaussian_guess(backend& be, const activation& like, uint64_t seed, int stage, int64_t id) {
   uint64_t state = seed;
   state = splitmix(state) ^ (static_cast<uint64_t>(stage) + 1) * 0xd1b54a32d192ed03ULL;

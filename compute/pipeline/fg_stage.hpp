@@ -18,6 +18,11 @@ std::vector<double> per_sample_dot(backend& be, const activation& a, const activ
 /// ĝ_n = (d_n / ‖G̃_n‖²)·G̃_n for every sample n of `guess` (a zero guess gives a zero ĝ_n).
 activation project_on_guess(backend& be, const activation& guess, const std::vector<float>& d);
 
+/// d_n = ⟨∇_{logits_n} L, ż_n⟩ per sample n for the mean loss L, from its gradient `dlogits` (what the
+/// loss gives the last stage, (softmax − onehot)/N) and a logits tangent ż: the vector each stage's
+/// derivatives message carries. Computed on the host in double, whatever made the tensors.
+std::vector<float> loss_derivatives(backend& be, const tensor& dlogits, const tensor& logits_dot);
+
 /// N(0, 1) noise of `like`'s shape, drawn from (seed, stage, micro-batch id) alone: the same guess
 /// for the same micro-batch whatever runs it.
 activation gaussian_guess(backend& be, const activation& like, uint64_t seed, int stage, int64_t id);

@@ -20,6 +20,10 @@ struct stage_report {
   int64_t gradient_cosine_samples = 0;
   double gradient_cosine_sum = 0;
   double gradient_cosine_min = 1;
+  // forward_gradient in the actor runtimes: the messages this stage received from downstream (its
+  // derivatives; any backward message would count too) and their serialized bytes.
+  int64_t upstream_messages = 0;
+  int64_t upstream_bytes = 0;
 
   /// The report of `s` now, with the runtime's own measurements left at zero.
   static stage_report of(const petra::stage& s) {

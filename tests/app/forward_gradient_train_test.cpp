@@ -1,5 +1,6 @@
 // `petra train` with training.method forward_gradient: the smoke preset learns under each guess and
-// target in the simulator; the actor runtimes refuse the method (exit code 2) rather than ignore it.
+// target in the simulator; a run stopped after an epoch resumes; the actor runtimes with injected
+// faults refuse the method (exit code 2) rather than ignore them.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -70,8 +71,7 @@ TEST_CASE("ci_smoke trains under forward_gradient: local and random guesses, glo
   }
 }
 
-TEST_CASE(
-    "a forward_gradient run evaluates, and refuses to resume (its auxiliary heads are not checkpointed)") {
+TEST_CASE("a forward_gradient run evaluates, and resumes (its auxiliary heads are checkpointed)") {
   if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
@@ -88,31 +88,32 @@ TEST_CASE(
   CHECK(petra::app::eval_command((out.path / "fg").string(), {}) == 0);
   train_options again;
   again.resume = (out.path / "fg").string();
-  std::stringstream captured;
-  auto* old = std::cerr.rdbuf(captured.rdbuf());
-  const int code = train_command(again);
-  std::cerr.rdbuf(old);
-  CHECK(code == 2);
-  CHECK_MESSAGE(captured.str().find("cannot resume yet") != std::string::npos, captured.str());
+  REQUIRE(train_command(again) == 0);
+  const auto metrics = read_metrics(out.path / "fg" / "metrics.jsonl");
+  REQUIRE(metrics.size() == 3);  // epoch 1, epoch 2 after the resume, the summary
+  CHECK(metrics[1]["epoch"].get<int>() == 2);
 }
 
-TEST_CASE(
-    "forward_gradient outside the simulator is refused: exit code 2, a clear message, nothing written") {
+TEST_CASE("forward_gradient with injected faults is refused: exit code 2, a clear message, nothing written") {
   scratch_dir out;
-  for (const char* mode : {"lockstep", "async"}) {
-    CAPTURE(mode);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"runtime.mode=async", "faults.jitter_ms=[5]"},
+       "faults.jitter_ms: runtime.mode async runs forward_gradient"},
+      {{"runtime.mode=lockstep", "faults.drop=[0.1]"},
+       "faults.drop: runtime.mode lockstep runs forward_gradient"},
+      {{"runtime.mode=lockstep", "faults.crash_at_tick=[3]"}, "faults.crash_at_tick"}};
+  for (const auto& [sets, message] : refused) {
+    CAPTURE(message);
     train_options o;
     o.config = "ci_smoke";
-    o.sets = {"training.method=forward_gradient", std::string("runtime.mode=") + mode,
-              "output.dir=" + (out.path / "runs").string()};
+    o.sets = {"training.method=forward_gradient", "output.dir=" + (out.path / "runs").string()};
+    o.sets.insert(o.sets.end(), sets.begin(), sets.end());
     std::stringstream captured;
     auto* old = std::cerr.rdbuf(captured.rdbuf());
     const int code = train_command(o);
     std::cerr.rdbuf(old);
     CHECK(code == 2);
-    CHECK_MESSAGE(captured.str().find("training.method: forward_gradient runs in simulate only so far") !=
-                      std::string::npos,
-                  captured.str());
+    CHECK_MESSAGE(captured.str().find(message) != std::string::npos, captured.str());
     CHECK_FALSE(fs::exists(out.path / "runs"));
   }
   train_options o;  // and tick_order backward_first in the simulator

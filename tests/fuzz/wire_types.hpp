@@ -20,7 +20,8 @@ using wire_types =
                messages::fault_event, messages::loss_report, messages::failure_report, messages::stage_status,
                messages::phase_done, messages::window_report, messages::stage_epoch_report,
                messages::epoch_loss_report, messages::eval_report, messages::cut_part,
-               messages::recovery_order, messages::spawn_stage, messages::kill_node, std::vector<int32_t>>;
+               messages::recovery_order, messages::spawn_stage, messages::kill_node, std::vector<int32_t>,
+               stage_tangent, messages::derivatives_data>;
 
 /// Index type_count picks a whole caf::message instead of one type.
 inline constexpr std::size_t wire_type_count = std::tuple_size_v<wire_types>;
