@@ -35,6 +35,7 @@ struct stage_core {
 
   int64_t mailbox_peak = 0;
   double busy_seconds = 0;
+  double phase_busy_seconds = 0;  // since the phase began (pipeline.rebalance compares the stages')
   stage_timeline timeline;
   stage_window_meter window;  // per-step metrics
   int64_t evals_done = 0;     // evaluation batches of this phase this stage passed on

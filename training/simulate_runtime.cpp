@@ -6,6 +6,7 @@
 #include "training/forward_gradient.hpp"
 #include "training/input_schedule.hpp"
 #include "training/json_record.hpp"
+#include "training/rebalance.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 #include "training/tick_schedule.hpp"
@@ -23,12 +24,14 @@ class simulate_runtime : public pipeline_runtime {
  public:
   simulate_runtime(const config::run_config& c, data_feed& train, data_feed& test,
                    const optimizer_settings& optimizer)
-      : train_(train),
+      : config_(c),
+        optimizer_(optimizer),
+        train_(train),
         waves_(test),
         spacing_(pipeline_entry_spacing(c, 0)),  // simulate injects no link delays
         stages_(build_placed_stages(c, optimizer)),
         loss_(make_loss_backend()),
-        sim_(pointers(stages_), *loss_, spacing_, backward_first(c)),
+        sim_(std::make_unique<simulator>(pointers(stages_), *loss_, spacing_, backward_first(c))),
         every_(c.output.metrics_every_steps),
         meters_(stages_.size()) {
     if (c.training.method == config::training_method::forward_gradient) {
@@ -36,7 +39,7 @@ class simulate_runtime : public pipeline_runtime {
           pointers(stages_), method_for(c.training).forward_gradient, c.model.num_classes, optimizer,
           c.training.seed, activation_shape{{1, c.model.input[0], c.model.input[1], c.model.input[2]}, {}},
           c.runtime.inversion_sample_every);
-      sim_.use_forward_gradient(fg_.get());
+      sim_->use_forward_gradient(fg_.get());
     }
   }
 
@@ -110,12 +113,15 @@ class simulate_runtime : public pipeline_runtime {
                                  e.what());
       }
     }
-    static_cast<run_totals&>(out) = sim_.run(hooks, phase.resume.get());
+    std::vector<double> busy_before;
+    for (std::size_t j = 0; j < stages_.size(); ++j) busy_before.push_back(sim_->busy_seconds(j));
+    static_cast<run_totals&>(out) = sim_->run(hooks, phase.resume.get());
     out.completed = out.micro_batches - (phase.resume ? phase.resume->completed : 0);  // in this attempt
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (std::size_t j = 0; j < stages_.size(); ++j) {
       stage_report r = report_of(j);
       r.wall_seconds = wall;
+      r.phase_busy_seconds = sim_->busy_seconds(j) - busy_before[j];
       out.stages.push_back(r);
     }
     out.faults.assign(stages_.size(), fault_counts{});
@@ -124,7 +130,7 @@ class simulate_runtime : public pipeline_runtime {
 
   eval_result evaluate(data_feed& test) override {
     return petra::evaluate(test, [&](const micro_batch& mb) {
-      const auto [loss, correct] = sim_.evaluate(mb);
+      const auto [loss, correct] = sim_->evaluate(mb);
       return eval_score{loss, correct};
     });
   }
@@ -136,8 +142,24 @@ class simulate_runtime : public pipeline_runtime {
   }
 
   void restore(const checkpoint& from) override {
+    const std::vector<stage_snapshot> states = stages_for(from, stage_sizes(config_));
     for (std::size_t j = 0; j < stages_.size(); ++j)
-      restore_stage(*stages_[j].compute, *stages_[j].device, from.stages[j]);
+      restore_stage(*stages_[j].compute, *stages_[j].device, states[j]);
+  }
+
+  // Drained: every stage's state by name, the stages built again on the new cut, each taking its own.
+  void repartition(const std::vector<int>& stage_blocks) override {
+    if (fg_) throw std::logic_error("simulate: forward-gradient stages are not repartitioned");
+    checkpoint drained;
+    drained.stages = snapshot();
+    drained.metadata["stage_blocks"] = nlohmann::json(stage_sizes(config_)).dump();
+    config_.pipeline.stage_blocks = stage_blocks;
+    std::vector<placed_stage> rebuilt = build_placed_stages(config_, optimizer_);
+    sim_.reset();  // it points at the stages it drove
+    stages_ = std::move(rebuilt);
+    sim_ = std::make_unique<simulator>(pointers(stages_), *loss_, spacing_, backward_first(config_));
+    restore(drained);
+    meters_.assign(stages_.size(), stage_window_meter{});
   }
 
   double current_lr() override { return stages_.front().compute->optimizer().current_lr(); }
@@ -172,13 +194,15 @@ class simulate_runtime : public pipeline_runtime {
     windows_.front().ended_by = stage1_done_;
   }
 
+  config::run_config config_;  // its pipeline.stage_blocks follows the moves of rebalancing
+  optimizer_settings optimizer_;
   data_feed& train_;
   data_feed& waves_;  // the test set in training-sized micro-batches, for evaluation waves
   int64_t spacing_;
   int64_t stage1_done_ = -1;  // the id of the micro-batch stage 1 last finished
   std::vector<placed_stage> stages_;
   std::unique_ptr<backend> loss_;
-  simulator sim_;
+  std::unique_ptr<simulator> sim_;
   std::unique_ptr<forward_gradient> fg_;  // training.method forward_gradient
   int64_t every_;
   std::vector<stage_window_meter> meters_;
