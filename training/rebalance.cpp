@@ -109,12 +109,12 @@ std::optional<rebalance_move> rebalancer::decide(int64_t position, const std::ve
   return std::nullopt;
 }
 
-nlohmann::json rebalance_line(const rebalance_move& m, int64_t position, int64_t ticks) {
-  nlohmann::json line = {{"event", "rebalance"},    {"position", position},
-                         {"tick", ticks},           {"block", m.block + 1},
-                         {"from", m.from + 1},      {"to", m.to + 1},
-                         {"busy_seconds", m.busy},  {"stage_blocks_before", m.before},
-                         {"stage_blocks", m.after}, {"forced", m.forced}};
+nlohmann::json rebalance_line(const rebalance_move& m, int64_t position, int64_t ticks, double seconds) {
+  nlohmann::json line = {
+      {"event", "rebalance"},    {"position", position},   {"seconds", seconds},
+      {"tick", ticks},           {"block", m.block + 1},   {"from", m.from + 1},
+      {"to", m.to + 1},          {"busy_seconds", m.busy}, {"stage_blocks_before", m.before},
+      {"stage_blocks", m.after}, {"forced", m.forced}};
   if (!m.predicted.empty()) line["predicted_busy_seconds"] = m.predicted;
   return line;
 }

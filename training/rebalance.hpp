@@ -59,9 +59,9 @@ class rebalancer {
 };
 
 /// The `{"event":"rebalance"}` line of a move made at the point before micro-batch `position` of the
-/// run, after `ticks` ticks of the run's phases (stages and blocks 1-based there, as everywhere in
-/// metrics.jsonl: block 1 is the stem).
-nlohmann::json rebalance_line(const rebalance_move& m, int64_t position, int64_t ticks);
+/// run, after `ticks` ticks of the run's phases, `seconds` into the run on the step lines' clock
+/// (stages and blocks 1-based there, as everywhere in metrics.jsonl: block 1 is the stem).
+nlohmann::json rebalance_line(const rebalance_move& m, int64_t position, int64_t ticks, double seconds);
 
 /// The partition a checkpoint was written with (metadata stage_blocks), empty when it says none.
 std::vector<int> checkpoint_partition(const checkpoint& from);

@@ -43,8 +43,9 @@ class simulate_runtime : public pipeline_runtime {
     }
   }
 
-  // Forward gradients hold guesses and tangents no cut records yet: their phases end drained.
-  bool takes_cuts() const override { return fg_ == nullptr; }
+  // Forward gradients hold guesses and tangents no cut records yet: their phases end drained; so do
+  // the phases of a rebalanced run, whose blocks move where it drains.
+  bool takes_cuts() const override { return fg_ == nullptr && !config_.pipeline.rebalance; }
 
   phase_result train(const phase_request& phase, const progress_fn& progress, const epoch_fn& on_epoch,
                      const cut_fn& on_cut) override {
@@ -100,6 +101,11 @@ class simulate_runtime : public pipeline_runtime {
       cut.driver = nlohmann::json{{"epochs", epochs.save()}, {"losses", json_record::write(ledger)}}.dump();
       if (on_cut) on_cut(phase.cut_before[next_cut], cut);
     };
+    if (!phase.resume && !open_epochs_.empty()) {  // the epochs a drained phase left open go on here
+      const nlohmann::json open = nlohmann::json::parse(open_epochs_);
+      epochs.load(open.at("epochs"));
+      ledger = json_record::read<training::loss_ledger>(open.at("losses"), "losses");
+    }
     if (phase.resume) {
       try {
         const nlohmann::json driver = nlohmann::json::parse(phase.resume->driver);
@@ -125,6 +131,7 @@ class simulate_runtime : public pipeline_runtime {
       out.stages.push_back(r);
     }
     out.faults.assign(stages_.size(), fault_counts{});
+    open_epochs_ = nlohmann::json{{"epochs", epochs.save()}, {"losses", json_record::write(ledger)}}.dump();
     return out;
   }
 
@@ -142,6 +149,7 @@ class simulate_runtime : public pipeline_runtime {
   }
 
   void restore(const checkpoint& from) override {
+    open_epochs_.clear();  // a checkpoint's phase starts with no epoch open (as a new loss actor does)
     const std::vector<stage_snapshot> states = stages_for(from, stage_sizes(config_));
     for (std::size_t j = 0; j < stages_.size(); ++j)
       restore_stage(*stages_[j].compute, *stages_[j].device, states[j]);
@@ -154,11 +162,13 @@ class simulate_runtime : public pipeline_runtime {
     drained.stages = snapshot();
     drained.metadata["stage_blocks"] = nlohmann::json(stage_sizes(config_)).dump();
     config_.pipeline.stage_blocks = stage_blocks;
+    const std::string open = open_epochs_;  // the move changes no epoch's record
     std::vector<placed_stage> rebuilt = build_placed_stages(config_, optimizer_);
     sim_.reset();  // it points at the stages it drove
     stages_ = std::move(rebuilt);
     sim_ = std::make_unique<simulator>(pointers(stages_), *loss_, spacing_, backward_first(config_));
     restore(drained);
+    open_epochs_ = open;
     meters_.assign(stages_.size(), stage_window_meter{});
   }
 
@@ -208,6 +218,9 @@ class simulate_runtime : public pipeline_runtime {
   std::vector<stage_window_meter> meters_;
   std::vector<stage_window> windows_;
   int64_t windows_taken_at_ = -1;
+  // The epochs and scores a phase that drained inside an epoch left open (what the actor runtimes'
+  // loss actor keeps between phases), as in a cut's record; empty after a restore.
+  std::string open_epochs_;
 };
 
 }  // namespace

@@ -197,7 +197,7 @@ class run {
     p_.runtime->repartition(move->after);
     p_.cfg.pipeline.stage_blocks = move->after;  // the checkpoints' config and partition follow it
     ++moves_;
-    dir_.log(rebalance_line(*move, g, run_done_.ticks));
+    dir_.log(rebalance_line(*move, g, run_done_.ticks, steps_.seconds()));
     bar_.break_line();
     std::string busy_text;
     for (double b : busy) {
