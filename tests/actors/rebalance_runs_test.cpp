@@ -107,5 +107,7 @@ TEST_CASE("rebalance: what cannot be honoured is refused with exit code 2 before
   CHECK(train(rebalance_sets(dir, "lockstep", "remote"),
               {"pipeline.nodes=[local,127.0.0.1:1,local,local]"}) == 2);
   CHECK_FALSE(fs::exists(dir / "remote"));
+  CHECK(train(rebalance_sets(dir, "simulate", "fg"), {"training.method=forward_gradient"}) == 2);
+  CHECK_FALSE(fs::exists(dir / "fg"));
   fs::remove_all(dir);
 }
