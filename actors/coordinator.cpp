@@ -13,6 +13,7 @@
 #include "actors/stall.hpp"
 #include "training/input_schedule.hpp"
 #include "training/loss_cut.hpp"
+#include "training/rebalance.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 #include "training/snapshot.hpp"
@@ -165,9 +166,21 @@ class actor_runtime : public pipeline_runtime {
   }
 
   void restore(const checkpoint& from) override {
+    const std::vector<stage_snapshot> states = stages_for(from, stage_sizes(config_));
     for (std::size_t j = 0; j < stages_; ++j)
-      control_.ask<restore_atom>(pipeline_.stages()[j], control_timeout, restore_atom_v, from.stages[j]);
+      control_.ask<restore_atom>(pipeline_.stages()[j], control_timeout, restore_atom_v, states[j]);
     first_stage_steps_ = from.stages.front().optimizer_steps;
+  }
+
+  // Drained: every stage's state by name, a new generation of actors on the new cut, each stage
+  // taking its own tensors.
+  void repartition(const std::vector<int>& stage_blocks) override {
+    checkpoint drained;
+    drained.stages = snapshot();
+    drained.metadata["stage_blocks"] = nlohmann::json(stage_sizes(config_)).dump();
+    config_.pipeline.stage_blocks = stage_blocks;
+    pipeline_.repartition(stage_blocks);
+    restore(drained);
   }
 
   void recover() override { pipeline_.recover(); }

@@ -232,6 +232,12 @@ void actor_pipeline::recover() {
   build();
 }
 
+void actor_pipeline::repartition(const std::vector<int>& stage_blocks) {
+  tear_down();
+  config_.pipeline.stage_blocks = stage_blocks;
+  build();
+}
+
 std::vector<std::string> actor_pipeline::remote_nodes() const {
   std::vector<std::string> out;
   for (const std::string& where : placement_)

@@ -30,6 +30,9 @@ class actor_pipeline {
   void tear_down();
   /// After a failure: tears down, moves the stages of unreachable nodes to spare nodes, builds again.
   void recover();
+  /// Drained: stops every actor and builds them again with the model cut into `stage_blocks`
+  /// (pipeline.rebalance; every stage in this process).
+  void repartition(const std::vector<int>& stage_blocks);
   /// Stage-local recovery: the stages lost with stage j (every stage of its node when the node is gone).
   std::vector<int32_t> lost_with(int32_t j);
   /// Builds stage j again in place of a lost one (on a spare node when its node is gone), with its

@@ -16,7 +16,9 @@ auto timed(stage_core& c, bool& slowed, clock_type::time_point& begin, clock_typ
   slowed = c.faults_on() && c.faults.slow > 1;
   if (slowed) std::this_thread::sleep_for(std::chrono::duration<double>(seconds * (c.faults.slow - 1)));
   end = clock_type::now();
-  c.busy_seconds += std::chrono::duration<double>(end - begin).count();
+  const double busy = std::chrono::duration<double>(end - begin).count();
+  c.busy_seconds += busy;
+  c.phase_busy_seconds += busy;
   return out;
 }
 
@@ -28,6 +30,7 @@ void begin_phase(stage_core& c, const phase_plan& plan) {
   c.in_phase = true;
   c.awaiting_loss = false;
   c.evals_done = 0;
+  c.phase_busy_seconds = 0;
   c.backwards_in_phase = 0;
   c.last_forwarded = -1;
   c.epoch_reported = -1;
@@ -62,6 +65,7 @@ stage_report make_report(stage_core& c) {
   r.busy_seconds = c.busy_seconds;
   r.upstream_messages = c.upstream_messages;
   r.upstream_bytes = c.upstream_bytes;
+  r.phase_busy_seconds = c.phase_busy_seconds;
   r.wall_seconds = std::chrono::duration<double>(clock_type::now() - c.epoch_start).count();
   return r;
 }
@@ -81,7 +85,9 @@ activation timed_evaluate(stage_core& c, const activation& x, int64_t index) {
   const auto begin = clock_type::now();
   activation y = c.ctx.compute->evaluate(take_in(c, x));
   const auto end = clock_type::now();
-  c.busy_seconds += std::chrono::duration<double>(end - begin).count();
+  const double busy = std::chrono::duration<double>(end - begin).count();
+  c.busy_seconds += busy;
+  c.phase_busy_seconds += busy;
   trace_evaluate(c, index, begin, end);
   return y;
 }

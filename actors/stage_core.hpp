@@ -36,6 +36,7 @@ struct stage_core {
   int64_t mailbox_peak = 0;
   double busy_seconds = 0;
   int64_t upstream_messages = 0, upstream_bytes = 0;  // forward_gradient: from downstream (stage_report's)
+  double phase_busy_seconds = 0;  // since the phase began (pipeline.rebalance compares the stages')
   stage_timeline timeline;
   stage_window_meter window;  // per-step metrics
   int64_t evals_done = 0;     // evaluation batches of this phase this stage passed on

@@ -137,6 +137,28 @@ int memory_model_command(const std::string& config, const std::vector<std::strin
         "       + weight copies for every version an outstanding forward used.\n",
         bf ? "2(J-j), the last stage 1 (tick order backward_first)" : "2(J-j)+1",
         cfg.runtime.inversion_sample_every);
+    const bool rebuilds =
+        cfg.training.method == config::training_method::petra ||
+        (cfg.training.method == config::training_method::delayed && !cfg.training.stash_inputs);
+    if (rebuilds) {
+      std::printf(
+          "\nadaptive fallback (training.max_inversion_error%s): a stage that rebuilds its inputs keeps\n"
+          "them while its rebuilds drift, holding beyond its PETRA bytes (MB):\n",
+          cfg.training.max_inversion_error > 0 ? " set" : ", off here");
+      std::printf("%-6s %-22s %12s %12s\n", "stage", "blocks", "rebuilding", "+ keeping");
+      const std::size_t J = m.stages.size();
+      int64_t extra = 0;
+      for (std::size_t j = 0; j < J; ++j) {
+        const stage_profile& s = m.stages[j];
+        if (!s.reversible) continue;
+        const int64_t plain =
+            runtime_stage_bytes(s, j, J, false, false, k, cfg.runtime.inversion_sample_every, bf);
+        const int64_t more = fallback_stage_bytes(s, j, J, k, cfg.runtime.inversion_sample_every, bf);
+        extra += more;
+        std::printf("%-6zu %-22s %12.2f %12.2f\n", j + 1, s.name.c_str(), plain / 1e6, more / 1e6);
+      }
+      std::printf("every rebuilding stage keeping at once: + %.3f GB\n", extra / 1e9);
+    }
     if (cfg.training.method == config::training_method::forward_gradient) {
       const bool local = cfg.training.forward_gradient.target == config::gradient_target::local;
       std::printf("\nper stage, petra's bytes (MB): PETRA beside %s\n",

@@ -91,11 +91,17 @@ report_plot draw_throughput(const std::string& dir, const std::vector<run_data>&
   report_plot p{"throughput",
                 "Throughput",
                 "Training images per second against training time: per step line where the run has them, "
-                "else per epoch (at the epoch's end).",
+                "else per epoch (at the epoch's end); a dashed line where pipeline.rebalance moved a block "
+                "(labelled from→to stage).",
                 "",
                 {}};
-  std::ostringstream data, plots;
+  std::ostringstream data, plots, marks;
   for (size_t r = 0; r < runs.size(); ++r) {
+    for (const rebalance_mark& m : runs[r].moves)
+      marks << "set arrow from " << m.seconds << ", graph 0 to " << m.seconds
+            << ", graph 1 nohead dt 2 lc rgb \"" << run_colour(r) << "\"\nset label \"" << m.from << "→"
+            << m.to << "\" at " << m.seconds << ", graph " << 0.97 - 0.05 * static_cast<double>(r)
+            << " tc rgb \"" << run_colour(r) << "\"\n";
     data << "$run" << r << " << EOD\n";
     size_t points = 0;
     if (!runs[r].steps.empty()) {
@@ -118,7 +124,7 @@ report_plot draw_throughput(const std::string& dir, const std::vector<run_data>&
   std::ostringstream body;
   body << data.str() << "set grid\nset key bottom right\nset xlabel \"training time (s)\"\n"
        << "set ylabel \"images/s\"\nset yrange [0:*]\nset xrange [0:*]\n"
-       << plots.str() << "\n";
+       << marks.str() << plots.str() << "\n";
   plot::draw(dir, p, 1000, 420, body.str());
   return p;
 }

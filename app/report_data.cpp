@@ -111,6 +111,17 @@ run_data read_run(const std::string& dir) {
       run.steps.push_back(read_staged_line<step_line>(line, at));
     } else if (event == "summary") {
       run.summary = read_line<summary_line>(line, at);
+    } else if (event == "rebalance") {
+      rebalance_mark m;
+      try {
+        m.seconds = line.at("seconds").get<double>();
+        m.block = line.at("block").get<int>();
+        m.from = line.at("from").get<int>();
+        m.to = line.at("to").get<int>();
+      } catch (const json::exception&) {
+        at.fail("a rebalance line needs numbers \"seconds\", \"block\", \"from\" and \"to\"");
+      }
+      run.moves.push_back(m);
     } else if (event == "failure") {
       const std::string what = text(line, "what", at);
       run.failures.push_back(what.empty() ? "failure at line " + std::to_string(line_number) : what);

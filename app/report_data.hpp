@@ -25,6 +25,12 @@ using epoch_line = epoch_record;
 using step_line = step_record;
 using summary_line = summary_record;
 
+/// A block that moved between stages (pipeline.rebalance), on the step lines' clock.
+struct rebalance_mark {
+  double seconds = 0;
+  int block = 0, from = 0, to = 0;  // 1-based
+};
+
 /// One run directory as the report shows it.
 struct run_data {
   std::string dir;          // as given
@@ -38,6 +44,7 @@ struct run_data {
   std::vector<step_line> steps;
   std::optional<summary_line> summary;
   std::vector<std::string> failures;  // the "what" of each failure line
+  std::vector<rebalance_mark> moves;  // the rebalance lines
 
   /// 2(J−j)/k, by training's staleness_steps: the staleness in optimizer steps PETRA's schedule
   /// gives stage j (0 for backprop).

@@ -24,6 +24,23 @@ struct device_spec {
 /// "cpu", "cuda:0", "sim:1" as a device; a bad name throws config_error saying how to write one.
 device_spec parse_device(const std::string& name);
 
+/// A forced move of pipeline.rebalance_moves: at the rebalancing point before micro-batch `position`
+/// of the run (counted from epoch 1's first), the block of stage `from` next to stage `to` moves
+/// there (stages 1-based, neighbours).
+struct block_move {
+  int64_t position = 0;
+  int from = 0;
+  int to = 0;
+  /// "position:from>to", e.g. "64:2>3".
+  std::string str() const;
+  bool operator==(const block_move& other) const {
+    return position == other.position && from == other.from && to == other.to;
+  }
+};
+
+/// "64:2>3" as a move; bad text throws config_error saying how to write one.
+block_move parse_block_move(const std::string& text);
+
 /// The network. `arch` names a preset (revnet18, revnet34, revnet50,
 /// fashion_small, tiny); the lists below, when non-empty, replace the preset's.
 struct model_config {
@@ -110,6 +127,13 @@ struct pipeline_config {
       nodes;  // per stage: local | host:port of a `petra node` | a name from nodes:; empty = all local
   std::vector<std::string>
       spare_nodes;  // host:port (or a name from nodes:) of nodes that take over the stages of a lost node
+  // Online rebalancing (simulate, lockstep): the pipeline drains at every output.checkpoint_every_steps
+  // point and epoch end, and there one block moves from the busiest stage to a neighbour when that
+  // lowers the predicted busiest stage's time by more than rebalance_margin (a fraction of it; 1:
+  // never, the points still drain).
+  bool rebalance = false;
+  double rebalance_margin = 0.05;
+  std::vector<block_move> rebalance_moves;  // forced moves, replacing the measured rule (tests, experiments)
 };
 
 /// TLS for connections to nodes beyond loopback (CAF's OpenSSL module): both sides present a

@@ -198,6 +198,33 @@ void validate_pipeline(const pipeline_config& pipeline, const node_map& nodes, c
                                      " stages: give one per stage");
 }
 
+// Forced moves are checked against the partition and the run's points when the run is prepared (the
+// block count and the micro-batches per epoch come from the model and the data).
+void validate_rebalance(const pipeline_config& pipeline, const checker& check) {
+  if (!(pipeline.rebalance_margin >= 0 && pipeline.rebalance_margin <= 1))
+    check.fail("pipeline.rebalance_margin",
+               "got " + show(pipeline.rebalance_margin) +
+                   "; the fraction of the busiest stage's time a move must save: in [0, 1] (1: never move)");
+  const auto& moves = pipeline.rebalance_moves;
+  if (!moves.empty() && !pipeline.rebalance)
+    check.fail("pipeline.rebalance_moves", "lists moves but pipeline.rebalance " +
+                                               check.where("pipeline.rebalance") +
+                                               " is false: set it to true, or remove the moves");
+  for (size_t i = 0; i < moves.size(); ++i) {
+    if (moves[i].from - moves[i].to != 1 && moves[i].to - moves[i].from != 1)
+      check.fail("pipeline.rebalance_moves", "entry " + std::to_string(i) + " (" + moves[i].str() +
+                                                 ") moves a block between stages that are not neighbours");
+    if (moves[i].position < 1)
+      check.fail("pipeline.rebalance_moves",
+                 "entry " + std::to_string(i) + " (" + moves[i].str() +
+                     ") is at position 0: nothing has been measured before the first micro-batch");
+    if (i > 0 && moves[i].position <= moves[i - 1].position)
+      check.fail("pipeline.rebalance_moves",
+                 "entry " + std::to_string(i) + " (" + moves[i].str() +
+                     ") does not follow the previous one: at most one move per point, positions ascending");
+  }
+}
+
 void validate_runtime(const runtime_config& runtime, const checker& check) {
   check.at_least("runtime.threads", runtime.threads, 1, "at least one compute thread is needed");
   check.at_least("runtime.credits", runtime.credits, 0,
@@ -312,6 +339,7 @@ void validate(const run_config& config, const source_map& sources) {
   validate_training(config.training, check);
   validate_nodes(config.nodes, sources);
   validate_pipeline(config.pipeline, config.nodes, check);
+  validate_rebalance(config.pipeline, check);
   validate_runtime(config.runtime, check);
   validate_fallback(config.training, config.runtime, check);
   validate_output(config.output, check);

@@ -120,6 +120,23 @@ void read_value(const YAML::Node& node, const std::string& where, const std::str
   out = std::move(devices);
 }
 
+void read_value(const YAML::Node& node, const std::string& where, const std::string& path, const origin&,
+                std::vector<block_move>& out) {
+  if (!node.IsSequence()) fail_type(path, where, expected_list(static_cast<std::string*>(nullptr)), node);
+  std::vector<block_move> moves(node.size());
+  for (size_t i = 0; i < node.size(); ++i) {
+    std::string text;
+    if (!decode(node[i], text))
+      fail_type(path + "[" + std::to_string(i) + "]", where, "a move 'position:from>to'", node[i]);
+    try {
+      moves[i] = parse_block_move(text);
+    } catch (const config_error& e) {
+      throw config_error(path + " " + where + ": entry " + std::to_string(i) + " " + e.what());
+    }
+  }
+  out = std::move(moves);
+}
+
 }  // namespace
 
 void read_field(const YAML::Node& node, const YAML::Mark& mark, field& target, const std::string& path,

@@ -64,6 +64,7 @@ std::string format(Choice value) {
   return format(to_string(value));
 }
 std::string format(const device_spec& value) { return format(value.str()); }
+std::string format(const block_move& value) { return format(value.str()); }
 
 template <class Value>
 std::string format(const std::vector<Value>& values) {

@@ -1,9 +1,12 @@
 // Preparing a run.
 #include "training/prepared_run.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <numeric>
 
+#include "training/rebalance.hpp"
 #include "training/run_dir.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
@@ -46,6 +49,20 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
   if (p.cfg.output.trace) {  // every runtime and node records the window fitted to the run
     p.trace = fit_trace_window(p.cfg, p.cfg.training.epochs * p.per_epoch);
     p.cfg.output.trace_steps = {p.trace.first, p.trace.last};
+  }
+  if (p.cfg.pipeline.rebalance) {
+    const std::vector<int> sizes = stage_sizes(p.cfg);
+    check_forced_moves(p.cfg, static_cast<std::size_t>(std::accumulate(sizes.begin(), sizes.end(), 0)),
+                       p.per_epoch);
+    // A rebalanced run resumes with the blocks where its last checkpoint had them, unless told otherwise.
+    const bool partition_given =
+        std::any_of(options.sets.begin(), options.sets.end(),
+                    [](const std::string& s) { return s.rfind("pipeline.stage_blocks=", 0) == 0; });
+    if (resuming && !partition_given) {
+      const std::vector<int> written = checkpoint_partition(
+          read_checkpoint((resume_dir / "checkpoint.safetensors").string(), sizes.size()));
+      if (!written.empty()) p.cfg.pipeline.stage_blocks = written;
+    }
   }
   p.runtime = make_runtime(p.cfg, p.data, p.opt);
   if (resuming) {

@@ -2,6 +2,7 @@
 #include "training/restore_points.hpp"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "config/config.hpp"
 #include "training/checkpoint.hpp"
@@ -23,7 +24,9 @@ int64_t restore_points::phase_end(int64_t g, int64_t end) const {
     next = waves() ? (g / size + 1) * size
                    : std::min(epoch_end, epoch_end - per_epoch + ((g % per_epoch) / size + 1) * size);
   }
-  if (!waves() || (options_.stop_after_epoch > 0 && epoch_end == options_.stop_after_epoch * per_epoch))
+  // Rebalancing moves blocks where the pipeline drains: at epoch ends too.
+  if (!waves() || cfg.pipeline.rebalance ||
+      (options_.stop_after_epoch > 0 && epoch_end == options_.stop_after_epoch * per_epoch))
     next = std::min(next, epoch_end);
   return std::min(next, end);
 }
@@ -65,6 +68,7 @@ void restore_points::checkpoint(int epoch, int64_t position) {
                    {{"epoch", std::to_string(epoch)},
                     {"position", std::to_string(position)},
                     {"method", p_.method.str()},
+                    {"stage_blocks", nlohmann::json(stage_sizes(p_.cfg)).dump()},
                     {"config", config::to_yaml(p_.cfg)}});
 }
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,13 @@ class pipeline_runtime {
   /// After a failure: tears the pipeline down and builds it again (stages of a lost node move to a
   /// spare node). The caller then restores the last checkpoint.
   virtual void recover() = 0;
+  /// Drained (between phases): cuts the model into stages of `stage_blocks` blocks instead, each
+  /// block's weights, momentum and BN statistics moving with it (pipeline.rebalance). The stages'
+  /// records restart. A runtime that cannot refuses the key before the run starts.
+  virtual void repartition(const std::vector<int>& stage_blocks) {
+    (void)stage_blocks;
+    throw std::logic_error("this runtime does not repartition (pipeline.rebalance is refused for it)");
+  }
   /// The learning rate of the first stage now.
   virtual double current_lr() = 0;
   /// Writes the run's timeline (output.trace) to `path`; a runtime that records none refuses the key.

@@ -73,6 +73,21 @@ void check_runtime_supports(const config::run_config& c) {
     refuse("training.tick_order", c,
            "has no ticks to order: each stage runs a waiting backward before its next forward "
            "(use runtime.mode simulate or lockstep for backward_first)");
+  if (c.pipeline.rebalance) {
+    if (mode == config::runtime_mode::async)
+      refuse("pipeline.rebalance", c,
+             "does not rebalance yet: blocks move at drained points of the tick schedule (use runtime.mode "
+             "simulate or lockstep)");
+    if (c.training.method == config::training_method::forward_gradient)
+      throw config::config_error(
+          "pipeline.rebalance: training.method forward_gradient is not rebalanced: its auxiliary heads "
+          "belong to the stages' outputs, which a move would change");
+    if (std::any_of(c.pipeline.nodes.begin(), c.pipeline.nodes.end(),
+                    [](const std::string& n) { return !n.empty() && n != "local"; }))
+      throw config::config_error(
+          "pipeline.rebalance: a move rebuilds every stage in this process; stages on `petra node`s "
+          "(pipeline.nodes) are not moved yet: place every stage local, or turn rebalancing off");
+  }
   if (mode == config::runtime_mode::lockstep) {
     const std::string why =
         "counts time in ticks: jitter and reordering are wall-clock faults of the async runtime";
@@ -91,6 +106,8 @@ config::run_config for_evaluation(config::run_config c) {
   c.pipeline.spare_nodes.clear();
   c.faults = config::faults_config{};
   c.output.trace = false;
+  c.pipeline.rebalance = false;  // the checkpoint's config holds the blocks where training left them
+  c.pipeline.rebalance_moves.clear();
   return c;
 }
 
@@ -101,6 +118,7 @@ bool backward_first(const config::run_config& c) {
 bool actors_take_cuts(const config::run_config& c) {
   // Forward gradients hold guesses and tangents no cut records yet: their phases end drained.
   if (c.training.method == config::training_method::forward_gradient) return false;
+  if (c.pipeline.rebalance) return false;  // rebalancing drains where snapshots would cut
   const config::faults_config& f = c.faults;
   const bool delays = any_set(f.forward_delay, 0) || any_set(f.backward_delay, 0);
   if (c.runtime.mode == config::runtime_mode::lockstep) return !delays;

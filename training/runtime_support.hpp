@@ -21,7 +21,8 @@ bool backward_first(const config::run_config& c);
 
 /// Whether the actor runtime cuts a running pipeline for snapshots (else it drains where one is
 /// due): lockstep without link delays (a message would cross the cut more than a tick ahead);
-/// async without delays, jitter or reordering (the markers need each link in order).
+/// async without delays, jitter or reordering (the markers need each link in order); never while
+/// pipeline.rebalance moves blocks (it drains there instead).
 bool actors_take_cuts(const config::run_config& c);
 
 /// Async pacing (runtime.pacing: stages): stage j of `count` (from 0) starts a training forward only

@@ -6,6 +6,7 @@
 #include "training/forward_gradient.hpp"
 #include "training/input_schedule.hpp"
 #include "training/json_record.hpp"
+#include "training/rebalance.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 #include "training/tick_schedule.hpp"
@@ -23,12 +24,14 @@ class simulate_runtime : public pipeline_runtime {
  public:
   simulate_runtime(const config::run_config& c, data_feed& train, data_feed& test,
                    const optimizer_settings& optimizer)
-      : train_(train),
+      : config_(c),
+        optimizer_(optimizer),
+        train_(train),
         waves_(test),
         spacing_(pipeline_entry_spacing(c, 0)),  // simulate injects no link delays
         stages_(build_placed_stages(c, optimizer)),
         loss_(make_loss_backend()),
-        sim_(pointers(stages_), *loss_, spacing_, backward_first(c)),
+        sim_(std::make_unique<simulator>(pointers(stages_), *loss_, spacing_, backward_first(c))),
         every_(c.output.metrics_every_steps),
         meters_(stages_.size()) {
     if (c.training.method == config::training_method::forward_gradient) {
@@ -36,12 +39,13 @@ class simulate_runtime : public pipeline_runtime {
           pointers(stages_), method_for(c.training).forward_gradient, c.model.num_classes, optimizer,
           c.training.seed, activation_shape{{1, c.model.input[0], c.model.input[1], c.model.input[2]}, {}},
           c.runtime.inversion_sample_every);
-      sim_.use_forward_gradient(fg_.get());
+      sim_->use_forward_gradient(fg_.get());
     }
   }
 
-  // Forward gradients hold guesses and tangents no cut records yet: their phases end drained.
-  bool takes_cuts() const override { return fg_ == nullptr; }
+  // Forward gradients hold guesses and tangents no cut records yet: their phases end drained; so do
+  // the phases of a rebalanced run, whose blocks move where it drains.
+  bool takes_cuts() const override { return fg_ == nullptr && !config_.pipeline.rebalance; }
 
   phase_result train(const phase_request& phase, const progress_fn& progress, const epoch_fn& on_epoch,
                      const cut_fn& on_cut) override {
@@ -97,6 +101,11 @@ class simulate_runtime : public pipeline_runtime {
       cut.driver = nlohmann::json{{"epochs", epochs.save()}, {"losses", json_record::write(ledger)}}.dump();
       if (on_cut) on_cut(phase.cut_before[next_cut], cut);
     };
+    if (!phase.resume && !open_epochs_.empty()) {  // the epochs a drained phase left open go on here
+      const nlohmann::json open = nlohmann::json::parse(open_epochs_);
+      epochs.load(open.at("epochs"));
+      ledger = json_record::read<training::loss_ledger>(open.at("losses"), "losses");
+    }
     if (phase.resume) {
       try {
         const nlohmann::json driver = nlohmann::json::parse(phase.resume->driver);
@@ -110,21 +119,25 @@ class simulate_runtime : public pipeline_runtime {
                                  e.what());
       }
     }
-    static_cast<run_totals&>(out) = sim_.run(hooks, phase.resume.get());
+    std::vector<double> busy_before;
+    for (std::size_t j = 0; j < stages_.size(); ++j) busy_before.push_back(sim_->busy_seconds(j));
+    static_cast<run_totals&>(out) = sim_->run(hooks, phase.resume.get());
     out.completed = out.micro_batches - (phase.resume ? phase.resume->completed : 0);  // in this attempt
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (std::size_t j = 0; j < stages_.size(); ++j) {
       stage_report r = report_of(j);
       r.wall_seconds = wall;
+      r.phase_busy_seconds = sim_->busy_seconds(j) - busy_before[j];
       out.stages.push_back(r);
     }
     out.faults.assign(stages_.size(), fault_counts{});
+    open_epochs_ = nlohmann::json{{"epochs", epochs.save()}, {"losses", json_record::write(ledger)}}.dump();
     return out;
   }
 
   eval_result evaluate(data_feed& test) override {
     return petra::evaluate(test, [&](const micro_batch& mb) {
-      const auto [loss, correct] = sim_.evaluate(mb);
+      const auto [loss, correct] = sim_->evaluate(mb);
       return eval_score{loss, correct};
     });
   }
@@ -138,10 +151,29 @@ class simulate_runtime : public pipeline_runtime {
   }
 
   void restore(const checkpoint& from) override {
+    open_epochs_.clear();  // a checkpoint's phase starts with no epoch open (as a new loss actor does)
+    const std::vector<stage_snapshot> states = stages_for(from, stage_sizes(config_));
     for (std::size_t j = 0; j < stages_.size(); ++j) {
-      restore_stage(*stages_[j].compute, *stages_[j].device, from.stages[j]);
-      if (fg_) fg_->stage_part(j).restore(from.stages[j]);
+      restore_stage(*stages_[j].compute, *stages_[j].device, states[j]);
+      if (fg_) fg_->stage_part(j).restore(from.stages[j]);  // (forward gradients keep their cut)
     }
+  }
+
+  // Drained: every stage's state by name, the stages built again on the new cut, each taking its own.
+  void repartition(const std::vector<int>& stage_blocks) override {
+    if (fg_) throw std::logic_error("simulate: forward-gradient stages are not repartitioned");
+    checkpoint drained;
+    drained.stages = snapshot();
+    drained.metadata["stage_blocks"] = nlohmann::json(stage_sizes(config_)).dump();
+    config_.pipeline.stage_blocks = stage_blocks;
+    const std::string open = open_epochs_;  // the move changes no epoch's record
+    std::vector<placed_stage> rebuilt = build_placed_stages(config_, optimizer_);
+    sim_.reset();  // it points at the stages it drove
+    stages_ = std::move(rebuilt);
+    sim_ = std::make_unique<simulator>(pointers(stages_), *loss_, spacing_, backward_first(config_));
+    restore(drained);
+    open_epochs_ = open;
+    meters_.assign(stages_.size(), stage_window_meter{});
   }
 
   double current_lr() override { return stages_.front().compute->optimizer().current_lr(); }
@@ -176,18 +208,23 @@ class simulate_runtime : public pipeline_runtime {
     windows_.front().ended_by = stage1_done_;
   }
 
+  config::run_config config_;  // its pipeline.stage_blocks follows the moves of rebalancing
+  optimizer_settings optimizer_;
   data_feed& train_;
   data_feed& waves_;  // the test set in training-sized micro-batches, for evaluation waves
   int64_t spacing_;
   int64_t stage1_done_ = -1;  // the id of the micro-batch stage 1 last finished
   std::vector<placed_stage> stages_;
   std::unique_ptr<backend> loss_;
-  simulator sim_;
+  std::unique_ptr<simulator> sim_;
   std::unique_ptr<forward_gradient> fg_;  // training.method forward_gradient
   int64_t every_;
   std::vector<stage_window_meter> meters_;
   std::vector<stage_window> windows_;
   int64_t windows_taken_at_ = -1;
+  // The epochs and scores a phase that drained inside an epoch left open (what the actor runtimes'
+  // loss actor keeps between phases), as in a cut's record; empty after a restore.
+  std::string open_epochs_;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 // loss and backward in one tick.
 #include "training/simulator.hpp"
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -38,7 +39,11 @@ activation hand_over(const activation& a, backend& from, backend& to) {
 }
 
 simulator::simulator(std::vector<stage*> stages, backend& loss, int64_t spacing, bool backward_first)
-    : stages_(std::move(stages)), loss_(loss), spacing_(spacing), backward_first_(backward_first) {
+    : stages_(std::move(stages)),
+      loss_(loss),
+      spacing_(spacing),
+      backward_first_(backward_first),
+      busy_(stages_.size(), 0.0) {
   if (stages_.empty()) throw std::invalid_argument("simulator: no stages");
   if (spacing_ < 1) throw std::invalid_argument("simulator: a micro-batch enters every spacing >= 1 ticks");
 }
@@ -145,6 +150,7 @@ run_totals simulator::run(const simulator_hooks& hooks, const pipeline_cut* from
 
     for (std::size_t j = 0; j < J; ++j) {
       stage& s = *stages_[j];
+      const auto busy_since = std::chrono::steady_clock::now();
       if (eval_in[j]) {  // first in the tick: the weights the tick starts with
         eval_item item = std::move(*eval_in[j]);
         eval_in[j].reset();
@@ -224,6 +230,7 @@ run_totals simulator::run(const simulator_hooks& hooks, const pipeline_cut* from
         forward();
         backward();
       }
+      busy_[j] += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since).count();
     }
     if (fg_) fg_->end_tick();
     std::swap(fwd_in, fwd_next);

@@ -91,6 +91,10 @@ class simulator {
   /// Ticks run so far, over every call of run.
   int64_t ticks() const { return tick_; }
 
+  /// Seconds stage j (0-based) spent computing so far, over every call of run: its evaluation,
+  /// forward and backward of each tick, hand-overs included (what rebalancing compares).
+  double busy_seconds(std::size_t j) const { return busy_.at(j); }
+
   /// Trains by forward gradients (training/forward_gradient.hpp): `fg` runs each stage's forward and,
   /// when its derivatives have come back, its backward; only the last stage's backward is the plain
   /// one. Such a run takes no cuts and resumes none.
@@ -102,6 +106,7 @@ class simulator {
   int64_t spacing_;
   bool backward_first_;
   int64_t tick_ = 0;
+  std::vector<double> busy_;  // per stage
   forward_gradient* fg_ = nullptr;
 };
 

@@ -14,6 +14,10 @@ step_lines::step_lines(int every, const optimizer_settings& optimizer, run_dir& 
       start_(std::chrono::steady_clock::now()),
       last_time_(start_) {}
 
+double step_lines::seconds() const {
+  return seconds_before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
 void step_lines::observe(int epoch, int64_t position, const run_totals& run_so_far,
                          const std::vector<stage_window>& stages) {
   if (rebase_) {

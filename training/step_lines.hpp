@@ -69,6 +69,9 @@ class step_lines {
   void observe(int epoch, int64_t position, const run_totals& run_so_far,
                const std::vector<stage_window>& stages);
 
+  /// The step lines' clock now: seconds since the run started, counted on across a resume.
+  double seconds() const;
+
  private:
   int every_;
   optimizer_settings optimizer_;

@@ -11,6 +11,7 @@
 #include "training/metrics_records.hpp"
 #include "training/prepared_run.hpp"
 #include "training/progress.hpp"
+#include "training/rebalance.hpp"
 #include "training/restore_points.hpp"
 #include "training/run_dir.hpp"
 #include "training/setup.hpp"
@@ -38,7 +39,10 @@ class run {
         steps_(p.cfg.output.metrics_every_steps, p.opt, dir,
                options.resume.empty() ? run_dir::logged_step{} : dir.last_logged_step()),
         points_(p, options, dir),
-        last_logged_epoch_(options.resume.empty() ? 0 : dir.last_logged_epoch()) {}
+        last_logged_epoch_(options.resume.empty() ? 0 : dir.last_logged_epoch()),
+        initial_partition_(stage_sizes(p.cfg)) {
+    if (p.cfg.pipeline.rebalance) rebalancer_ = std::make_unique<rebalancer>(p.cfg);
+  }
 
   int go() {
     const auto run_start = clock_type::now();
@@ -76,6 +80,8 @@ class run {
       g = next;
       const int epoch = static_cast<int>((g - 1) / per_epoch) + 1;  // the epoch g ends or lies in
       points_.checkpoint(epoch, g - (epoch - 1) * per_epoch);
+      if (rebalancer_ && g < end && rebalance(g, phase))
+        points_.checkpoint(epoch, g - (epoch - 1) * per_epoch);
       if (options_.stop_after_epoch > 0 && g == options_.stop_after_epoch * per_epoch && g < end) {
         std::printf("stopped after epoch %d as asked; continue with: petra train --resume %s\n", epoch,
                     dir_.path().c_str());
@@ -180,6 +186,33 @@ class run {
     }
   }
 
+  /// At the drained point before micro-batch g of the run: moves a block if the rule (or a forced move)
+  /// says so, from the stages' busy time in the phase that ended here. Returns whether it moved one.
+  bool rebalance(int64_t g, const phase_result& phase) {
+    std::vector<double> busy;
+    for (const stage_report& r : phase.stages) busy.push_back(r.phase_busy_seconds);
+    const std::vector<int> sizes = stage_sizes(p_.cfg);
+    const std::optional<rebalance_move> move = rebalancer_->decide(g, sizes, busy);
+    if (!move) return false;
+    p_.runtime->repartition(move->after);
+    p_.cfg.pipeline.stage_blocks = move->after;  // the checkpoints' config and partition follow it
+    ++moves_;
+    dir_.log(rebalance_line(*move, g, run_done_.ticks, steps_.seconds()));
+    bar_.break_line();
+    std::string busy_text;
+    for (double b : busy) {
+      char number[32];
+      std::snprintf(number, sizeof number, "%s%.3f", busy_text.empty() ? "" : " ", b);
+      busy_text += number;
+    }
+    std::printf(
+        "rebalance before micro-batch %lld: block %d moves from stage %d to stage %d%s (busy s: %s)\n",
+        static_cast<long long>(g), move->block + 1, move->from + 1, move->to + 1,
+        move->forced ? " as pipeline.rebalance_moves says" : "", busy_text.c_str());
+    std::fflush(stdout);
+    return true;
+  }
+
   /// The epoch line of metrics.jsonl and the terminal's.
   void log_epoch(const epoch_result& e) {
     bar_.break_line();
@@ -232,6 +265,20 @@ class run {
     dir_.log(json_record::write(line));
     std::printf("done: test accuracy %.2f%%, wall %.1f s, %.0f img/s training -> %s\n",
                 100 * last_test_accuracy_, wall, images_per_s, dir_.path().c_str());
+    if (rebalancer_) {
+      const std::vector<int> final_partition = stage_sizes(p_.cfg);
+      dir_.log({{"event", "partition"},
+                {"stage_blocks", final_partition},
+                {"initial_stage_blocks", initial_partition_},
+                {"moves", moves_}});
+      auto text = [](const std::vector<int>& sizes) {
+        std::string out;
+        for (int n : sizes) out += (out.empty() ? "[" : ",") + std::to_string(n);
+        return out + "]";
+      };
+      std::printf("rebalance: %d move(s) in this process; blocks per stage %s at the start, %s at the end\n",
+                  moves_, text(initial_partition_).c_str(), text(final_partition).c_str());
+    }
     account_.print();
   }
 
@@ -253,6 +300,9 @@ class run {
   double train_seconds_ = 0;
   int64_t train_images_ = 0;
   double last_test_accuracy_ = 0;
+  std::vector<int> initial_partition_;      // blocks per stage when this process started
+  std::unique_ptr<rebalancer> rebalancer_;  // pipeline.rebalance
+  int moves_ = 0;
 };
 
 }  // namespace

@@ -73,6 +73,13 @@ int64_t runtime_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J
   return floats * 4;
 }
 
+int64_t fallback_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J, int accumulation,
+                             int inversion_sample_every, bool backward_first) {
+  if (!s.reversible) return 0;
+  return runtime_stage_bytes(s, j, J, true, false, accumulation, inversion_sample_every, backward_first) -
+         runtime_stage_bytes(s, j, J, false, false, accumulation, inversion_sample_every, backward_first);
+}
+
 int64_t forward_gradient_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J, int64_t aux_params,
                                      int64_t aux_buffers, bool local_target) {
   const bool last = j + 1 == J;

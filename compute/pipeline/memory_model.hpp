@@ -50,6 +50,13 @@ int64_t runtime_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J
                             bool stash_weights, int accumulation, int inversion_sample_every,
                             bool backward_first = false);
 
+/// What adaptive fallback (training.max_inversion_error) adds to stage j while that stage, which
+/// rebuilds its inputs, keeps them instead: its FIFO peak of kept inputs (2(J−j)+1, or 2(J−j) with
+/// `backward_first`) in place of the inversion samples' (a sampled rebuild is compared with the kept
+/// input then). 0 at a stage that cannot rebuild (it keeps its inputs anyway).
+int64_t fallback_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J, int accumulation,
+                             int inversion_sample_every, bool backward_first = false);
+
 /// forward_gradient's bytes for stage j (0-based) of J: parameters, gradients, momentum and BN statistics
 /// of the stage and of its auxiliary head (`aux_params`, `aux_buffers`; 0 at the last stage), and per
 /// forward awaiting its backward — J − j + 1 at the peak under a global target (the derivatives come

@@ -14,6 +14,8 @@ struct stage_report {
   stage_stats stats;
   int64_t mailbox_peak = 0;  // forward + backward messages waiting at once (actor runtimes)
   double busy_seconds = 0;   // computing (actor runtimes)
+  double phase_busy_seconds =
+      0;                     // computing since the phase began (every runtime): what rebalancing compares
   double wall_seconds = 0;   // the period
   int64_t device_bytes = 0;  // held by live tensors on the stage's device at the report (0 on the CPU)
   // forward_gradient's diagnostic: cos(ĝ_j, ∇_{z_j} L) on the sampled micro-batches (the simulator's).

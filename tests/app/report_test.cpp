@@ -361,3 +361,22 @@ TEST_CASE("report: headless Chromium opens report.html from disk and draws it (n
   CHECK(colours.size() > 1);  // not blank
   CHECK(run_coloured > 100);
 }
+
+TEST_CASE("report: a block moved by pipeline.rebalance is marked on the throughput plot at its time") {
+  scratch_dir out;
+  fixture_run f;
+  write_run(out.path / "run", f);
+  std::ofstream(out.path / "run" / "metrics.jsonl", std::ios::app)
+      << R"({"event":"rebalance","position":32,"seconds":12.5,"block":3,"from":2,"to":3})"
+      << "\n";
+  REQUIRE(report({(out.path / "run").string()}, (out.path / "r").string()) == 0);
+  const std::string script = read_text(out.path / "r" / "throughput.gp");
+  CHECK(script.find("set arrow from 12.5, graph 0 to 12.5, graph 1") != std::string::npos);
+  CHECK(script.find("set label \"2→3\" at 12.5") != std::string::npos);
+  // A rebalance line without its numbers is bad input, named by file and line.
+  std::ofstream(out.path / "run" / "metrics.jsonl", std::ios::app) << R"({"event":"rebalance","block":3})"
+                                                                   << "\n";
+  std::string errors;
+  CHECK(report({(out.path / "run").string()}, (out.path / "r2").string(), &errors) == 2);
+  CHECK(errors.find("a rebalance line needs numbers") != std::string::npos);
+}
