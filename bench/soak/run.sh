@@ -68,16 +68,17 @@ finish() {
 trap finish EXIT
 trap 'exit 130' INT TERM
 
-start_node() {  # start_node NAME: prints its address
-  "$petra" node --listen 127.0.0.1:0 --threads 1 >"$out/node-$1.log" 2>&1 &
-  node_pids+=($!)
+"$petra" node --listen 127.0.0.1:0 --threads 1 >"$out/node-a.log" 2>&1 &
+pid_a=$!
+"$petra" node --listen 127.0.0.1:0 --threads 1 >"$out/node-s.log" 2>&1 &
+pid_s=$!
+node_pids=("$pid_a" "$pid_s")
+address_of() {  # address_of NAME: where the node listens, once it says so
   for _ in $(seq 600); do grep -q "listening on" "$out/node-$1.log" && break; sleep 0.1; done
   sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$out/node-$1.log" | head -n 1
 }
-node_a=$(start_node a)
-pid_a=${node_pids[0]}
-node_s=$(start_node s)
-pid_s=${node_pids[1]}
+node_a=$(address_of a)
+node_s=$(address_of s)
 [ -n "$node_a" ] && [ -n "$node_s" ] || { echo "soak: a node did not start (see $out/node-*.log)" >&2; exit 1; }
 
 run_dir="$out/run"
@@ -131,8 +132,11 @@ grep '"event":"failure"' "$run_dir/metrics.jsonl" | while read -r line; do
   f() { echo "$line" | grep -o "\"$1\":[^,}]*" | head -n 1 | cut -d: -f2; }
   echo "  $(f kind), stage $(f stage), $(f recovery), $(f lost_micro_batches) / $(f reissued_micro_batches) / $(f replayed_micro_batches), $(f recovery_seconds) s"
 done
+# The feed's own count (the data set may give an epoch a micro-batch less than asked for).
+planned=$(sed -n 's/.*, \([0-9][0-9]*\) micro-batches of [0-9]* per epoch.*/\1/p' "$out/train.log" | head -n 1)
+planned=$((${planned:-$per_epoch} * epochs))
 completed=$(field completed)
-echo "micro-batches: completed $completed of $total, lost $(field lost), re-issued $(field reissued), replayed $(field replayed), rolled back $(field rolled_back), local recoveries $(field local_recoveries), restarts $(field restarts), faults injected $(field faults_injected)"
+echo "micro-batches: completed $completed of $planned, lost $(field lost), re-issued $(field reissued), replayed $(field replayed), rolled back $(field rolled_back), local recoveries $(field local_recoveries), restarts $(field restarts), faults injected $(field faults_injected)"
 grep -o 'fencing: [^"]*' "$out/train.log" | head -n 1
 echo "test accuracy: $(field test_accuracy)"
 
@@ -159,4 +163,4 @@ plot "$out/rss.csv" every ::1 using 2:(\$3/1024) with points pt 7 ps 0.4 title "
      ($fit_a + $fit_b * x) / 1048576 with lines lw 2 title sprintf("fit after warm-up: %.0f B per 1,000 micro-batches", $fit_b * 1000)
 PLOT
 echo "plot: $out/rss.png; samples: $out/rss.csv"
-[ "$completed" = "$total" ] || { echo "soak: $completed of $total micro-batches completed" >&2; exit 1; }
+[ "$completed" = "$planned" ] || { echo "soak: $completed of $planned micro-batches completed" >&2; exit 1; }

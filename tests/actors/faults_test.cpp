@@ -248,7 +248,7 @@ TEST_CASE("SIGKILL of a node with two stages: only they are rebuilt on the spare
   }
 }
 
-TEST_CASE("lockstep: a crashed stage is rebuilt alone from its snapshot; the others keep their state") {
+TEST_CASE("lockstep: a crashed stage is rebuilt alone from its snapshot while the others keep their state") {
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs;
   for (const std::string order : {"forward_first", "backward_first"}) {  // training.tick_order

@@ -108,8 +108,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "lockstep: a crashed middle stage is rebuilt alone; what was lost in flight is re-issued after the "
-    "planned ticks, stage 1 completes each image of the epoch exactly once") {
+    "lockstep: a crashed middle stage is rebuilt alone and what was lost in flight is re-issued after the "
+    "planned ticks: stage 1 completes each image of the epoch exactly once") {
   PETRA_REQUIRE_FASHION_MNIST();
   const fs::path root = fs::temp_directory_path() / ("petra-reissue-lockstep-" + std::to_string(::getpid()));
   fs::remove_all(root);
