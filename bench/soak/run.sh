@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Soak: async PETRA on the default preset for MICRO_BATCHES micro-batches with three faults injected
 # along the way, memory sampled throughout. Stage 6 of 8 runs on a `petra node` (A) with a spare
-# node (S); at 20 % of the run (mid-epoch) stage 3 crashes (faults.crash_at_tick: rebuilt alone), at 40 % node
-# A is stopped with SIGSTOP (a hang: declared lost by heartbeats, its stage rebuilt alone on S; then
-# SIGCONT, and it must be fenced), at 60 % stage 5 loses 7 forward messages in a row
-# (faults.drop_burst; 7 = its pacing bound 2(J − j) + 1: the pipeline stops, the stall is noticed
-# after faults.stall_seconds = 30 and the run rolls back to the last snapshot). Faults apply to a
-# phase's first attempt, so the burst comes last. Every 5 s the RSS of the training process and of
+# node (S); at 20 % of the run (mid-epoch) stage 3 crashes (faults.crash_at_tick: rebuilt alone),
+# at 40 % stage 5 loses 7 forward messages in a row (faults.drop_burst; 7 = its pacing bound
+# 2(J − j) + 1: the pipeline stops, the stall is noticed after faults.stall_seconds = 30 and the run
+# rolls back to the last snapshot), at 60 % node A is stopped with SIGSTOP (a hang: declared lost by
+# heartbeats, its stage rebuilt on S; then SIGCONT, and it must be fenced). The injected faults
+# apply to a phase's first attempt only, so they come before any recovery that ends one (the burst's
+# rollback); the hang comes from outside and comes last. Every 5 s the RSS of the training process and of
 # the nodes goes to rss.csv; at the end: the slope of the training process's RSS after warm-up
 # (least squares, bytes per 1,000 micro-batches), the summary's accounting of micro-batches, the
 # final test accuracy, and rss.png (gnuplot).
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
     --petra) petra=${2:?--petra needs a path}; shift 2 ;;
     --out) out=${2:?--out needs a folder}; shift 2 ;;
     --warmup) warmup=${2:?--warmup needs a fraction}; shift 2 ;;
-    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h | --help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) echo "soak: unknown flag $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -53,8 +54,8 @@ fi
 # Mid-epoch (a snapshot is taken at each epoch end): a burst right before one would leave its
 # micro-batches outstanding in the snapshot the run rolls back to.
 crash_at=$((total / 5 + per_epoch / 2))
-hang_at=$((2 * total / 5 + per_epoch / 2))
-burst_at=$((3 * total / 5 + per_epoch / 2))
+burst_at=$((2 * total / 5 + per_epoch / 2))
+hang_at=$((3 * total / 5 + per_epoch / 2))
 
 out=${out:-$root/bench/soak/out/$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || exit 2
@@ -83,7 +84,7 @@ node_s=$(address_of s)
 
 run_dir="$out/run"
 echo "# soak $(date -u '+%Y-%m-%d %H:%M UTC'): $total micro-batches ($epochs epochs of $per_epoch), nodes A=$node_a S=$node_s"
-echo "# faults: crash of stage 3 at its forward $crash_at, SIGSTOP of A (stage 6) at $hang_at, burst of 7 at stage 5's forward $burst_at"
+echo "# faults: crash of stage 3 at its forward $crash_at, burst of 7 at stage 5's forward $burst_at, SIGSTOP of A (stage 6) at micro-batch $hang_at"
 "$petra" train default --set runtime.mode=async --set training.epochs="$epochs" \
   --set data.train_limit=$((per_epoch * 64)) \
   --set "pipeline.nodes=[local,local,local,local,local,$node_a,local,local]" \
