@@ -145,6 +145,8 @@ class actor_runtime : public pipeline_runtime {
     } catch (run_failure& failure) {
       if (failure.kind() == failure_kind::injected_crash) pipeline_.crash_fired();
       if (failure.faults.empty()) failure.faults = control_.faults();  // a stall's: counted until now
+      for (std::size_t j = 0; j < failure.faults.size(); ++j)
+        if (failure.faults[j].drops > 0) pipeline_.burst_fired(static_cast<int32_t>(j));
       failure.completed = completed_so_far();
       throw;
     }

@@ -26,6 +26,14 @@ caf::error error_of(const std::exception& e) {
   return caf::make_error(crash ? petra_errc::injected_crash : petra_errc::stage_exception, e.what());
 }
 
+bool in_drop_burst(stage_core& c) {
+  const stage_faults& f = c.faults;
+  if (f.drop_burst_at_tick < 0 || c.tick < f.drop_burst_at_tick || c.burst_dropped >= f.drop_burst)
+    return false;
+  ++c.burst_dropped;
+  return true;
+}
+
 int64_t arrival_tick(const stage_core& c, int64_t t, int64_t link_delay) {
   return t + 1 + (c.faults_on() ? link_delay : 0);
 }

@@ -40,6 +40,9 @@ inline bool chance(stage_core& c, double p) {
   return p > 0 && std::uniform_real_distribution<double>(0, 1)(c.fault_rng) < p;
 }
 
+/// faults.drop_burst: the next forward message is one of the burst (its count taken).
+bool in_drop_burst(stage_core& c);
+
 /// Sends one message on a link, applying the faults of this stage (first attempt only). In lockstep
 /// a link delay is in the stamp (ticks; `link_delay` is then in ticks); in async it is time
 /// (milliseconds). Every injected fault is reported.
@@ -50,7 +53,9 @@ void emit(Self* self, stage_core& c, const Handle& to, Message msg, int64_t link
     return;
   }
   const bool marker = msg.s.micro_batch < 0;
-  if (!marker && chance(c, c.faults.drop)) {
+  bool burst = false;
+  if constexpr (std::is_same_v<Message, forward_data>) burst = !marker && in_drop_burst(c);
+  if (burst || (!marker && chance(c, c.faults.drop))) {
     report_fault(self, c, fault_kind::drop);
     return;
   }

@@ -35,10 +35,11 @@ struct loader_actor_state {
   bool held = false;         // stage-local recovery: nothing is sent until it ends
   int64_t last_marker = -1;  // async: the tick of the last cut marker sent in the phase
   int64_t credits = 0;
-  int64_t tick = 0;                          // the schedule's next tick
-  std::deque<forward_data> ready;            // async: what a tick gave, waiting for credits
-  std::size_t next_cut = 0;                  // async: the plan's next cut, whose marker the loader sends
-  std::map<int64_t, int64_t> early_credits;  // by phase: came before that phase's plan
+  int64_t tick = 0;                           // the schedule's next tick
+  std::deque<forward_data> ready;             // async: what a tick gave, waiting for credits
+  std::map<int64_t, micro_batch> reissue_at;  // lockstep: re-issued micro-batches by the tick they enter
+  std::size_t next_cut = 0;                   // async: the plan's next cut, whose marker the loader sends
+  std::map<int64_t, int64_t> early_credits;   // by phase: came before that phase's plan
   // Async, its record of the phase (what survives a lost stage 1): the training micro-batches sent
   // and not completed at stage 1, and how many training and evaluation batches were sent.
   std::set<int64_t> in_flight;
@@ -67,6 +68,11 @@ forward_data next_tick(self_ptr self) {
     st.failed = true;
     self->quit(caf::make_error(petra_errc::bad_data, std::string(e.what())));
   }
+  if (auto again = st.reissue_at.find(tick); again != st.reissue_at.end()) {  // after the planned ticks
+    in.has_train = true;
+    in.train = std::move(again->second);
+    st.reissue_at.erase(again);
+  }
   if (in.has_train) {
     const int64_t id = in.train.id;
     out.s.micro_batch = id;
@@ -90,12 +96,20 @@ forward_data next_tick(self_ptr self) {
   return out;
 }
 
-/// Stage-local recovery: the micro-batches lost in flight go again, ahead of anything not sent yet,
-/// with their ids (each stage takes a re-issue in anew), their labels to the loss actor.
-void reissue(self_ptr self, const std::vector<int64_t>& ids) {
+/// Stage-local recovery: the micro-batches lost in flight go again with their ids (each stage takes a
+/// re-issue in anew), their labels to the loss actor: in async ahead of anything not sent yet, in
+/// lockstep one per tick from `order.reissue_tick` on, after the phase's planned ticks.
+void reissue(self_ptr self, const recovery_order& order) {
   auto& st = self->state;
+  const std::vector<int64_t>& ids = order.reissue;
   if (ids.empty() || !st.schedule) return;
   std::vector<micro_batch> again = st.schedule->reload(ids);
+  if (st.lockstep) {
+    for (std::size_t k = 0; k < again.size(); ++k)
+      st.reissue_at.emplace(order.reissue_tick + static_cast<int64_t>(k), std::move(again[k]));
+    st.plan.ticks = std::max(st.plan.ticks, order.ticks);
+    return;
+  }
   for (auto mb = again.rbegin(); mb != again.rend(); ++mb) {
     forward_data out;
     out.s.micro_batch = mb->id;
@@ -189,6 +203,7 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
         st.held = false;
         st.last_marker = -1;
         st.ready.clear();
+        st.reissue_at.clear();
         st.in_flight.clear();
         st.sent = st.evals_sent = 0;
         st.last_sent = -1;
@@ -215,7 +230,7 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
         st.held = true;
         recovery_order where;
         where.phase = st.plan.phase;
-        where.tick = st.last_marker;
+        where.tick = st.lockstep ? st.tick : st.last_marker;
         std::set<int64_t> waiting;  // re-issues not sent again yet: they hold no credit
         for (const forward_data& f : st.ready) waiting.insert(f.s.micro_batch);
         for (int64_t id : st.in_flight)
@@ -229,7 +244,7 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
       [=](recover_atom, const recovery_order& order) -> caf::result<recover_atom> {
         auto& st = self->state;
         try {
-          reissue(self, order.reissue);
+          reissue(self, order);
         } catch (const std::exception& e) {
           return caf::make_error(petra_errc::bad_data,
                                  std::string("re-issuing lost micro-batches: ") + e.what());

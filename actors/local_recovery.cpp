@@ -28,7 +28,7 @@ local_outcome refused(std::string why) {
 }
 
 local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const run_failure& failure,
-                      const phase_plan& plan, bool lockstep,
+                      phase_plan& plan, bool lockstep,
                       const std::function<std::optional<restored_stage>(std::size_t)>& state_of) {
   const failure_kind kind = failure.kind();
   if (failure.stage() < 0 || (kind != failure_kind::injected_crash && kind != failure_kind::lost_actor &&
@@ -49,12 +49,10 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   if (a == 0 && plan.start_tick > 0)
     return refused("stage 1 is lost in a phase resumed from a snapshot (its count from before went with it)");
 
-  // Hold the feed (async) and the stage before the lost ones (lockstep: and the one after): what
-  // went into the lost stages is fixed now. Stage 1 lost: the loader is the one before.
-  const recovery_order fed =
-      lockstep ? recovery_order{}
-               : control.ask<recovery_order>(pipeline.loader(), control_timeout, hold_atom_v);
-  const int64_t last_marker = fed.tick;
+  // Hold the feed and the stage before the lost ones (lockstep: and the one after): what went into
+  // the lost stages is fixed now. Stage 1 lost: the loader is the one before.
+  const recovery_order fed = control.ask<recovery_order>(pipeline.loader(), control_timeout, hold_atom_v);
+  const int64_t last_marker = fed.tick;  // async: the last cut marker sent; lockstep: the next tick
   const recovery_order where =
       a == 0 ? fed
              : control.ask<recovery_order>(pipeline.stages()[static_cast<std::size_t>(a - 1)],
@@ -65,21 +63,30 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
                                        hold_atom_v);
   const auto scored = control.ask<int64_t>(pipeline.loss(), control_timeout, hold_atom_v);
   if (where.evals_done > scored) return refused("evaluation batches were inside the lost stages");
-  // Async re-issues what was lost: every micro-batch of the phase still passes every stage, an
-  // epoch's last included. Lockstep's ticks are planned: what was lost passes as markers, and an
-  // epoch whose last micro-batch never returns would not end.
+  // What was lost is re-issued: every micro-batch of the phase still passes every stage. Async sends
+  // it again ahead of anything new, an epoch's last included. Lockstep's ticks are planned: what was
+  // lost passes as markers, the loader sends it again after the planned ticks (the phase grows by as
+  // many ticks plus a drain), and an epoch whose last micro-batch comes back only then would end
+  // late. Lockstep re-issues only while no stage can have ended the phase (every stage is at most J
+  // ticks ahead of the loader); otherwise what was lost stays lost.
   for (int64_t id : where.cancel)
     if (lockstep && plan.per_epoch > 0 && (id + 1) % plan.per_epoch == 0)
       return refused("micro-batch " + std::to_string(id) + ", an epoch's last, was inside the lost stages");
   std::vector<int64_t> reissue;
-  if (!lockstep) reissue = where.cancel;
+  if (!lockstep || fed.tick + J < plan.ticks) reissue = where.cancel;
   std::sort(reissue.begin(), reissue.end());  // in their order in the epoch, before any new one
+  const int64_t reissue_tick = lockstep && !reissue.empty() ? plan.ticks : -1;
+  const int64_t ticks =
+      reissue_tick < 0 ? -1 : plan.ticks + static_cast<int64_t>(reissue.size()) + 2 * (J - 1);
   // Lockstep: the rebuilt stages start one tick before the earlier of their neighbours, running
   // as markers the inputs those had sent into the lost stages; cuts any stage may have run are given
   // up (no stage is more than J ticks ahead of the held ones).
   const int64_t start = (b + 1 < J ? std::min(where.tick, next.tick) : where.tick) - 1;
   if (lockstep && start < 0) return refused("the failure came before the pipeline filled");
-  const int64_t abandon = lockstep ? std::max(where.tick, next.tick) + J : last_marker;
+  // (Lockstep re-issuing: every cut left in the phase is given up, since a resume from one taken
+  // before the re-issues ran would not know of them.)
+  const int64_t abandon =
+      lockstep ? (reissue_tick >= 0 ? plan.ticks : std::max(where.tick, next.tick) + J) : last_marker;
   std::vector<restored_stage> states;
   for (int32_t j : lost) {
     std::optional<restored_stage> s = state_of(static_cast<std::size_t>(j));
@@ -91,6 +98,7 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   // them before forgotten, and counted as passed unless it is re-issued.
   // A snapshot in progress cannot complete: the lost stages' parts went with them.
   control.abandon_cuts(abandon);
+  if (ticks > 0) plan.ticks = ticks;  // what a rebuilt stage is planned with, now and in a later recovery
   for (int32_t j : lost) pipeline.respawn(j);
   recovery_order rebuilt;
   rebuilt.phase = plan.phase;
@@ -99,6 +107,8 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   rebuilt.forwards_done = where.forwards_done;
   rebuilt.backwards_done = lockstep ? where.forwards_done : where.backwards_done;
   rebuilt.reissue = reissue;
+  rebuilt.reissue_tick = reissue_tick;
+  rebuilt.ticks = ticks;
   rebuilt.evals_done = where.evals_done;
   for (std::size_t i = 0; i < lost.size(); ++i) {
     const stage_actor& s = pipeline.stages()[static_cast<std::size_t>(lost[i])];
@@ -129,6 +139,8 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   cancel.cancel = where.cancel;
   cancel.abandon_cuts = abandon;
   cancel.reissue = reissue;
+  cancel.reissue_tick = reissue_tick;
+  cancel.ticks = ticks;
   control.ask<recover_atom>(pipeline.loss(), control_timeout, recover_atom_v, cancel);
   if (b == J - 1) pipeline.rewire_loss();
   // The stages before them cancel the lost micro-batches (stage 1 returns their credits); the one
@@ -142,7 +154,7 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
                               cancel);
   recovery_order feed = cancel;
   if (a > 0) feed.cancel.clear();  // stage 1 returns their credits; else the loader takes them back
-  if (!lockstep) control.ask<recover_atom>(pipeline.loader(), control_timeout, recover_atom_v, feed);
+  control.ask<recover_atom>(pipeline.loader(), control_timeout, recover_atom_v, feed);
 
   local_outcome out;
   out.done = true;
@@ -156,7 +168,7 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
 }  // namespace
 
 bool recover_stages(actor_pipeline& pipeline, control_channel& control, run_failure& failure,
-                    const phase_plan& plan, bool lockstep, const phase_request& request) {
+                    phase_plan& plan, bool lockstep, const phase_request& request) {
   if (!request.local_state) return false;
   const auto t0 = std::chrono::steady_clock::now();
   if (failure.kind() == failure_kind::injected_crash) pipeline.crash_fired();

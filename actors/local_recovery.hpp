@@ -1,9 +1,9 @@
 // Stage-local recovery of the actor runtimes (DESIGN.md §6): after a stage (or the node holding
 // some) is lost, only the lost stages are rebuilt, from the state training/ gives them, while every
 // other stage keeps its live state. The micro-batches whose backward was inside the lost stages are
-// cancelled at every stage that holds something of them; in async the loader then sends them again
-// (re-issued, ahead of new ones), in lockstep they are counted as lost; everything else goes on
-// where it was.
+// cancelled at every stage that holds something of them, and the loader sends them again
+// (re-issued: in async ahead of new ones, in lockstep after the phase's planned ticks; lockstep
+// counts them as lost when the phase is about to end); everything else goes on where it was.
 #pragma once
 
 #include <functional>
@@ -26,6 +26,6 @@ namespace petra {
 /// the pipeline may then be held and must be rebuilt. A snapshot in progress is given up. Throws
 /// run_failure when a step fails.
 bool recover_stages(actor_pipeline& pipeline, control_channel& control, run_failure& failure,
-                    const messages::phase_plan& plan, bool lockstep, const phase_request& request);
+                    messages::phase_plan& plan, bool lockstep, const phase_request& request);
 
 }  // namespace petra

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,8 @@ class actor_pipeline {
   int32_t generation() const { return generation_; }
   /// The crash of faults.crash_at_tick happens once per run: the next builds leave it out.
   void crash_fired() { crash_fired_ = true; }
+  /// So is stage j's drop burst (faults.drop_burst): once it lost messages, the next builds leave it out.
+  void burst_fired(int32_t j) { bursts_fired_.insert(j); }
 
  private:
   messages::stage_actor spawn_remote_stage(const std::string& where, int32_t j);
@@ -94,6 +97,7 @@ class actor_pipeline {
   int32_t generation_ = 0;
   bool kills_sent_ = false;
   bool crash_fired_ = false;
+  std::set<int32_t> bursts_fired_;
 };
 
 }  // namespace petra

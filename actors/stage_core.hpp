@@ -25,6 +25,7 @@ struct stage_core {
   stage_links links;
   stage_faults faults;
   std::mt19937_64 fault_rng;
+  int64_t burst_dropped = 0;  // of faults.drop_burst, lost so far
 
   phase_plan plan;
   bool in_phase = false;

@@ -97,6 +97,13 @@ void send_cut_part(lockstep_self self, int64_t t, forward_data* f, backward_data
              cut_part{c.ctx.index, t, c.plan.phase, std::move(e.tensors), std::move(e.meta)});
 }
 
+/// The forward of forgotten micro-batch `id` for tick t is its re-issue (after every planned tick)
+/// rather than a late one of the lost stages: it is taken in from now on.
+bool readmit(stage_core& c, int64_t id, int64_t t) {
+  const auto at = c.recovery.reissue_tick.find(id);
+  return at != c.recovery.reissue_tick.end() && t >= at->second && c.recovery.readmit(id);
+}
+
 bool cut_due(const stage_core& c, int64_t t) {
   const auto& ticks = c.plan.cut_ticks;
   return !(c.plan.start_tick > 0 && t == c.plan.start_tick) && t > c.recovery.abandoned_cuts &&
@@ -121,8 +128,8 @@ bool run_tick(lockstep_self self) {
   backward_data bin = b != st.backwards.end() ? std::move(b->second) : backward_data{};
   if (f != st.forwards.end()) st.forwards.erase(f);
   if (b != st.backwards.end()) st.backwards.erase(b);
-  // A micro-batch lost in a stage-local recovery passes as a marker.
-  if (fin.x.defined() && c.recovery.forgotten(fin.s.micro_batch))
+  // A micro-batch lost in a stage-local recovery passes as a marker, unless this is its re-issue.
+  if (fin.x.defined() && c.recovery.forgotten(fin.s.micro_batch) && !readmit(c, fin.s.micro_batch, t))
     fin.x = activation{}, fin.s.micro_batch = -1;
   if (bin.grad.defined() && c.recovery.forgotten(bin.s.micro_batch)) bin = backward_data{};
 

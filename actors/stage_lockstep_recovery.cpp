@@ -1,7 +1,8 @@
 // Stage-local recovery of a lockstep stage (DESIGN.md §6). The clock is the data flow: a rebuilt
 // stage starts at a tick its neighbours' progress allows, runs the inputs they had sent into the
 // lost stages as markers, and sends nothing for ticks they already have. The micro-batches lost
-// with the stages pass every stage as markers from then on.
+// with the stages pass every stage as markers from then on, and again, as new, when the loader
+// re-issues them after the phase's planned ticks.
 #include "actors/stage_lockstep.hpp"
 
 namespace petra::detail {
@@ -24,6 +25,7 @@ void on_recover(lockstep_self self, const recovery_order& order) {
   lockstep_state& st = self->state;
   stage_core& c = st.core;
   forget_lost(c, order);
+  if (order.ticks > c.plan.ticks) c.plan.ticks = order.ticks;  // the re-issues come after the planned ticks
   c.recovery.abandoned_cuts = std::max(c.recovery.abandoned_cuts, order.abandon_cuts);
   if (order.tick >= 0) {  // rebuilt: its first tick, and the inputs lost with the old stage as markers
     const int32_t j = c.ctx.index;

@@ -11,6 +11,7 @@ void recovery_marks::restart() {
   cancelled.clear();
   coming_again.clear();
   readmitted.clear();
+  reissue_tick.clear();
 }
 
 bool recovery_marks::readmit(int64_t id) {
@@ -51,6 +52,9 @@ std::vector<int64_t> forget_lost(stage_core& c, const recovery_order& order) {
   for (int64_t id : order.cancel) r.readmitted.erase(id);
   r.readmitted.erase(r.readmitted.begin(), r.readmitted.upper_bound(order.drop_upto));
   r.coming_again.insert(order.reissue.begin(), order.reissue.end());
+  if (order.reissue_tick >= 0)
+    for (std::size_t k = 0; k < order.reissue.size(); ++k)
+      r.reissue_tick[order.reissue[k]] = order.reissue_tick + static_cast<int64_t>(k);
   return c.ctx.compute->drop([&](int64_t id) { return r.forgotten(id); });
 }
 

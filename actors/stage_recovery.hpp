@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -23,8 +24,11 @@ struct recovery_marks {
   int64_t abandoned_cuts = -1;        // cuts up to this tick were given up (async: their markers are ignored)
   int64_t quiet_forward_below = -1;   // lockstep, a rebuilt stage: its neighbours hold its messages for
   int64_t quiet_backward_below = -1;  // ticks before these (or ran them): not sent again
-  std::set<int64_t> coming_again;     // async: lost, re-issued by the loader, their new forward not here yet
-  std::set<int64_t> readmitted;       // async: lost, then re-issued and taken in again: not forgotten
+  std::set<int64_t> coming_again;     // lost, re-issued by the loader, their new forward not here yet
+  std::set<int64_t> readmitted;       // lost, then re-issued and taken in again: not forgotten
+  // Lockstep: the tick at which a re-issued micro-batch enters stage 1; a forward of it for an earlier
+  // tick is a late message of the lost stages, not its re-issue.
+  std::map<int64_t, int64_t> reissue_tick;
 
   /// A micro-batch lost in a recovery of this phase (and not taken in again since).
   bool forgotten(int64_t id) const {

@@ -156,6 +156,10 @@ struct faults_config {
   std::vector<double> reorder;      // async: probability that it is held back behind the next one
   std::vector<double> slow;         // compute slow-down factor of stage j (1 = none)
   std::vector<int> crash_at_tick;   // stage j throws at this tick (lockstep) or forward (async); -1 = never
+  // Stage j loses drop_burst[j] forward messages in a row on its link j → j+1, the first it sends at
+  // or after tick drop_burst_at_tick[j] (lockstep) or its forward of that number (async); -1 = never.
+  std::vector<int> drop_burst;
+  std::vector<int> drop_burst_at_tick;
   std::vector<std::string>
       kill_node;         // "node@seconds" (host:port or a name of nodes:): it exits that long after the start
   uint64_t seed = 1;     // for the random faults

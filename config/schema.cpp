@@ -107,6 +107,8 @@ section schema(run_config& config) {
             {"reorder", &config.faults.reorder},
             {"slow", &config.faults.slow},
             {"crash_at_tick", &config.faults.crash_at_tick},
+            {"drop_burst", &config.faults.drop_burst},
+            {"drop_burst_at_tick", &config.faults.drop_burst_at_tick},
             {"kill_node", &config.faults.kill_node},
             {"seed", &config.faults.seed},
             {"max_restarts", &config.faults.max_restarts},

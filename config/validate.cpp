@@ -307,6 +307,29 @@ void validate_faults(const faults_config& faults, const pipeline_config& pipelin
       check.fail("faults.crash_at_tick", "entry " + std::to_string(i) + " is " +
                                              std::to_string(faults.crash_at_tick[i]) +
                                              "; -1 means never, else a tick from 0");
+  for (size_t i = 0; i < faults.drop_burst.size(); ++i)
+    if (faults.drop_burst[i] < 0)
+      check.fail("faults.drop_burst", "entry " + std::to_string(i) + " is " +
+                                          std::to_string(faults.drop_burst[i]) +
+                                          "; a burst is 0 (none) or more messages");
+  for (size_t i = 0; i < faults.drop_burst_at_tick.size(); ++i) {
+    const int at = faults.drop_burst_at_tick[i];
+    const int burst = i < faults.drop_burst.size() ? faults.drop_burst[i] : 0;
+    if (at < -1)
+      check.fail("faults.drop_burst_at_tick", "entry " + std::to_string(i) + " is " + std::to_string(at) +
+                                                  "; -1 means never, else a tick from 0");
+    else if (at >= 0 && burst <= 0)
+      check.fail("faults.drop_burst_at_tick", "entry " + std::to_string(i) + " is " + std::to_string(at) +
+                                                  " but faults.drop_burst has no burst for stage " +
+                                                  std::to_string(i + 1) + ": set both");
+  }
+  for (size_t i = 0; i < faults.drop_burst.size(); ++i)
+    if (faults.drop_burst[i] > 0 &&
+        (i >= faults.drop_burst_at_tick.size() || faults.drop_burst_at_tick[i] < 0))
+      check.fail("faults.drop_burst", "entry " + std::to_string(i) + " is " +
+                                          std::to_string(faults.drop_burst[i]) +
+                                          " but faults.drop_burst_at_tick has no tick for stage " +
+                                          std::to_string(i + 1) + ": set both");
   for (size_t i = 0; i < faults.kill_node.size(); ++i) {
     const std::string& k = faults.kill_node[i];
     const auto at = k.rfind('@');

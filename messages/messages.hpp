@@ -155,9 +155,13 @@ struct recovery_order {
   int64_t tick = -1;
   int64_t forward_markers_upto = -1, backward_markers_upto = -1;
   int64_t needs_forward_from = -1, needs_backward_from = -1;
-  // Async: the lost micro-batches the loader sends again, in this order. Each stage forgets them
-  // until their new forward comes; the loss actor until their labels come again.
+  // The lost micro-batches the loader sends again, in this order. Each stage forgets them until
+  // their new forward comes; the loss actor until their labels come again.
   std::vector<int64_t> reissue;
+  // Lockstep, when re-issuing: the k-th of `reissue` enters stage 1 at tick reissue_tick + k (after
+  // every planned tick), and the phase runs `ticks` ticks from now on (-1 = unchanged).
+  int64_t reissue_tick = -1;
+  int64_t ticks = -1;
 };
 
 /// The faults one stage injects (DESIGN.md §6), from the run's `faults` config.
@@ -170,6 +174,8 @@ struct stage_faults {
   double drop = 0, duplicate = 0, reorder = 0;
   double slow = 1;
   int64_t crash_at_tick = -1;
+  int64_t drop_burst = 0;           // messages lost in a row on its forward link...
+  int64_t drop_burst_at_tick = -1;  // ...from this tick (lockstep) or forward (async) on; -1 = never
   uint64_t seed = 1;
 };
 

@@ -117,7 +117,8 @@ typename Inspector::result_type inspect(Inspector& f, cut_part& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_faults& x) {
   return f(caf::meta::type_name("stage_faults"), x.forward_delay, x.backward_delay, x.in_forward_delay,
-           x.in_backward_delay, x.jitter_ms, x.drop, x.duplicate, x.reorder, x.slow, x.crash_at_tick, x.seed);
+           x.in_backward_delay, x.jitter_ms, x.drop, x.duplicate, x.reorder, x.slow, x.crash_at_tick,
+           x.drop_burst, x.drop_burst_at_tick, x.seed);
 }
 inline std::string to_string(fault_kind kind) { return std::to_string(static_cast<int>(kind)); }
 template <class Inspector>
@@ -142,7 +143,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, recovery_order& x) {
   return f(caf::meta::type_name("recovery_order"), x.phase, x.drop_upto, x.forwards_done, x.backwards_done,
            x.evals_done, x.cancel, x.abandon_cuts, x.tick, x.forward_markers_upto, x.backward_markers_upto,
-           x.needs_forward_from, x.needs_backward_from, x.reissue);
+           x.needs_forward_from, x.needs_backward_from, x.reissue, x.reissue_tick, x.ticks);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, window_report& x) {

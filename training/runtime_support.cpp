@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "training/setup.hpp"
+
 namespace petra {
 namespace {
 
@@ -52,6 +54,7 @@ void check_runtime_supports(const config::run_config& c) {
     if (any_set(f.reorder, 0.0)) refuse("faults.reorder", c, why);
     if (any_set(f.slow, 1.0)) refuse("faults.slow", c, why);
     if (any_set(f.crash_at_tick, -1)) refuse("faults.crash_at_tick", c, why);
+    if (any_set(f.drop_burst, 0)) refuse("faults.drop_burst", c, why);
     if (!f.kill_node.empty()) refuse("faults.kill_node", c, why);
     if (std::any_of(c.pipeline.nodes.begin(), c.pipeline.nodes.end(),
                     [](const std::string& n) { return !n.empty() && n != "local"; }))
@@ -64,6 +67,33 @@ void check_runtime_supports(const config::run_config& c) {
              "has no actors to trace (the timeline is the actor runtimes': lockstep or async)");
     if (c.runtime.credits != 0)
       refuse("runtime.credits", c, "follows the tick schedule: credits bound the async runtime only");
+  }
+  if (mode != config::runtime_mode::simulate && any_set(f.drop_burst, 0)) {
+    const auto J = static_cast<int64_t>(stage_sizes(c).size());
+    for (std::size_t i = 0; i < f.drop_burst.size(); ++i) {
+      const int64_t burst = f.drop_burst[i], j = static_cast<int64_t>(i) + 1;
+      if (burst <= 0) continue;
+      const std::string entry = "faults.drop_burst: entry " + std::to_string(i) + " (stage " +
+                                std::to_string(j) + " of " + std::to_string(J) + ")";
+      if (j >= J)
+        throw config::config_error(entry +
+                                   " names the last stage, which has no link to a next stage "
+                                   "(a burst is lost on the link j -> j+1)");
+      // Async: the lost micro-batches await their backward at stage j for good. Only once they fill
+      // its bound does the pipeline stop, so that the stall is noticed before a snapshot holds them.
+      const bool by_stages = c.runtime.pacing == config::async_pacing::stages;
+      const int64_t credits = c.training.method == config::training_method::backprop ? 1
+                              : c.runtime.credits > 0                                ? c.runtime.credits
+                                                                                     : 2 * J - 1;
+      const int64_t bound = by_stages ? 2 * (J - j) + 1 : credits;
+      if (mode == config::runtime_mode::async && burst < bound)
+        throw config::config_error(
+            entry + " is " + std::to_string(burst) + "; in async a burst must fill the " +
+            (by_stages ? "stage's pacing bound 2(J - j) + 1 = " : "loader's credits, ") +
+            std::to_string(bound) +
+            " or more: a shorter one leaves the pipeline running with fewer micro-batches in flight, and the "
+            "stall comes at the phase's end, after snapshots that hold the lost ones");
+    }
   }
   if (mode != config::runtime_mode::async && c.runtime.pacing != config::async_pacing::stages)
     refuse("runtime.pacing", c,

@@ -166,6 +166,73 @@ void message_seed(const petra::tensor& sample) {
   seed("messages", "type-" + std::to_string(I), out);
 }
 
+/// The index of wire type T in petra::fuzz::wire_types (the target's first byte for it).
+template <class T, std::size_t... I>
+constexpr std::size_t wire_index(std::index_sequence<I...>) {
+  std::size_t found = petra::fuzz::wire_type_count;
+  ((std::is_same_v<T, std::tuple_element_t<I, petra::fuzz::wire_types>> ? (found = I, 0) : 0), ...);
+  return found;
+}
+
+/// One value of a wire type with its fields set, behind the target's index byte of that type.
+template <class T>
+void typed_seed(const std::string& name, const T& value) {
+  constexpr std::size_t index = wire_index<T>(std::make_index_sequence<petra::fuzz::wire_type_count>{});
+  static_assert(index < petra::fuzz::wire_type_count, "not a wire type of the messages target");
+  std::vector<char> buffer;
+  caf::binary_serializer sink{petra::fuzz::wire_system(), buffer};
+  if (sink(const_cast<T&>(value))) throw std::runtime_error("cannot serialize seed " + name);
+  bytes out{static_cast<uint8_t>(index)};
+  out.insert(out.end(), buffer.begin(), buffer.end());
+  seed("messages", name, out);
+}
+
+/// A whole caf::message as a node receives it, behind the target's index byte for whole messages.
+void whole_seed(const std::string& name, caf::message whole) {
+  std::vector<char> buffer;
+  caf::binary_serializer sink{petra::fuzz::wire_system(), buffer};
+  if (sink(whole)) throw std::runtime_error("cannot serialize seed " + name);
+  bytes out{static_cast<uint8_t>(petra::fuzz::wire_type_count)};
+  out.insert(out.end(), buffer.begin(), buffer.end());
+  seed("messages", name, out);
+}
+
+/// The fields of recovery, fencing and heartbeats set (not their defaults), so that the replay
+/// decodes them as a node meets them: stamps of a rebuilt stage's generation, a recovery order that
+/// re-issues, a drop burst, a fenced message's count, the heartbeat and the fence orders.
+void recovery_seeds(const petra::tensor& sample) {
+  namespace m = petra::messages;
+  m::stamp fenced{41, 17, 5, 2, 3, 7};  // micro-batch, tick, weight version, sender, phase, generation
+  typed_seed("stamp-generation", fenced);
+  m::forward_data forward{fenced, {}};
+  forward.x.x1 = sample;
+  typed_seed("forward-generation", forward);
+  m::backward_data backward{fenced, {}, {}};
+  backward.rebuilt.x1 = backward.grad.x1 = sample;
+  typed_seed("backward-generation", backward);
+  m::recovery_order order;
+  order.phase = 3, order.drop_upto = 44, order.forwards_done = 45, order.backwards_done = 38;
+  order.cancel = {39, 40, 41, 42};
+  order.reissue = {39, 40, 41, 42};
+  order.reissue_tick = 263, order.ticks = 273;
+  order.tick = 40, order.forward_markers_upto = 41, order.backward_markers_upto = 42;
+  order.needs_forward_from = 42, order.needs_backward_from = 43;
+  order.abandon_cuts = 263;
+  typed_seed("recovery-order-reissue", order);
+  m::stage_faults burst;
+  burst.drop_burst = 3, burst.drop_burst_at_tick = 10, burst.crash_at_tick = 20;
+  typed_seed("stage-faults-burst", burst);
+  typed_seed("fault-event-fenced", m::fault_event{2, m::fault_kind::fenced, 7});
+  m::phase_plan plan;
+  plan.ticks = 263, plan.generation = 7, plan.phase = 3, plan.cut_ticks = {64, 128};
+  typed_seed("phase-plan-generation", plan);
+  whole_seed("whole-heartbeat", caf::make_message(petra::atoms::heartbeat_atom_v));
+  whole_seed("whole-fence", caf::make_message(petra::atoms::fence_atom_v));
+  whole_seed("whole-hold", caf::make_message(petra::atoms::hold_atom_v));
+  whole_seed("whole-recover", caf::make_message(petra::atoms::recover_atom_v, order));
+  whole_seed("whole-forward-generation", caf::make_message(forward));
+}
+
 template <std::size_t... I>
 void message_seeds(std::index_sequence<I...>) {
   const petra::tensor sample = petra::tensor::from_vector({2, 2}, {1, 2, 3, 4});
@@ -179,6 +246,7 @@ void message_seeds(std::index_sequence<I...>) {
   bytes out{static_cast<uint8_t>(petra::fuzz::wire_type_count)};
   out.insert(out.end(), buffer.begin(), buffer.end());
   seed("messages", "whole-message", out);
+  recovery_seeds(sample);
 }
 
 }  // namespace
