@@ -3,11 +3,13 @@
 // petra against the PyTorch peer (bench/peer/revnet_peer.py, same architecture, same batch,
 // same thread count), both timed in this run. Prints medians and the ratio ours/peer, and a bf16
 // row per model (runtime.precision: bf16, or bf16_emulated on a CPU without bf16 instructions)
-// against the same fp32 peer.
+// against the same fp32 peer. Usage: bench_train_step [THREADS [ITERS [ARCH|all [fp32]]]]: ARCH
+// times that model only, fp32 leaves the bf16 rows out.
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -92,6 +94,9 @@ bool time_peer(const std::string& arch, const shape_t& input, int batch, int thr
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const int iters = argc > 2 ? std::atoi(argv[2]) : 15;
+  // Optional: one model only (its arch name), and "fp32" to leave the bf16 rows out.
+  const std::string only = argc > 3 ? argv[3] : "";
+  const bool with_bf16 = !(argc > 4 && std::string(argv[4]) == "fp32");
   struct bench_case {
     const char* label;
     const char* arch;
@@ -110,8 +115,10 @@ int main(int argc, char** argv) {
       missing_bf16_instructions(cpu_flags()).empty() ? math_precision::bf16 : math_precision::bf16_emulated;
   int failures = 0;
   for (const bench_case& c : cases) {
+    if (!only.empty() && only != "all" && only != c.arch) continue;
     const timing ours = time_ours(c.arch, c.input, c.batch, threads, 3, iters, math_precision::fp32);
-    const timing ours_bf16 = time_ours(c.arch, c.input, c.batch, threads, 3, iters, bf16);
+    const timing ours_bf16 =
+        with_bf16 ? time_ours(c.arch, c.input, c.batch, threads, 3, iters, bf16) : timing{0, 0};
     timing peer{};
     std::string why;
     const bool have_peer = time_peer(c.arch, c.input, c.batch, threads, 3, iters, peer, why);
@@ -120,7 +127,9 @@ int main(int argc, char** argv) {
       ++failures;
     }
     const std::string bf16_label = std::string(c.label) + " " + to_string(bf16);
-    for (const auto& [label, t] : {std::pair<std::string, timing>{c.label, ours}, {bf16_label, ours_bf16}}) {
+    std::vector<std::pair<std::string, timing>> rows{{c.label, ours}};
+    if (with_bf16) rows.emplace_back(bf16_label, ours_bf16);
+    for (const auto& [label, t] : rows) {
       if (have_peer)
         std::printf("%-40s %6d %12.1f %12.1f %12.1f %12.1f %8.2f\n", label.c_str(), c.batch, t.median_ms,
                     t.min_ms, peer.median_ms, peer.min_ms, t.median_ms / peer.median_ms);
@@ -128,8 +137,10 @@ int main(int argc, char** argv) {
         std::printf("%-40s %6d %12.1f %12.1f %12s %12s %8s\n", label.c_str(), c.batch, t.median_ms, t.min_ms,
                     "-", "-", "-");
     }
-    std::printf("%-40s %6s %12.2f  (%s median / fp32 median)\n", "", "", ours_bf16.median_ms / ours.median_ms,
-                to_string(bf16));
+    if (with_bf16)
+      std::printf("%-40s %6s %12.2f  (%s median / fp32 median)\n", "", "",
+                  ours_bf16.median_ms / ours.median_ms, to_string(bf16));
+    std::fflush(stdout);
   }
   std::printf("\nratio = petra median / torch median (target <= 1.2, goal <= 0.8); the peer is fp32\n");
   return failures ? 1 : 0;

@@ -23,8 +23,10 @@ cpu_backend::cpu_backend(int threads, math_precision precision) : threads_(threa
     throw std::invalid_argument("make_cpu_backend: threads = " + std::to_string(threads) +
                                 ", expected at least 1 (the number of compute threads)");
   pool_ = host_pool::create(max_idle_pool_bytes);
-  // bf16_emulated rounds the operands itself and runs the fp32 convolutions.
-  conv_ = std::make_unique<conv2d_engine>(threads, precision == math_precision::bf16);
+  // bf16_emulated rounds the operands itself and runs the fp32 convolutions, direct ones: its error
+  // bound counts exact products of rounded operands, which Winograd's transforms do not keep.
+  conv_ = std::make_unique<conv2d_engine>(threads, precision == math_precision::bf16,
+                                          precision == math_precision::fp32);
 }
 
 cpu_backend::~cpu_backend() = default;

@@ -1,0 +1,71 @@
+// The fp32 CPU backend runs 3×3 stride-1 convolutions of widths in blocks of 16 channels as
+// oneDNN's Winograd F(4×4, 3×3): results within fp32 round-off of the direct-loop reference at the
+// RevNet's widths and planes, and the forward and backward-data bits independent of the thread
+// count (a rebuild lane may run the forward on fewer threads than its stage: the stage's bits).
+#include <doctest/doctest.h>
+
+#include <random>
+#include <string>
+
+#include "compute/backend.hpp"
+#include "tests/ops/op_test_helpers.hpp"
+#include "tests/ops/reference_conv.hpp"
+
+using namespace petra;
+using namespace petra::test;
+
+namespace {
+
+struct plane_case {
+  int64_t n, c, h, k;
+};
+
+bool same_bits(const tensor& a, const tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if (a.data()[i] != b.data()[i]) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("3×3 stride-1 convolutions (Winograd in fp32) match the direct-loop reference at RevNet sizes") {
+  auto cpu = make_cpu_backend(2);
+  std::mt19937 rng(17);
+  // Planes of 28, 14, 7 (the default preset), 8 and 4 (RevNet-18's last groups); tiles of 4×4 do
+  // not divide 7 or 14: the partial tiles are covered.
+  const plane_case cases[] = {{4, 16, 28, 16}, {4, 32, 14, 32}, {4, 64, 7, 64},
+                              {2, 64, 8, 64},  {2, 32, 4, 48},  {2, 16, 4, 32}};
+  const conv2d_params p{1, 1};
+  for (const plane_case& g : cases) {
+    CAPTURE(std::to_string(g.n) + "x" + std::to_string(g.c) + "x" + std::to_string(g.h) + " -> " +
+            std::to_string(g.k));
+    const tensor x = random_tensor({g.n, g.c, g.h, g.h}, rng);
+    const tensor w = random_tensor({g.k, g.c, 3, 3}, rng);
+    const tensor b = random_tensor({g.k}, rng);
+    const tensor y = cpu->conv2d_forward(x, w, b, p);
+    CHECK(scaled_error(y, reference_conv2d_forward(x, w, b, p)) < 1e-5);
+    const tensor dy = random_tensor(y.shape(), rng);
+    CHECK(scaled_error(cpu->conv2d_backward_data(dy, w, x.shape(), p),
+                       reference_conv2d_backward_data(dy, w, x.shape(), p)) < 1e-5);
+    tensor dw = tensor::zeros(w.shape()), db = tensor::zeros({g.k});
+    cpu->conv2d_backward_filter(x, dy, p, dw, db);
+    CHECK(scaled_error(dw, reference_conv2d_backward_filter(x, dy, 3, 3, p)) < 1e-5);
+    CHECK(scaled_error(db, reference_conv2d_backward_bias(dy)) < 1e-5);
+  }
+}
+
+TEST_CASE("3×3 stride-1 convolutions give the same bits on one and on two threads") {
+  auto one = make_cpu_backend(1);
+  auto two = make_cpu_backend(2);
+  std::mt19937 rng(19);
+  const conv2d_params p{1, 1};
+  for (const plane_case& g : {plane_case{8, 16, 14, 16}, plane_case{4, 32, 7, 32}}) {
+    CAPTURE(g.c);
+    const tensor x = random_tensor({g.n, g.c, g.h, g.h}, rng), w = random_tensor({g.k, g.c, 3, 3}, rng);
+    const tensor b = random_tensor({g.k}, rng), dy = random_tensor({g.n, g.k, g.h, g.h}, rng);
+    CHECK(same_bits(one->conv2d_forward(x, w, b, p), two->conv2d_forward(x, w, b, p)));
+    CHECK(same_bits(one->conv2d_backward_data(dy, w, x.shape(), p),
+                    two->conv2d_backward_data(dy, w, x.shape(), p)));
+  }
+}
