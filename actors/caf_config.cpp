@@ -72,6 +72,12 @@ caf_config::caf_config(int scheduler_threads) {
   });
   load<caf::io::middleman>();
   set("scheduler.max-threads", scheduler_threads);
+  // CAF's default lets an actor keep its worker for as long as its mailbox holds messages, and the
+  // actors its messages wake queue behind it on that worker: a busy async stage (its mailbox never
+  // empties) kept the coordinator from its cut parts and epoch reports until the run ended, and the
+  // coordinator's mailbox grew all along. One message per turn: each turn is a compute step (ms)
+  // against a requeue of a few hundred ns.
+  set("scheduler.max-throughput", static_cast<size_t>(1));
   set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
   set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(10)});
 }
