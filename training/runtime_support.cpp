@@ -17,6 +17,21 @@ bool any_set(const List& list, typename List::value_type none) {
   throw config::config_error(key + ": runtime.mode " + config::to_string(c.runtime.mode) + " " + why);
 }
 
+/// Refuses the first faults key that is set, naming it: for a runtime that injects no faults.
+void refuse_any_fault(const config::run_config& c, const std::string& why) {
+  const config::faults_config& f = c.faults;
+  if (any_set(f.forward_delay, 0)) refuse("faults.forward_delay", c, why);
+  if (any_set(f.backward_delay, 0)) refuse("faults.backward_delay", c, why);
+  if (any_set(f.jitter_ms, 0)) refuse("faults.jitter_ms", c, why);
+  if (any_set(f.drop, 0.0)) refuse("faults.drop", c, why);
+  if (any_set(f.duplicate, 0.0)) refuse("faults.duplicate", c, why);
+  if (any_set(f.reorder, 0.0)) refuse("faults.reorder", c, why);
+  if (any_set(f.slow, 1.0)) refuse("faults.slow", c, why);
+  if (any_set(f.crash_at_tick, -1)) refuse("faults.crash_at_tick", c, why);
+  if (any_set(f.drop_burst, 0)) refuse("faults.drop_burst", c, why);
+  if (!f.kill_node.empty()) refuse("faults.kill_node", c, why);
+}
+
 }  // namespace
 
 void check_runtime_supports(const config::run_config& c) {
@@ -27,15 +42,7 @@ void check_runtime_supports(const config::run_config& c) {
     // Its stages wait for derivatives the schedule (or, in async, the loss) brings; lost, delayed or
     // doubled messages and stage-local recovery are PETRA's protocols', not this one's yet.
     const std::string why = "runs forward_gradient without fault injection so far (remove the faults keys)";
-    if (any_set(f.forward_delay, 0)) refuse("faults.forward_delay", c, why);
-    if (any_set(f.backward_delay, 0)) refuse("faults.backward_delay", c, why);
-    if (any_set(f.jitter_ms, 0)) refuse("faults.jitter_ms", c, why);
-    if (any_set(f.drop, 0.0)) refuse("faults.drop", c, why);
-    if (any_set(f.duplicate, 0.0)) refuse("faults.duplicate", c, why);
-    if (any_set(f.reorder, 0.0)) refuse("faults.reorder", c, why);
-    if (any_set(f.slow, 1.0)) refuse("faults.slow", c, why);
-    if (any_set(f.crash_at_tick, -1)) refuse("faults.crash_at_tick", c, why);
-    if (!f.kill_node.empty()) refuse("faults.kill_node", c, why);
+    refuse_any_fault(c, why);
   }
   if (c.training.method == config::training_method::forward_gradient && backward_first(c))
     refuse(
@@ -46,16 +53,7 @@ void check_runtime_supports(const config::run_config& c) {
     const std::string why =
         "cannot inject faults: the simulator has no links, actors or nodes "
         "(use runtime.mode lockstep or async)";
-    if (any_set(f.forward_delay, 0)) refuse("faults.forward_delay", c, why);
-    if (any_set(f.backward_delay, 0)) refuse("faults.backward_delay", c, why);
-    if (any_set(f.jitter_ms, 0)) refuse("faults.jitter_ms", c, why);
-    if (any_set(f.drop, 0.0)) refuse("faults.drop", c, why);
-    if (any_set(f.duplicate, 0.0)) refuse("faults.duplicate", c, why);
-    if (any_set(f.reorder, 0.0)) refuse("faults.reorder", c, why);
-    if (any_set(f.slow, 1.0)) refuse("faults.slow", c, why);
-    if (any_set(f.crash_at_tick, -1)) refuse("faults.crash_at_tick", c, why);
-    if (any_set(f.drop_burst, 0)) refuse("faults.drop_burst", c, why);
-    if (!f.kill_node.empty()) refuse("faults.kill_node", c, why);
+    refuse_any_fault(c, why);
     if (std::any_of(c.pipeline.nodes.begin(), c.pipeline.nodes.end(),
                     [](const std::string& n) { return !n.empty() && n != "local"; }))
       refuse("pipeline.nodes", c, "runs every stage in this process (use runtime.mode lockstep or async)");

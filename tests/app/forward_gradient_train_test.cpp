@@ -101,7 +101,9 @@ TEST_CASE("forward_gradient with injected faults is refused: exit code 2, a clea
        "faults.jitter_ms: runtime.mode async runs forward_gradient"},
       {{"runtime.mode=lockstep", "faults.drop=[0.1]"},
        "faults.drop: runtime.mode lockstep runs forward_gradient"},
-      {{"runtime.mode=lockstep", "faults.crash_at_tick=[3]"}, "faults.crash_at_tick"}};
+      {{"runtime.mode=lockstep", "faults.crash_at_tick=[3]"}, "faults.crash_at_tick"},
+      {{"runtime.mode=lockstep", "faults.drop_burst=[0,3]", "faults.drop_burst_at_tick=[-1,10]"},
+       "faults.drop_burst: runtime.mode lockstep runs forward_gradient"}};
   for (const auto& [sets, message] : refused) {
     CAPTURE(message);
     train_options o;
