@@ -25,7 +25,8 @@
 # the device tool) is unpacked to /tmp/petra-gpu-bundle, its data linked to gpu-bundle/fashion-mnist.
 # Environment: BUNDLE (an unpacked bundle, e.g. build-gpu/bundle here; default: the bundle this
 # script sits in, else the carried archive), PYTHON
-# (python3), CIFAR10_DIR, time limits (seconds): CASE_S, SAN_ACTORS_S, SAN_CUDA_S, TRAIN_S,
+# (python3), CIFAR10_DIR, SAN_TOOLS (default "memcheck racecheck synccheck"), SAN_SETS (default
+# "actors-gpu cuda"), time limits (seconds): CASE_S, SAN_ACTORS_S, SAN_CUDA_S, TRAIN_S,
 # REVNET_S, PEER_S; REVNET_IMAGES (images per epoch of the RevNet-18 runs, default 25600).
 set -uo pipefail
 
@@ -200,9 +201,16 @@ cmd_sanitize() {
   echo "| tool | tests | errors | warnings | processes | status | s |" >>"$summary"
   echo "|---|---|---:|---:|---:|---|---:|" >>"$summary"
   local tool
-  for tool in memcheck racecheck synccheck; do
-    sanitize_one "$tool" actors-gpu "${SAN_ACTORS_S:-100}" "$bundle/bin/petra_tests_actors" -sf='*gpu_runtime_test.cpp'
-    sanitize_one "$tool" cuda "${SAN_CUDA_S:-70}" "$bundle/bin/petra_tests_cuda"
+  local set
+  for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
+    case $tool in memcheck | racecheck | synccheck) ;; *) echo "SAN_TOOLS: unknown tool '$tool' (memcheck, racecheck, synccheck)" >&2; exit 2 ;; esac
+    for set in ${SAN_SETS:-actors-gpu cuda}; do
+      case $set in
+        actors-gpu) sanitize_one "$tool" actors-gpu "${SAN_ACTORS_S:-100}" "$bundle/bin/petra_tests_actors" -sf='*gpu_runtime_test.cpp' ;;
+        cuda) sanitize_one "$tool" cuda "${SAN_CUDA_S:-70}" "$bundle/bin/petra_tests_cuda" ;;
+        *) echo "SAN_SETS: unknown set '$set' (actors-gpu, cuda)" >&2; exit 2 ;;
+      esac
+    done
   done
   echo "" >>"$summary"
   echo "errors = the ERROR SUMMARY (memcheck, synccheck) or RACECHECK SUMMARY error counts, summed over processes (a petra node child counts too); a TIMEOUT row covers the cases that ran" >>"$summary"
