@@ -94,6 +94,16 @@ class control_channel {
   /// Counts a fault injected by the coordinator itself (a node kill) at `stage`.
   void count_kill(int32_t stage) { events_->count_kill(stage); }
   std::vector<fault_counts> faults() const { return events_->faults(); }
+  /// The phase's faults once the coordinator actor took every fault event the stages' `reports`
+  /// count (at most `timeout` later; then as far as counted).
+  std::vector<fault_counts> faults_after(const std::vector<stage_report>& reports,
+                                         std::chrono::milliseconds timeout) {
+    std::vector<int64_t> sent(reports.size(), 0);
+    for (const stage_report& r : reports)
+      if (r.stage >= 0 && static_cast<std::size_t>(r.stage) < sent.size()) sent[r.stage] = r.fault_events;
+    events_->await_fault_events(sent, timeout);
+    return events_->faults();
+  }
 
   /// Waits until `count` stages reported the end of their phase; `on_stall` names what stopped
   /// when nothing arrives for the stall time (it throws).

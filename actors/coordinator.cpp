@@ -27,6 +27,9 @@ using namespace atoms;
 
 constexpr auto control_timeout = std::chrono::seconds(60);
 constexpr auto status_timeout = std::chrono::seconds(10);
+// A fault event sent before a stage's report reaches the coordinator actor in microseconds locally, and
+// over a node's link in milliseconds: the wait for the last ones is bounded all the same.
+constexpr auto fault_events_timeout = std::chrono::seconds(10);
 
 /// The timeline of output.trace: micro-batches output.trace_steps of the run (the first epoch's
 /// ids start at `per_epoch`); null when off.
@@ -125,7 +128,7 @@ class actor_runtime : public pipeline_runtime {
       static_cast<run_totals&>(out) =
           totals_of(control_.ask<loss_report>(pipeline_.loss(), control_timeout, report_atom_v));
       out.stages = control_.gather<stage_report>(pipeline_.stages(), control_timeout, report_atom_v);
-      out.faults = control_.faults();
+      out.faults = control_.faults_after(out.stages, fault_events_timeout);
       out.completed =
           control_.ask<stage_status>(pipeline_.stages().front(), control_timeout, status_atom_v).completed;
       // The epochs' last parts (an evaluation wave's score) may still be on their way.
@@ -134,6 +137,14 @@ class actor_runtime : public pipeline_runtime {
       if (request.resume && plan.start_tick > 0)
         ending -= (request.first + plan.start_tick / spacing) / per_epoch_ - open_at_resume_;
       control_.await_epochs(epochs, static_cast<std::size_t>(std::max<int64_t>(0, ending)));
+      // A phase that ends with its epoch: fault events after the stages' epoch reports (a copy of
+      // the epoch's last message, discarded after its original ended the epoch) belong to it too;
+      // all are in by now (faults_after), and the next epoch starts from none.
+      if (!out.epochs.empty() && (request.first + request.count) % per_epoch_ == 0) {
+        const std::vector<fault_counts> rest = control_.take_epoch_faults();
+        std::vector<fault_counts>& last = out.epochs.back().faults;
+        for (std::size_t j = 0; j < rest.size() && j < last.size(); ++j) last[j] += rest[j];
+      }
       out.ticks = lockstep ? plan.ticks : 0;
       first_stage_steps_ = out.stages.front().weight_version;
       report_late_messages();

@@ -76,6 +76,8 @@ void coordinator_events::on_fault(const caf::actor_addr& from, const fault_event
   count(one, e.kind);
   faults_[e.stage] += one;
   epoch_faults_[e.stage] += one;
+  ++fault_events_[e.stage];
+  fault_taken_.notify_all();
   wake();
 }
 
@@ -222,6 +224,7 @@ void coordinator_events::unwatch(const caf::actor_addr& who) {
 void coordinator_events::begin_attempt(std::size_t stages) {
   std::lock_guard<std::mutex> lock(mutex_);
   faults_.assign(stages, fault_counts{});
+  fault_events_.assign(stages, 0);
   if (epoch_faults_.size() != stages) epoch_faults_.assign(stages, fault_counts{});
   windows_.assign(stages, stage_window{});
   windows_seen_ = 0;
@@ -258,6 +261,16 @@ std::vector<fault_counts> coordinator_events::take_epoch_faults() {
 std::vector<fault_counts> coordinator_events::faults() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return faults_;
+}
+
+bool coordinator_events::await_fault_events(const std::vector<int64_t>& sent,
+                                            std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return fault_taken_.wait_for(lock, timeout, [&] {
+    for (std::size_t j = 0; j < sent.size() && j < fault_events_.size(); ++j)
+      if (fault_events_[j] < sent[j]) return false;
+    return true;
+  });
 }
 
 std::size_t coordinator_events::phase_ends() const {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <caf/all.hpp>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -92,6 +94,10 @@ class coordinator_events {
   void count_kill(int32_t stage);
   std::vector<fault_counts> take_epoch_faults();
   std::vector<fault_counts> faults() const;
+  /// Waits (at most `timeout`) until every stage's fault events of the phase, `sent[j]` by stage j
+  /// (its report's count), have been taken: a stage's last event may still be on its way to the
+  /// coordinator actor when its report reached the trainer. False on the timeout.
+  bool await_fault_events(const std::vector<int64_t>& sent, std::chrono::milliseconds timeout);
   std::size_t phase_ends() const;
   bool current(const caf::actor_addr& who) const;
   int32_t stage_of(const caf::actor_addr& who) const;
@@ -114,9 +120,11 @@ class coordinator_events {
   caf::actor_system& system_;
   caf::actor_addr trainer_;
   mutable std::mutex mutex_;
+  std::condition_variable fault_taken_;         // on_fault took one
   std::map<caf::actor_addr, int32_t> watched_;  // actor → stage (-1 = not a stage)
   int32_t generation_ = 0;
   std::vector<fault_counts> faults_;        // in the running attempt
+  std::vector<int64_t> fault_events_;       // per stage, fault events taken in the running attempt
   std::vector<fault_counts> epoch_faults_;  // since the last epoch ended
   std::vector<stage_window> windows_;       // per stage, the latest
   std::size_t windows_seen_ = 0;

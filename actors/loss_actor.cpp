@@ -10,6 +10,7 @@
 #include "compute/pipeline/fg_stage.hpp"
 #include "messages/errors.hpp"
 #include "training/loss_cut.hpp"
+#include "training/recent_ids.hpp"
 
 namespace petra {
 namespace {
@@ -31,7 +32,7 @@ struct loss_actor_state {
   training::loss_ledger ledger;    // the phase's totals, the open epochs and waves
   std::set<int64_t> cancelled;     // micro-batches lost in a stage-local recovery: late logits are dropped
   std::set<int64_t> coming_again;  // cancelled, and re-issued by the loader: taken in when their labels come
-  std::set<int64_t> scored;     // the newest training micro-batches scored (a re-issue is not scored twice)
+  training::recent_ids scored;  // the newest training micro-batches scored (a re-issue is not scored twice)
   int64_t abandoned_cuts = -1;  // cuts given up in a stage-local recovery: their markers are ignored
   std::shared_ptr<training::trace_recorder> trace;
   training::trace_track track;
@@ -41,10 +42,6 @@ struct loss_actor_state {
 };
 
 using self_ptr = loss_actor::stateful_pointer<loss_actor_state>;
-
-/// Scored micro-batches remembered: one lost after it was scored is still in flight then, and at
-/// most the loader's window (runtime.credits, 2J − 1 by default) is in flight at once.
-constexpr std::size_t scored_memory = 4096;
 
 loss_report report_of(const run_totals& t) {
   return loss_report{t.micro_batches, t.samples, t.correct, t.loss_sum};
@@ -85,8 +82,9 @@ void answer(self_ptr self, const logits_data& in, const std::vector<int32_t>& la
     loss_data out = compute_loss(st, in.s, in.logits, labels, true);
     // A micro-batch scored before it was lost (its backward went with a stage) counts once: its
     // re-issue gets its gradient, the ledger keeps the first score.
-    if (st.scored.insert(id).second) {
-      if (st.scored.size() > scored_memory) st.scored.erase(st.scored.begin());
+    // (Remembered: training::remembered_ids of them; at most the loader's window, runtime.credits,
+    // 2J − 1 by default, is in flight at once.)
+    if (st.scored.insert(id)) {
       epoch_done = st.ledger.score_train(id, st.per_epoch, out.loss, out.correct, out.samples);
     }
     send_derivatives(self, in, out.dlogits);

@@ -164,7 +164,7 @@ void on_forward(async_self self, forward_data in) {
     st.seen_backward.erase(in.s.micro_batch);
   }
   // (Evaluation batches are never duplicated: faults spare messages without a micro-batch.)
-  if (in.s.micro_batch >= 0 && !st.seen_forward.insert(in.s.micro_batch).second)
+  if (in.s.micro_batch >= 0 && !st.seen_forward.insert(in.s.micro_batch))
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
   st.forwards.push_back(std::move(in));
   note_mailbox(st);
@@ -180,7 +180,7 @@ void on_backward(async_self self, backward_data in) {
     return;
   }
   if (st.core.recovery.forgotten(in.s.micro_batch)) return;
-  if (!st.seen_backward.insert(in.s.micro_batch).second)
+  if (!st.seen_backward.insert(in.s.micro_batch))
     return report_fault(self, st.core, fault_kind::duplicate_discarded);
   try {
     record_backward(self, in);

@@ -11,16 +11,17 @@
 #include "actors/link_faults.hpp"
 #include "actors/stage_core.hpp"
 #include "training/cut.hpp"
+#include "training/recent_ids.hpp"
 
 namespace petra::detail {
 
 struct async_state {
   stage_core core;
-  std::deque<forward_data> forwards;                // arrival order
-  std::map<int64_t, backward_data> backwards;       // by micro-batch: run in this stage's FIFO order
-  std::map<int64_t, derivatives_data> derivatives;  // forward_gradient, by micro-batch (actors/fg_async.cpp)
-  std::set<int64_t> seen_forward, seen_backward;
-  int64_t completed = 0;  // first stage: micro-batches finished this phase
+  std::deque<forward_data> forwards;                 // arrival order
+  std::map<int64_t, backward_data> backwards;        // by micro-batch: run in this stage's FIFO order
+  std::map<int64_t, derivatives_data> derivatives;   // forward_gradient, by micro-batch (actors/fg_async.cpp)
+  training::recent_ids seen_forward, seen_backward;  // to discard duplicates (the newest ids only)
+  int64_t completed = 0;                             // first stage: micro-batches finished this phase
   // A cut (DESIGN.md §4, Chandy–Lamport): the part taken when its marker came on the forward link,
   // completed by what arrives on the backward link until the next stage's marker (and, at the
   // last stage, by the loss actor's answer to the output it awaited).

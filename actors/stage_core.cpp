@@ -32,6 +32,7 @@ void begin_phase(stage_core& c, const phase_plan& plan) {
   c.evals_done = 0;
   c.phase_busy_seconds = 0;
   c.backwards_in_phase = 0;
+  c.fault_events = 0;
   c.last_forwarded = -1;
   c.epoch_reported = -1;
   c.recovery.restart();
@@ -66,6 +67,7 @@ stage_report make_report(stage_core& c) {
   r.upstream_messages = c.upstream_messages;
   r.upstream_bytes = c.upstream_bytes;
   r.phase_busy_seconds = c.phase_busy_seconds;
+  r.fault_events = c.fault_events;
   r.wall_seconds = std::chrono::duration<double>(clock_type::now() - c.epoch_start).count();
   return r;
 }

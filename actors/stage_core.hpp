@@ -35,6 +35,7 @@ struct stage_core {
   int64_t logits_id = -1;
 
   int64_t mailbox_peak = 0;
+  int64_t fault_events = 0;  // sent to the coordinator since the phase began (stage_report's)
   double busy_seconds = 0;
   int64_t upstream_messages = 0, upstream_bytes = 0;  // forward_gradient: from downstream (stage_report's)
   double phase_busy_seconds = 0;  // since the phase began (pipeline.rebalance compares the stages')
@@ -96,6 +97,7 @@ arrival classify(const stage_core& c, const stamp& s);
 
 template <class Self>
 void report_fault(Self* self, stage_core& c, fault_kind kind) {
+  ++c.fault_events;
   self->send(c.links.coordinator, fault_event{c.ctx.index, kind, c.plan.generation});
 }
 

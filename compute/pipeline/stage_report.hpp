@@ -26,6 +26,9 @@ struct stage_report {
   // derivatives; any backward message would count too) and their serialized bytes.
   int64_t upstream_messages = 0;
   int64_t upstream_bytes = 0;
+  // Fault events (injected faults, discarded copies) this stage sent the coordinator in its phase:
+  // the coordinator waits until it has taken as many before it totals the phase's faults.
+  int64_t fault_events = 0;
 
   /// The report of `s` now, with the runtime's own measurements left at zero.
   static stage_report of(const petra::stage& s) {
