@@ -54,8 +54,10 @@ class simulate_runtime : public pipeline_runtime {
     if (phase.resume) schedule.skip_to(phase.resume->tick);
     const int64_t per_epoch = train_.micro_batches_per_epoch();
     const auto start = std::chrono::steady_clock::now();
-    std::vector<std::chrono::steady_clock::time_point> since(stages_.size(),
-                                                             start);  // each stage's epoch began
+    // Each stage's epoch began: at its previous epoch's end, also in an earlier phase (a drained
+    // point inside an epoch splits it into phases); the run's first phase starts them.
+    if (epoch_since_.size() != stages_.size()) epoch_since_.assign(stages_.size(), start);
+    std::vector<std::chrono::steady_clock::time_point>& since = epoch_since_;
     phase_result out;
     epoch_collector epochs(stages_.size(), schedule.wave_size(), [&](epoch_result& e) {
       e.faults.assign(stages_.size(), fault_counts{});
@@ -152,6 +154,7 @@ class simulate_runtime : public pipeline_runtime {
 
   void restore(const checkpoint& from) override {
     open_epochs_.clear();  // a checkpoint's phase starts with no epoch open (as a new loss actor does)
+    epoch_since_.clear();  // and the epochs' clocks start with it
     const std::vector<stage_snapshot> states = stages_for(from, stage_sizes(config_));
     for (std::size_t j = 0; j < stages_.size(); ++j) {
       restore_stage(*stages_[j].compute, *stages_[j].device, states[j]);
@@ -167,12 +170,14 @@ class simulate_runtime : public pipeline_runtime {
     drained.metadata["stage_blocks"] = nlohmann::json(stage_sizes(config_)).dump();
     config_.pipeline.stage_blocks = stage_blocks;
     const std::string open = open_epochs_;  // the move changes no epoch's record
+    const auto since = epoch_since_;
     std::vector<placed_stage> rebuilt = build_placed_stages(config_, optimizer_);
     sim_.reset();  // it points at the stages it drove
     stages_ = std::move(rebuilt);
     sim_ = std::make_unique<simulator>(pointers(stages_), *loss_, spacing_, backward_first(config_));
     restore(drained);
     open_epochs_ = open;
+    epoch_since_ = since;
     meters_.assign(stages_.size(), stage_window_meter{});
   }
 
@@ -225,6 +230,7 @@ class simulate_runtime : public pipeline_runtime {
   // The epochs and scores a phase that drained inside an epoch left open (what the actor runtimes'
   // loss actor keeps between phases), as in a cut's record; empty after a restore.
   std::string open_epochs_;
+  std::vector<std::chrono::steady_clock::time_point> epoch_since_;  // per stage, when its epoch began
 };
 
 }  // namespace

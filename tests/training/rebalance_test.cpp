@@ -175,3 +175,19 @@ TEST_CASE("rebalance: training on after a move = a pipeline cut that way from th
   stayed.runtime->train(phase_request::of(1, 8, 8), {});
   CHECK(differing(by_name(*moved.runtime), by_name(*stayed.runtime)) > 0);
 }
+
+TEST_CASE("simulate: an epoch split into phases times each stage from the epoch's start") {
+  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
+  runtime_on_data r(tiny({1, 2, 1, 1}));
+  const phase_result first = r.runtime->train(phase_request::of(1, 0, 12), {});  // drained inside epoch 1
+  REQUIRE(first.epochs.empty());
+  const phase_result rest = r.runtime->train(phase_request::of(1, 12, 4), {});
+  REQUIRE(rest.epochs.size() == 1);
+  const std::vector<stage_report>& epoch = rest.epochs.front().stages;
+  REQUIRE(epoch.size() == first.stages.size());
+  for (std::size_t j = 0; j < epoch.size(); ++j) {
+    CAPTURE(j);
+    // The epoch began before the first phase did and ended after it: its time holds all of it.
+    CHECK(epoch[j].wall_seconds >= first.stages[j].wall_seconds);
+  }
+}
