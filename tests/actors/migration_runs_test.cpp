@@ -119,6 +119,30 @@ TEST_CASE("migrate: stages moved mid-epoch carry their record; the device does n
   fs::remove_all(dir);
 }
 
+TEST_CASE("migrate: a stage keeping its inputs (adaptive fallback) moves with its mode and window") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  const fs::path dir = scratch("fallback");
+  const std::vector<std::string> fallback = {"training.max_inversion_error=0.002",
+                                             "runtime.inversion_sample_every=1"};
+  REQUIRE(train(migration_sets(dir, "still"), fallback) == 0);
+  std::vector<std::string> moved = fallback;
+  moved.push_back("pipeline.migrate=[\"32:2>sim:0\",\"64:2>cpu\"]");
+  REQUIRE(train(migration_sets(dir, "moved"), moved) == 0);
+  const auto epochs = event_lines(dir / "still", "epoch");
+  REQUIRE(epochs.size() == 3);
+  CHECK(epochs[0]["stages"][1]["fallback_forwards"].get<int64_t>() > 0);  // stage 2 did fall back
+  CHECK(differing(final_weights(dir / "still"), final_weights(dir / "moved")) == 0);
+  CHECK(epoch_lines(dir / "still") == epoch_lines(dir / "moved"));
+  const auto again = event_lines(dir / "moved", "epoch");
+  REQUIRE(again.size() == 3);
+  for (std::size_t e = 0; e < 3; ++e) {
+    CAPTURE(e);
+    CHECK(again[e]["stages"][1]["fallback_forwards"] == epochs[e]["stages"][1]["fallback_forwards"]);
+    CHECK(again[e]["stages"][1]["fallback_switches"] == epochs[e]["stages"][1]["fallback_switches"]);
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("migrate: a stage moved to other compute threads ends equal to round-off") {
   PETRA_REQUIRE_FASHION_MNIST();
   const fs::path dir = scratch("threads");
