@@ -9,6 +9,7 @@
 
 #include "actors/caf_config.hpp"
 #include "actors/local_recovery.hpp"
+#include "actors/migration.hpp"
 #include "actors/pipeline.hpp"
 #include "actors/stall.hpp"
 #include "training/input_schedule.hpp"
@@ -194,6 +195,10 @@ class actor_runtime : public pipeline_runtime {
     config_.pipeline.stage_blocks = stage_blocks;
     pipeline_.repartition(stage_blocks);
     restore(drained);
+  }
+
+  migration_done migrate(std::size_t stage, const config::migration_target& to) override {
+    return migrate_stage(pipeline_, control_, config_, stage, to);
   }
 
   void recover() override { pipeline_.recover(); }

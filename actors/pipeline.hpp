@@ -34,6 +34,9 @@ class actor_pipeline {
   /// Drained: stops every actor and builds them again with the model cut into `stage_blocks`
   /// (pipeline.rebalance; every stage in this process).
   void repartition(const std::vector<int>& stage_blocks);
+  /// Drained: stage j moves to `to` (pipeline.migrate, `petra migrate`; actors/migration.cpp).
+  /// Throws migration_refused, with nothing changed, when the target cannot be had.
+  void migrate(int32_t j, const config::migration_target& to);
   /// Stage-local recovery: the stages lost with stage j (every stage of its node when the node is gone).
   std::vector<int32_t> lost_with(int32_t j);
   /// Builds stage j again in place of a lost one (on a spare node when its node is gone), with its

@@ -1,4 +1,4 @@
-// The `petra` command line: train, node, sweep, report, eval, model-info, memory-model.
+// The `petra` command line: train, node, migrate, sweep, report, eval, model-info, memory-model.
 #include "app/cli.hpp"
 
 #include <CLI/CLI.hpp>
@@ -57,6 +57,18 @@ int run_cli(int argc, char** argv) {
   report_cmd->add_option("--output", report.output,
                          "Directory for report.html and the plots (default: <first run>/report)");
 
+  migrate_options migrate;
+  auto* migrate_cmd =
+      cli.add_subcommand("migrate", "Move a stage of a running training at its next drained point");
+  migrate_cmd->add_option("run", migrate.run, "Run directory of the running `petra train`")->required();
+  migrate_cmd->add_option("--stage", migrate.stage, "The stage to move (1-based)")->required();
+  migrate_cmd
+      ->add_option("--to", migrate.to, "Where: DEVICE[/THREADS][@NODE], e.g. sim:0, cpu/2, cpu@HOST:PORT")
+      ->required();
+  migrate_cmd
+      ->add_option("--timeout", migrate.timeout_seconds, "Seconds to wait for the answer (default 600)")
+      ->check(CLI::PositiveNumber);
+
   std::string eval_target;
   std::vector<std::string> eval_sets;
   auto* eval_cmd = cli.add_subcommand("eval", "Evaluate a checkpoint on the test set");
@@ -98,6 +110,7 @@ int run_cli(int argc, char** argv) {
   }
   if (*eval_cmd) return eval_command(eval_target, eval_sets);
   if (*node_cmd) return node_command(node);
+  if (*migrate_cmd) return migrate_command(migrate);
   if (*sweep_cmd) return sweep_command(sweep);
   if (*report_cmd) return report_command(report);
   if (*info_cmd) return model_info_command(info_config, info_sets, flags);

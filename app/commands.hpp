@@ -39,6 +39,16 @@ int report_command(const report_options& options);
 /// Evaluates a checkpoint (a file, or the latest one in a run directory) on the test set.
 int eval_command(const std::string& target, const std::vector<std::string>& sets);
 
+struct migrate_options {
+  std::string run;               // the run directory of a running `petra train`
+  int stage = 0;                 // 1-based
+  std::string to;                // DEVICE[/THREADS][@NODE]
+  double timeout_seconds = 600;  // how long to wait for the trainer's answer
+};
+/// Asks the training running in a run directory to move a stage at its next drained point and waits
+/// for its answer: 0 moved, 2 refused or a bad request (nothing asked), 1 no answer in time.
+int migrate_command(const migrate_options& options);
+
 /// Model flags of model-info and memory-model: they replace the config's model without
 /// tying it to a dataset (e.g. RevNet-50 on 3×224×224 with 1000 classes).
 struct model_flags {

@@ -41,6 +41,38 @@ struct block_move {
 /// "64:2>3" as a move; bad text throws config_error saying how to write one.
 block_move parse_block_move(const std::string& text);
 
+/// Where a migrating stage goes (pipeline.migrate, `petra migrate`): a device, the compute threads
+/// there and the process that hosts it. Written DEVICE[/THREADS][@NODE]: "sim:0", "cpu/2",
+/// "cpu@127.0.0.1:7001", "cuda:1@gpu1".
+struct migration_target {
+  device_spec device;
+  int threads = 0;             // compute threads of its backend; 0 = as many as the stage has now
+  std::string node = "local";  // local | host:port of a `petra node` | a name from nodes:
+  std::string str() const;
+  bool operator==(const migration_target& other) const {
+    return device == other.device && threads == other.threads && node == other.node;
+  }
+};
+
+/// "sim:0", "cpu/2@gpu1" as a target; bad text throws config_error saying how to write one.
+migration_target parse_migration_target(const std::string& text);
+
+/// A scheduled migration of pipeline.migrate: at the drained point before micro-batch `position` of
+/// the run (counted from epoch 1's first), stage `stage` (1-based) moves to `to`.
+struct stage_migration {
+  int64_t position = 0;
+  int stage = 0;
+  migration_target to;
+  /// "position:stage>target", e.g. "32:3>sim:0".
+  std::string str() const;
+  bool operator==(const stage_migration& other) const {
+    return position == other.position && stage == other.stage && to == other.to;
+  }
+};
+
+/// "32:3>sim:0" as a migration; bad text throws config_error saying how to write one.
+stage_migration parse_stage_migration(const std::string& text);
+
 /// The network. `arch` names a preset (revnet18, revnet34, revnet50,
 /// fashion_small, tiny); the lists below, when non-empty, replace the preset's.
 struct model_config {
@@ -134,6 +166,9 @@ struct pipeline_config {
   bool rebalance = false;
   double rebalance_margin = 0.05;
   std::vector<block_move> rebalance_moves;  // forced moves, replacing the measured rule (tests, experiments)
+  // Live migration (lockstep): each entry moves a stage to another device, thread count or node at
+  // the drained point before its micro-batch (the pipeline drains there).
+  std::vector<stage_migration> migrate;
 };
 
 /// TLS for connections to nodes beyond loopback (CAF's OpenSSL module): both sides present a

@@ -18,10 +18,10 @@ namespace petra::config::detail {
 using field_ref =
     std::variant<int*, int64_t*, uint64_t*, double*, bool*, std::string*, std::vector<int>*,
                  std::vector<int64_t>*, std::vector<float>*, std::vector<double>*, std::vector<std::string>*,
-                 std::vector<device_spec>*, std::vector<block_move>*, runtime_mode*, training_method*,
-                 model_arch*, stem_kind*, block_kind*, dataset_kind*, bad_image_policy*, lr_schedule*,
-                 config::tick_order*, async_pacing*, compute_precision*, recovery_scope*, gradient_guess*,
-                 gradient_target*>;
+                 std::vector<device_spec>*, std::vector<block_move>*, std::vector<stage_migration>*,
+                 runtime_mode*, training_method*, model_arch*, stem_kind*, block_kind*, dataset_kind*,
+                 bad_image_policy*, lr_schedule*, config::tick_order*, async_pacing*, compute_precision*,
+                 recovery_scope*, gradient_guess*, gradient_target*>;
 
 struct field {
   std::string key;

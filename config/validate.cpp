@@ -225,6 +225,23 @@ void validate_rebalance(const pipeline_config& pipeline, const checker& check) {
   }
 }
 
+// Stages and positions against the model and the data are checked when the run is prepared.
+void validate_migrate(const pipeline_config& pipeline, const node_map& nodes, const checker& check) {
+  const auto& entries = pipeline.migrate;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string entry = "entry " + std::to_string(i) + " (" + entries[i].str() + ")";
+    if (entries[i].position < 1)
+      check.fail("pipeline.migrate", entry + " is at position 0: a run starts where its stages were placed");
+    if (i > 0 && entries[i].position < entries[i - 1].position)
+      check.fail("pipeline.migrate", entry + " comes before the previous one: positions ascending");
+    const std::string& node = entries[i].to.node;
+    if (!is_node_name(node) && nodes.count(node) == 0)
+      check.fail("pipeline.migrate", entry + " names node '" + node +
+                                         "'; a node is local or host:port of a running `petra node`" +
+                                         or_a_defined_name(nodes));
+  }
+}
+
 void validate_runtime(const runtime_config& runtime, const checker& check) {
   check.at_least("runtime.threads", runtime.threads, 1, "at least one compute thread is needed");
   check.at_least("runtime.credits", runtime.credits, 0,
@@ -363,6 +380,7 @@ void validate(const run_config& config, const source_map& sources) {
   validate_nodes(config.nodes, sources);
   validate_pipeline(config.pipeline, config.nodes, check);
   validate_rebalance(config.pipeline, check);
+  validate_migrate(config.pipeline, config.nodes, check);
   validate_runtime(config.runtime, check);
   validate_fallback(config.training, config.runtime, check);
   validate_output(config.output, check);

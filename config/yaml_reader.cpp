@@ -137,6 +137,23 @@ void read_value(const YAML::Node& node, const std::string& where, const std::str
   out = std::move(moves);
 }
 
+void read_value(const YAML::Node& node, const std::string& where, const std::string& path, const origin&,
+                std::vector<stage_migration>& out) {
+  if (!node.IsSequence()) fail_type(path, where, expected_list(static_cast<std::string*>(nullptr)), node);
+  std::vector<stage_migration> entries(node.size());
+  for (size_t i = 0; i < node.size(); ++i) {
+    std::string text;
+    if (!decode(node[i], text))
+      fail_type(path + "[" + std::to_string(i) + "]", where, "a migration 'position:stage>target'", node[i]);
+    try {
+      entries[i] = parse_stage_migration(text);
+    } catch (const config_error& e) {
+      throw config_error(path + " " + where + ": entry " + std::to_string(i) + " " + e.what());
+    }
+  }
+  out = std::move(entries);
+}
+
 }  // namespace
 
 void read_field(const YAML::Node& node, const YAML::Mark& mark, field& target, const std::string& path,

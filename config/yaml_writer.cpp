@@ -65,6 +65,7 @@ std::string format(Choice value) {
 }
 std::string format(const device_spec& value) { return format(value.str()); }
 std::string format(const block_move& value) { return format(value.str()); }
+std::string format(const stage_migration& value) { return format(value.str()); }
 
 template <class Value>
 std::string format(const std::vector<Value>& values) {

@@ -99,7 +99,8 @@ struct stage_links {
 };
 
 /// A pipeline stage. Stage-local recovery (async): hold stops it (the answer says where it stands);
-/// recover tells it what to forget and count, and it goes on.
+/// recover tells it what to forget and count, and it goes on. migrate (drained, between phases):
+/// its whole state as a cut's part, for the actor that takes its place (restore with the part).
 using stage_actor =
     caf::typed_actor<caf::reacts_to<forward_data>, caf::reacts_to<backward_data>, caf::reacts_to<loss_data>,
                      caf::reacts_to<derivatives_data>, caf::reacts_to<atoms::process_atom>,
@@ -112,6 +113,7 @@ using stage_actor =
                      caf::replies_to<atoms::state_atom>::with<stage_snapshot>,
                      caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>,
                      caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>,
+                     caf::replies_to<atoms::migrate_atom>::with<cut_part>,
                      caf::replies_to<atoms::hold_atom>::with<recovery_order>,
                      caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
 

@@ -60,5 +60,6 @@ CAF_ADD_ATOM(petra, petra::atoms, watch_atom, "watch")
 CAF_ADD_ATOM(petra, petra::atoms, news_atom, "news")
 CAF_ADD_ATOM(petra, petra::atoms, heartbeat_atom, "heartbeat")
 CAF_ADD_ATOM(petra, petra::atoms, fence_atom, "fence")
+CAF_ADD_ATOM(petra, petra::atoms, migrate_atom, "migrate")
 
 CAF_END_TYPE_ID_BLOCK(petra)

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "training/migration.hpp"
 #include "training/rebalance.hpp"
 #include "training/run_dir.hpp"
 #include "training/runtime_support.hpp"
@@ -46,6 +47,7 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
         " images) is smaller than one optimizer batch (micro_batch · accumulation = " +
         std::to_string(p.cfg.training.micro_batch * p.cfg.training.accumulation) + ")");
   p.opt = optimizer_for(p.cfg.training, steps_per_epoch);
+  check_scheduled_migrations(p.cfg, p.cfg.training.epochs * p.per_epoch);
   if (p.cfg.output.trace) {  // every runtime and node records the window fitted to the run
     p.trace = fit_trace_window(p.cfg, p.cfg.training.epochs * p.per_epoch);
     p.cfg.output.trace_steps = {p.trace.first, p.trace.last};

@@ -28,6 +28,11 @@ int64_t restore_points::phase_end(int64_t g, int64_t end) const {
   if (!waves() || cfg.pipeline.rebalance ||
       (options_.stop_after_epoch > 0 && epoch_end == options_.stop_after_epoch * per_epoch))
     next = std::min(next, epoch_end);
+  for (const config::stage_migration& m : cfg.pipeline.migrate)  // a stage moves where the pipeline drains
+    if (m.position > g) {
+      next = std::min(next, m.position);
+      break;
+    }
   return std::min(next, end);
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compute/pipeline/stage_report.hpp"
+#include "config/config.hpp"
 #include "training/checkpoint.hpp"
 #include "training/cut.hpp"
 #include "training/epoch_collector.hpp"
@@ -68,6 +69,19 @@ struct phase_request {
   }
 };
 
+/// A stage moved to another place (live migration): where from and to, its state's bytes and the
+/// seconds the move took (the pipeline stood drained all along).
+struct migration_done {
+  std::string from, to;  // targets as written (config::migration_target::str)
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+
+/// A migration the runtime will not make; the run goes on with the stage where it was.
+struct migration_refused : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// What a phase did, as measured by whoever ran it.
 struct phase_result : run_totals {
   int64_t completed = 0;             // micro-batches whose backward finished at stage 1
@@ -116,6 +130,15 @@ class pipeline_runtime {
   virtual void repartition(const std::vector<int>& stage_blocks) {
     (void)stage_blocks;
     throw std::logic_error("this runtime does not repartition (pipeline.rebalance is refused for it)");
+  }
+  /// Drained (between phases): moves stage `stage` (0-based) to `to`: its state (weights, momentum,
+  /// BN buffers, optimizer steps) leaves the old actor for a new one there, whose neighbours, loss
+  /// actor and loader are wired to it; the old one stops. Throws migration_refused when this runtime
+  /// or this target cannot have it, with the stage left where it was.
+  virtual migration_done migrate(std::size_t stage, const config::migration_target& to) {
+    (void)stage, (void)to;
+    throw migration_refused(
+        "this runtime has no stage actors to move (live migration needs runtime.mode lockstep)");
   }
   /// The learning rate of the first stage now.
   virtual double current_lr() = 0;

@@ -116,12 +116,32 @@ void check_runtime_supports(const config::run_config& c) {
           "pipeline.rebalance: a move rebuilds every stage in this process; stages on `petra node`s "
           "(pipeline.nodes) are not moved yet: place every stage local, or turn rebalancing off");
   }
+  if (!c.pipeline.migrate.empty())
+    if (const std::string why = why_not_migrated(c); !why.empty())
+      throw config::config_error("pipeline.migrate: " + why);
   if (mode == config::runtime_mode::lockstep) {
     const std::string why =
         "counts time in ticks: jitter and reordering are wall-clock faults of the async runtime";
     if (any_set(f.jitter_ms, 0)) refuse("faults.jitter_ms", c, why);
     if (any_set(f.reorder, 0.0)) refuse("faults.reorder", c, why);
   }
+}
+
+std::string why_not_migrated(const config::run_config& c) {
+  const std::string mode = "runtime.mode " + config::to_string(c.runtime.mode);
+  if (c.runtime.mode == config::runtime_mode::simulate)
+    return mode + " has no stage actors to move: one thread runs every stage (use runtime.mode lockstep)";
+  if (c.runtime.mode == config::runtime_mode::async)
+    return mode +
+           " does not migrate yet: stages move only in lockstep, whose drained points are tested to leave "
+           "nothing in flight (use runtime.mode lockstep)";
+  if (c.training.method == config::training_method::forward_gradient)
+    return "training.method forward_gradient is not migrated yet: its stages' auxiliary heads and guesses "
+           "are not part of the state a migration moves";
+  if (c.pipeline.rebalance)
+    return "not combined with pipeline.rebalance yet (a block move rebuilds every stage where the run "
+           "started): choose one";
+  return "";
 }
 
 config::run_config for_evaluation(config::run_config c) {
@@ -136,6 +156,7 @@ config::run_config for_evaluation(config::run_config c) {
   c.output.trace = false;
   c.pipeline.rebalance = false;  // the checkpoint's config holds the blocks where training left them
   c.pipeline.rebalance_moves.clear();
+  c.pipeline.migrate.clear();  // placements of the training run: every stage is on this CPU here
   return c;
 }
 

@@ -2,12 +2,17 @@
 // anything runs or is written, never ignored.
 #pragma once
 
+#include <string>
+
 #include "config/config.hpp"
 
 namespace petra {
 
 /// Throws config::config_error naming the first key of `c` that runtime.mode cannot honour and why.
 void check_runtime_supports(const config::run_config& c);
+
+/// Why runs of `c` cannot migrate a stage (pipeline.migrate, `petra migrate`); "" when they can.
+std::string why_not_migrated(const config::run_config& c);
 
 /// The run's config for evaluating its weights on this process's CPU (petra eval): the model and the
 /// data as the run had them; every setting that only concerned how training ran (runtime, pacing,

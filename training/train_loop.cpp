@@ -9,6 +9,7 @@
 #include "compute/serialize/atomic_file.hpp"
 #include "training/accounting.hpp"
 #include "training/metrics_records.hpp"
+#include "training/migration.hpp"
 #include "training/prepared_run.hpp"
 #include "training/progress.hpp"
 #include "training/rebalance.hpp"
@@ -40,7 +41,8 @@ class run {
                options.resume.empty() ? run_dir::logged_step{} : dir.last_logged_step()),
         points_(p, options, dir),
         last_logged_epoch_(options.resume.empty() ? 0 : dir.last_logged_epoch()),
-        initial_partition_(stage_sizes(p.cfg)) {
+        initial_partition_(stage_sizes(p.cfg)),
+        migrations_(p, dir) {
     if (p.cfg.pipeline.rebalance) rebalancer_ = std::make_unique<rebalancer>(p.cfg);
   }
 
@@ -82,12 +84,14 @@ class run {
       points_.checkpoint(epoch, g - (epoch - 1) * per_epoch);
       if (rebalancer_ && g < end && rebalance(g, phase))
         points_.checkpoint(epoch, g - (epoch - 1) * per_epoch);
+      if (g < end) migrations_.at_point(g, run_done_.ticks);
       if (options_.stop_after_epoch > 0 && g == options_.stop_after_epoch * per_epoch && g < end) {
         std::printf("stopped after epoch %d as asked; continue with: petra train --resume %s\n", epoch,
                     dir_.path().c_str());
         return 0;
       }
     }
+    migrations_.at_end();
     summarize(seconds_since(run_start));
     if (p_.cfg.output.trace) {
       p_.runtime->write_trace(dir_.file("trace.json"));
@@ -303,6 +307,7 @@ class run {
   std::vector<int> initial_partition_;      // blocks per stage when this process started
   std::unique_ptr<rebalancer> rebalancer_;  // pipeline.rebalance
   int moves_ = 0;
+  migration_desk migrations_;  // pipeline.migrate and `petra migrate`
 };
 
 }  // namespace

@@ -64,7 +64,7 @@ TEST_CASE("evaluation config: a run trained with every training-only setting eva
       "model: {arch: tiny}\n"
       "pipeline: {devices: [sim:0, sim:1, cpu, cpu, cpu], nodes: [local, 127.0.0.1:4000, local, local, "
       "local],\n"
-      "           spare_nodes: [127.0.0.1:4001]}\n"
+      "           spare_nodes: [127.0.0.1:4001], migrate: ['8:2>sim:0']}\n"
       "runtime: {mode: async, credits: 6, pacing: loader}\n"
       "faults: {forward_delay: [0, 2], backward_delay: [1], jitter_ms: [0, 1], drop: [0.1], duplicate: "
       "[0.1],\n"
@@ -81,6 +81,7 @@ TEST_CASE("evaluation config: a run trained with every training-only setting eva
   CHECK_NOTHROW(check_runtime_supports(e));
   CHECK(e.runtime.mode == config::runtime_mode::simulate);
   CHECK(e.pipeline.devices.empty());
+  CHECK(e.pipeline.migrate.empty());
   CHECK(!e.output.trace);
   // What the evaluation is about stays: the model and the data.
   CHECK(e.model.arch == c.model.arch);

@@ -1,0 +1,81 @@
+// Live migration: the new stage actor is built before anything changes, so a target that cannot be
+// had leaves the pipeline as it was; then the swap, the rewiring and the state.
+#include "actors/migration.hpp"
+
+#include <chrono>
+
+#include "actors/stage_actor.hpp"
+#include "training/migration.hpp"
+#include "training/runtime_support.hpp"
+#include "training/setup.hpp"
+
+namespace petra {
+
+using namespace messages;
+using namespace atoms;
+
+namespace {
+
+constexpr auto control_timeout = std::chrono::seconds(60);
+
+}  // namespace
+
+void actor_pipeline::migrate(int32_t j, const config::migration_target& to) {
+  const auto i = static_cast<std::size_t>(j);
+  const auto count = static_cast<int32_t>(stages_.size());
+  const config::run_config before = config_;
+  stage_actor fresh;
+  std::string where;
+  try {
+    config_ = placed_at(config_, i, to);
+    where = config::resolve_node_address(config_, to.node);
+    if (where == "local") {
+      auto placed = build_placed_stages(
+          config_, optimizer_, [&](std::size_t k) { return k == i; }, sim_);
+      fresh = spawn_stage_actor(control_.self()->system(),
+                                make_stage_context(config_, placed[i], j, count, trace_, "coordinator"));
+    } else {
+      fresh = spawn_remote_stage(where, j);
+    }
+  } catch (const std::exception& e) {
+    config_ = before;
+    throw migration_refused("stage " + std::to_string(j + 1) + " cannot be placed at " + to.str() + ": " +
+                            e.what());
+  }
+  const stage_actor old = stages_[i];
+  control_.unwatch(old.address());  // its down, when it comes, is no failure
+  placement_[i] = where;
+  stage_generation_[i] = ++newest_generation_;  // what the old one might still send is fenced
+  stages_[i] = fresh;
+  control_.watch_extra(fresh.address(), j);
+  control_.monitor(fresh);
+  place_nodes();
+  control_.ask<faults_atom>(fresh, control_timeout, faults_atom_v, faults_of(j));
+  rewire(j);
+  if (j > 0) rewire(j - 1);
+  if (j + 1 < count) rewire(j + 1);
+  if (j + 1 == count) rewire_loss();
+  if (j == 0) rewire_loader();
+  control_.self()->send_exit(old, caf::exit_reason::user_shutdown);
+}
+
+migration_done migrate_stage(actor_pipeline& pipeline, control_channel& control, config::run_config& config,
+                             std::size_t j, const config::migration_target& to) {
+  if (const std::string why = why_not_migrated(config); !why.empty()) throw migration_refused(why);
+  const auto t0 = std::chrono::steady_clock::now();
+  migration_done out;
+  out.from = placement_of(config, j).str();
+  out.to = to.str();
+  // Its whole state as a cut's part: weights, momentum, BN buffers, optimizer steps, and what a
+  // drained stage may still hold (kept inputs, accumulated gradients, its record, the fallback's
+  // mode and window).
+  const cut_part state = control.ask<cut_part>(pipeline.stages()[j], control_timeout, migrate_atom_v);
+  for (const named_tensor& t : state.tensors) out.bytes += static_cast<int64_t>(t.value.bytes());
+  pipeline.migrate(static_cast<int32_t>(j), to);
+  config = placed_at(config, j, to);
+  control.ask<restore_atom>(pipeline.stages()[j], control_timeout, restore_atom_v, state);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace petra

@@ -1,0 +1,20 @@
+// Live migration in the actor runtime: a stage's state leaves its actor for a new one on another
+// device, thread count or node, at a drained point of the run.
+#pragma once
+
+#include <cstddef>
+
+#include "actors/control.hpp"
+#include "actors/pipeline.hpp"
+#include "training/runtime.hpp"
+
+namespace petra {
+
+/// Drained (between phases): stage j's state (weights, momentum, BN buffers, optimizer steps) from
+/// its actor, a new actor at `to` wired in its place and given the state, the old one stopped.
+/// `config` is the runtime's, updated to the new placement. Throws migration_refused, with nothing
+/// changed, when the target cannot be had (no such device, an unreachable node).
+migration_done migrate_stage(actor_pipeline& pipeline, control_channel& control, config::run_config& config,
+                             std::size_t j, const config::migration_target& to);
+
+}  // namespace petra

@@ -1,0 +1,184 @@
+// Live migration, the trainer's side: placements, the request file, the moves at drained points.
+#include "training/migration.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "compute/serialize/atomic_file.hpp"
+#include "training/setup.hpp"
+
+namespace petra {
+
+namespace fs = std::filesystem;
+
+config::migration_target placement_of(const config::run_config& c, std::size_t j) {
+  const config::pipeline_config& p = c.pipeline;
+  config::migration_target out;
+  if (j < p.devices.size()) out.device = p.devices[j];
+  if (j < p.threads.size()) out.threads = p.threads[j];
+  if (j < p.nodes.size()) out.node = p.nodes[j];
+  return out;
+}
+
+config::run_config placed_at(config::run_config c, std::size_t j, const config::migration_target& to) {
+  const std::size_t count = stage_sizes(c).size();
+  config::pipeline_config& p = c.pipeline;
+  p.devices.resize(count);  // added entries: cpu
+  p.devices[j] = to.device;
+  if (to.threads > 0) {
+    p.threads.resize(count, 1);
+    p.threads[j] = to.threads;
+  }
+  p.nodes.resize(count, "local");
+  p.nodes[j] = to.node;
+  return c;
+}
+
+namespace {
+
+/// Stage `stage` (1-based) and the node of `to` against the run; `entry` names what asked.
+void check_against_run(const config::run_config& c, const std::string& entry, int stage,
+                       const config::migration_target& to) {
+  const std::size_t count = stage_sizes(c).size();
+  if (stage < 1 || static_cast<std::size_t>(stage) > count)
+    throw config::config_error(entry + ": stage " + std::to_string(stage) +
+                               " is not in the pipeline, which has " + std::to_string(count) +
+                               " stages (1 to " + std::to_string(count) + ")");
+  try {
+    config::resolve_node_address(c, to.node);
+  } catch (const config::config_error& e) {
+    throw config::config_error(entry + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+void check_scheduled_migrations(const config::run_config& c, int64_t end) {
+  const auto& entries = c.pipeline.migrate;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::string entry = "pipeline.migrate: entry " + std::to_string(i) + " (" + entries[i].str() + ")";
+    check_against_run(c, entry, entries[i].stage, entries[i].to);
+    if (entries[i].position >= end)
+      throw config::config_error(entry + " is at micro-batch " + std::to_string(entries[i].position) +
+                                 ", not inside the run (" + std::to_string(end) +
+                                 " micro-batches): a stage moves between two of its phases");
+  }
+}
+
+config::migration_target check_requested_migration(const config::run_config& c, int stage,
+                                                   const std::string& to) {
+  const config::migration_target target = config::parse_migration_target(to);
+  check_against_run(c, "the migration of stage " + std::to_string(stage) + " to " + to, stage, target);
+  return target;
+}
+
+std::string migration_request_path(const std::string& run) {
+  return (fs::path(run) / "migrate.request").string();
+}
+std::string trainer_pid_path(const std::string& run) { return (fs::path(run) / "train.pid").string(); }
+
+bool post_migration_request(const std::string& run, const migration_request& r) {
+  const std::string path = migration_request_path(run);
+  if (fs::exists(path)) return false;
+  const nlohmann::json body = {{"id", r.id}, {"stage", r.stage}, {"to", r.to}};
+  write_file_atomically(path, [&](std::ostream& out) { out << body.dump() << "\n"; });
+  return true;
+}
+
+std::optional<migration_request> take_migration_request(const std::string& run) {
+  const std::string path = migration_request_path(run);
+  const std::string taken = path + ".taken";
+  if (std::rename(path.c_str(), taken.c_str()) != 0) return std::nullopt;  // none pending
+  migration_request out;
+  try {
+    std::ifstream in(taken);
+    const nlohmann::json body = nlohmann::json::parse(in);
+    out.id = body.at("id").get<std::string>();
+    out.stage = body.at("stage").get<int>();
+    out.to = body.at("to").get<std::string>();
+  } catch (const std::exception& e) {
+    out.id.clear();
+    out.to = std::string("the request file could not be read: ") + e.what();
+  }
+  std::error_code ignored;
+  fs::remove(taken, ignored);
+  return out;
+}
+
+long running_trainer(const std::string& run) {
+  std::ifstream in(trainer_pid_path(run));
+  long pid = 0;
+  if (!(in >> pid) || pid <= 0) return 0;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM ? pid : 0;
+}
+
+migration_desk::migration_desk(prepared_run& p, run_dir& dir) : p_(p), dir_(dir) {
+  write_file_atomically(trainer_pid_path(dir_.path()), [](std::ostream& out) { out << ::getpid() << "\n"; });
+}
+
+migration_desk::~migration_desk() {
+  std::error_code ignored;
+  fs::remove(trainer_pid_path(dir_.path()), ignored);
+}
+
+void migration_desk::at_point(int64_t position, int64_t ticks) {
+  const std::vector<config::stage_migration> scheduled =
+      p_.cfg.pipeline.migrate;  // each move rewrites p_.cfg
+  for (const config::stage_migration& m : scheduled)
+    if (m.position == position)
+      migrate(static_cast<std::size_t>(m.stage - 1), m.to, position, ticks, "scheduled");
+  const std::optional<migration_request> r = take_migration_request(dir_.path());
+  if (!r) return;
+  if (r->id.empty()) return refuse(migration_request{}, r->to);
+  try {
+    const config::migration_target to = check_requested_migration(p_.cfg, r->stage, r->to);
+    migrate(static_cast<std::size_t>(r->stage - 1), to, position, ticks, r->id);
+  } catch (const config::config_error& e) {
+    refuse(*r, e.what());
+  } catch (const migration_refused& e) {
+    refuse(*r, e.what());
+  }
+}
+
+void migration_desk::at_end() {
+  if (const std::optional<migration_request> r = take_migration_request(dir_.path()))
+    refuse(*r, "the run ended before another drained point (migrations happen between phases)");
+}
+
+void migration_desk::migrate(std::size_t j, const config::migration_target& to, int64_t position,
+                             int64_t ticks, const std::string& why) {
+  const migration_done done = p_.runtime->migrate(j, to);
+  p_.cfg = placed_at(p_.cfg, j, to);  // later checkpoints and migrations see the stage where it is
+  nlohmann::json line = {{"event", "migrate"},  {"position", position},   {"tick", ticks},
+                         {"stage", j + 1},      {"from", done.from},      {"to", done.to},
+                         {"bytes", done.bytes}, {"seconds", done.seconds}};
+  if (why == "scheduled")
+    line["scheduled"] = true;
+  else
+    line["request"] = why;
+  dir_.log(line);
+  std::printf("migrate before micro-batch %lld: stage %zu from %s to %s, %lld bytes in %.3f s%s\n",
+              static_cast<long long>(position), j + 1, done.from.c_str(), done.to.c_str(),
+              static_cast<long long>(done.bytes), done.seconds,
+              why == "scheduled" ? " as pipeline.migrate says" : " as `petra migrate` asked");
+  std::fflush(stdout);
+}
+
+void migration_desk::refuse(const migration_request& r, const std::string& reason) {
+  dir_.log({{"event", "migrate_refused"},
+            {"request", r.id},
+            {"stage", r.stage},
+            {"to", r.to},
+            {"reason", reason}});
+  std::printf("migrate: the request to move stage %d to %s is refused: %s\n", r.stage, r.to.c_str(),
+              reason.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace petra
