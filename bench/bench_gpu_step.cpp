@@ -95,9 +95,9 @@ void bench_step(backend& be, const settings& s) {
   }
   std::sort(ms.begin(), ms.end());
   std::printf(
-      "{\"bench\": \"step\", \"impl\": \"petra\", \"arch\": \"revnet18\", \"batch\": %d, \"precision\": "
-      "\"%s\", "
-      "\"tf32\": %s, \"median_ms\": %.3f, \"min_ms\": %.3f, \"iters\": %d, \"images_per_s\": %.1f}\n",
+      "{\"bench\": \"step\", \"impl\": \"petra\", \"arch\": \"revnet18\", \"batch\": %d, "
+      "\"precision\": \"%s\", \"tf32\": %s, \"median_ms\": %.3f, \"min_ms\": %.3f, \"iters\": %d, "
+      "\"images_per_s\": %.1f}\n",
       s.batch, to_string(s.precision), s.precision == math_precision::tf32 ? "true" : "false",
       ms[ms.size() / 2], ms.front(), s.iters, 1000.0 * s.batch / ms[ms.size() / 2]);
 }

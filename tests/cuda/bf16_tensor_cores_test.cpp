@@ -97,7 +97,7 @@ std::string describe(const char* op, const conv_case& c) {
 
 }  // namespace
 
-TEST_CASE("cuda bf16 on tensor cores: every convolution within the derived bound of the CPU's bf16") {
+TEST_CASE("cuda bf16 on tensor cores: every convolution within the derived bound of the CPU in bf16") {
   std::string why;
   if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   bf16_backends be;
@@ -146,7 +146,7 @@ TEST_CASE("cuda bf16 on tensor cores: every convolution within the derived bound
   }
 }
 
-TEST_CASE("cuda bf16 on tensor cores: every GEMM of linear within the derived bound of the CPU's bf16") {
+TEST_CASE("cuda bf16 on tensor cores: every GEMM of linear within the derived bound of the CPU in bf16") {
   std::string why;
   if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   bf16_backends be;
@@ -242,7 +242,7 @@ step_result one_step(const std::string& arch, backend& be, const activation& x,
 // it moves them by about d/2 from the CPU's bf16: held to 2d, four times that. The loss: within
 // 2·|its own bf16 − fp32 change| or one bf16 rounding of itself, whichever is larger.
 TEST_CASE(
-    "cuda bf16 on tensor cores: whole RevNets (tiny, fashion_small), one step, against the CPU's bf16") {
+    "cuda bf16 on tensor cores: whole RevNets (tiny, fashion_small), one step, against the CPU in bf16") {
   std::string why;
   if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   bf16_backends be;

@@ -48,7 +48,7 @@ TEST_CASE("cuda bf16: operands are rounded as the CPU rounds them, bit for bit")
 // As tests/backends/bf16_inversion_test.cpp on the CPU: three couplings forward, then each
 // inverted from its exact output; F is recomputed from the same fp32 input with the same weights
 // and deterministic algorithms, its bits repeat and its bf16 rounding cancels.
-TEST_CASE("cuda bf16: a 3-coupling stage's rebuild errs under the CPU bf16 bound (1e-6) per block") {
+TEST_CASE("cuda bf16: the rebuild of a 3-coupling stage errs under the CPU bf16 bound (1e-6) per block") {
   std::string why;
   if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   for (math_precision precision : gpu_precisions)

@@ -34,7 +34,7 @@ conv_policy bf16_policy(bool deterministic) {
 
 }  // namespace
 
-TEST_CASE("a bf16 plan describes x, w and y in bf16 (cuDNN's bf16 configuration), the bias in fp32") {
+TEST_CASE("a bf16 plan describes x, w and y in bf16 (the bf16 configuration of cuDNN), the bias in fp32") {
   const conv_geometry g = revnet_basic_f();
   const conv_plan plan(g, CUDNN_DATA_BFLOAT16);
   CHECK(plan.data_type == CUDNN_DATA_BFLOAT16);
