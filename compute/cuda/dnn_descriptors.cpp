@@ -177,7 +177,7 @@ conv_algorithm pick_algorithm(conv_direction d, const std::vector<algorithm_cand
     return a;
   }
   if (fallback) return *fallback;
-  const char* type = policy.bf16 ? "bf16" : "fp32";
+  const char* type = policy.bf16 ? "bf16" : policy.tf32 ? "fp32 (TF32 math)" : "fp32";
   std::string message =
       std::string("cuDNN offers no ") + to_string(d) + " convolution algorithm for " + g.str() + " in " +
       type + " tensors with fp32 sums" + (policy.deterministic ? " that is deterministic" : "") +
