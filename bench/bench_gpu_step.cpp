@@ -1,11 +1,14 @@
 // GPU benchmarks, run on the GPU machine by bench/gpu/run.sh (here: "skipped: no GPU"):
-//  (a) one backprop training step of RevNet-18 (3×32×32, micro-batch 128): median ms;
-//  (b) the reversible backward with and without two-stream overlap: not implemented yet;
+//  (a) one backprop training step of RevNet-18 (3×32×32, micro-batch 128) in the chosen
+//      precision (fp32, TF32, bf16 on tensor cores): median ms;
+//  (b) a reversible stage's backward over 3 couplings at RevNet-18's widths, micro-batch 32 and
+//      128: the plain order against PaReprop's overlapped rebuild on a second stream, median ms;
 //  (c) PETRA with J = 10 stages (one block each) against backprop on one GPU, in images/s,
 //      both through the reference simulator (one backend, one stream).
 // Prints one JSON line per measurement; run.sh puts the PyTorch peer's line beside (a).
-//   bench_gpu_step [--batch 128] [--iters 50] [--warmup 10] [--micro-batches 60] [--tf32 0|1]
-//                  [--methods 0|1]
+//   bench_gpu_step [--batch 128] [--iters 50] [--warmup 10] [--micro-batches 60]
+//                  [--precision fp32|tf32|bf16|bf16_emulated] [--tf32 0|1 (= --precision tf32)]
+//                  [--methods 0|1] [--overlap 0|1] [--overlap-iters 20]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "compute/backend_factory.hpp"
+#include "compute/blocks/coupling.hpp"
 #include "compute/init.hpp"
 #include "compute/models/revnet.hpp"
 #include "compute/pipeline/method.hpp"
@@ -33,9 +37,22 @@ struct settings {
   int warmup = 10;
   int iters = 50;
   int micro_batches = 60;  // (c): per method
-  bool tf32 = false;
-  bool methods = true;  // run (c); off for a profile of the step alone
+  math_precision precision = math_precision::fp32;
+  bool methods = true;     // run (c); off for a profile of the step alone
+  bool overlap = true;     // run (b)
+  int overlap_iters = 20;  // (b): timed backwards per schedule and shape, after 3
 };
+
+/// runtime.precision's names; false for another.
+bool parse_precision(const std::string& name, math_precision& out) {
+  for (math_precision p :
+       {math_precision::fp32, math_precision::tf32, math_precision::bf16, math_precision::bf16_emulated})
+    if (name == to_string(p)) {
+      out = p;
+      return true;
+    }
+  return false;
+}
 
 double ms_since(clock_type::time_point t0) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
@@ -78,10 +95,78 @@ void bench_step(backend& be, const settings& s) {
   }
   std::sort(ms.begin(), ms.end());
   std::printf(
-      "{\"bench\": \"step\", \"impl\": \"petra\", \"arch\": \"revnet18\", \"batch\": %d, \"tf32\": %s, "
-      "\"median_ms\": %.3f, \"min_ms\": %.3f, \"iters\": %d, \"images_per_s\": %.1f}\n",
-      s.batch, s.tf32 ? "true" : "false", ms[ms.size() / 2], ms.front(), s.iters,
-      1000.0 * s.batch / ms[ms.size() / 2]);
+      "{\"bench\": \"step\", \"impl\": \"petra\", \"arch\": \"revnet18\", \"batch\": %d, "
+      "\"precision\": \"%s\", \"tf32\": %s, \"median_ms\": %.3f, \"min_ms\": %.3f, \"iters\": %d, "
+      "\"images_per_s\": %.1f}\n",
+      s.batch, to_string(s.precision), s.precision == math_precision::tf32 ? "true" : "false",
+      ms[ms.size() / 2], ms.front(), s.iters, 1000.0 * s.batch / ms[ms.size() / 2]);
+}
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+/// (b) One reversible stage of `blocks` basic couplings of `width` channels, its backward timed.
+struct timed_stage {
+  stage st;
+  std::vector<double> ms;
+
+  timed_stage(backend& be, int blocks, int width, std::unique_ptr<backend> rebuild)
+      : st(1, couplings(be, blocks, width), be, frozen(), stage_options{}) {
+    if (rebuild) st.overlap_rebuild(std::move(rebuild));
+  }
+  static std::vector<std::unique_ptr<block>> couplings(backend& be, int blocks, int width) {
+    std::vector<std::unique_ptr<block>> out;
+    for (int b = 0; b < blocks; ++b)
+      out.push_back(std::make_unique<coupling_block>(be, "c" + std::to_string(b), conv_chain::basic(width),
+                                                     static_cast<uint64_t>(b)));
+    return out;
+  }
+  static optimizer_settings frozen() {
+    optimizer_settings opt;
+    opt.schedule = schedule_kind::constant;
+    opt.lr = 0.0;                // the weights stay put: every run measures the same work
+    opt.accumulation = 1 << 20;  // and no optimizer step is timed with the backward
+    return opt;
+  }
+  /// A forward (not timed), then the backward from its output, timed to the GPU's end of it.
+  void run(backend& be, const activation& x, const activation& dy, int64_t id, bool timed) {
+    const activation y = st.forward(x, id, id);
+    be.synchronize();
+    const auto t0 = clock_type::now();
+    st.backward(y, dy, id, id);
+    be.synchronize();  // the rebuilds' stream feeds the stage's: its end is the backward's
+    if (timed) ms.push_back(ms_since(t0));
+  }
+};
+
+/// (b) plain against overlapped, round-robin so that clock changes fall on both alike.
+void bench_overlap(backend& be, const backend_options& options, const settings& s) {
+  const int blocks = 3;
+  for (int batch : {32, 128})
+    for (auto [width, side] : {std::pair{64, 32}, {128, 16}, {256, 8}, {512, 4}}) {
+      timed_stage plain(be, blocks, width, nullptr);
+      timed_stage overlapped(be, blocks, width, make_backend(device::parse("cuda:0"), options));
+      init_rng rng(static_cast<uint64_t>(width * 1000 + batch), "bench_gpu_overlap");
+      const shape_t shape{batch, width, side, side};
+      auto random = [&] {
+        tensor t = tensor::empty(shape);
+        for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = rng.uniform(-1.f, 1.f);
+        return be.from_host(t);
+      };
+      const activation x{random(), random()}, dy{random(), random()};
+      for (int i = 0; i < 3 + s.overlap_iters; ++i) {
+        plain.run(be, x, dy, i, i >= 3);
+        overlapped.run(be, x, dy, i, i >= 3);
+      }
+      const double plain_ms = median(plain.ms), overlap_ms = median(overlapped.ms);
+      std::printf(
+          "{\"bench\": \"reversible_overlap\", \"precision\": \"%s\", \"blocks\": %d, \"width\": %d, "
+          "\"side\": %d, \"batch\": %d, \"plain_ms\": %.3f, \"overlap_ms\": %.3f, \"iters\": %d}\n",
+          to_string(s.precision), blocks, width, side, batch, plain_ms, overlap_ms, s.overlap_iters);
+      std::fflush(stdout);
+    }
 }
 
 /// (c) images/s of `kind` over `micro_batches` micro-batches (fill and drain included), after a
@@ -123,10 +208,12 @@ void bench_method(backend& be, const settings& s, method_kind kind, int stages_w
   wait_for(be);
   const double ms = ms_since(t0);
   std::printf(
-      "{\"bench\": \"method\", \"method\": \"%s\", \"stages\": %zu, \"batch\": %d, \"micro_batches\": %d, "
+      "{\"bench\": \"method\", \"precision\": \"%s\", \"method\": \"%s\", \"stages\": %zu, \"batch\": %d, "
+      "\"micro_batches\": %d, "
       "\"ticks\": %lld, \"ms\": %.1f, \"images_per_s\": %.1f, \"mean_loss\": %.4f}\n",
-      method.str().c_str(), stages.size(), s.batch, s.micro_batches, static_cast<long long>(totals.ticks), ms,
-      1000.0 * static_cast<double>(totals.samples) / ms, totals.mean_loss());
+      to_string(s.precision), method.str().c_str(), stages.size(), s.batch, s.micro_batches,
+      static_cast<long long>(totals.ticks), ms, 1000.0 * static_cast<double>(totals.samples) / ms,
+      totals.mean_loss());
 }
 
 }  // namespace
@@ -150,20 +237,32 @@ int main(int argc, char** argv) {
     else if (key == "--micro-batches")
       s.micro_batches = value;
     else if (key == "--tf32")
-      s.tf32 = value != 0;
-    else if (key == "--methods")
+      s.precision = value != 0 ? math_precision::tf32 : math_precision::fp32;
+    else if (key == "--precision") {
+      if (!parse_precision(argv[i + 1], s.precision)) {
+        std::fprintf(stderr, "bench_gpu_step: --precision %s: use fp32, tf32, bf16 or bf16_emulated\n",
+                     argv[i + 1]);
+        return 2;
+      }
+    } else if (key == "--methods")
       s.methods = value != 0;
+    else if (key == "--overlap")
+      s.overlap = value != 0;
+    else if (key == "--overlap-iters")
+      s.overlap_iters = value;
     else {
-      std::fprintf(stderr,
-                   "bench_gpu_step: unknown option %s (use --batch --iters --warmup --micro-batches --tf32 "
-                   "--methods)\n",
-                   argv[i]);
+      std::fprintf(
+          stderr,
+          "bench_gpu_step: unknown option %s (use --batch --iters --warmup --micro-batches --precision "
+          "--tf32 --methods --overlap --overlap-iters)\n",
+          argv[i]);
       return 2;
     }
   }
-  if (s.batch < 2 || s.iters < 1 || s.warmup < 0 || s.micro_batches < 1) {
+  if (s.batch < 2 || s.iters < 1 || s.warmup < 0 || s.micro_batches < 1 || s.overlap_iters < 1) {
     std::fprintf(stderr,
-                 "bench_gpu_step: need --batch >= 2, --iters >= 1, --warmup >= 0, --micro-batches >= 1\n");
+                 "bench_gpu_step: need --batch >= 2, --iters >= 1, --warmup >= 0, --micro-batches >= 1, "
+                 "--overlap-iters >= 1\n");
     return 2;
   }
   std::string why;
@@ -172,11 +271,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   backend_options options;
-  options.precision = s.tf32 ? math_precision::tf32 : math_precision::fp32;
+  options.precision = s.precision;
   auto be = make_backend(device::parse("cuda:0"), options);
   std::fprintf(stderr, "backend: %s\n", be->name().c_str());
   bench_step(*be, s);
-  std::printf("{\"bench\": \"reversible_overlap\", \"status\": \"not implemented\"}\n");
+  if (s.overlap) bench_overlap(*be, options, s);
   if (!s.methods) return 0;
   bench_method(*be, s, method_kind::backprop, 1);
   bench_method(*be, s, method_kind::petra, 10);

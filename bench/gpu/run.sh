@@ -11,7 +11,9 @@
 #   run.sh revnet     RevNet-18, micro-batch 128, 3×32×32 (CIFAR-10, else a synthetic set in its
 #                     format): PETRA async on [cuda:0 ×10] vs backprop (J = 1) on cuda:0, images/s
 #   run.sh speed      bench_gpu_step vs the PyTorch peer (eager and torch.compile, fp32 and TF32),
-#                     medians of 50 steps; bench_handoff's hand-over costs on the GPU
+#                     medians of 50 steps, and petra's bf16 (tensor cores) step; a reversible
+#                     stage's backward, plain vs overlapped rebuild (fp32 and bf16); bench_handoff's
+#                     hand-over costs on the GPU
 #   run.sh profile    ncu over two petra training steps: the kernels where a step's time goes
 #
 # Several sub-commands may share a call (run.sh parity train). Per sub-command, $OUT (the device
@@ -321,21 +323,45 @@ if petra and backprop:
 PY
 }
 
+# bench_gpu_step's runs: fp32 (with PETRA vs backprop and the overlap), TF32, bf16 on tensor cores
+# (with the overlap).
+speed_variants=("--precision fp32 --methods 1 --overlap 1" "--precision tf32 --methods 0 --overlap 0"
+  "--precision bf16 --methods 0 --overlap 1")
+
 cmd_speed() {
   echo "## speed: one RevNet-18 training step (backprop, J = 1), micro-batch 128, 3×32×32, medians of 50 steps after 10" >"$summary"
   echo "" >>"$summary"
+  local variant rc
   if [ "$gpu" = 0 ]; then
-    "$bundle/bin/bench_gpu_step" --iters 1 --warmup 0 | tee "$details/petra.jsonl"
-    "$bundle/bin/bench_handoff" --repeats 20 | tee "$details/handoff.md"
+    # The same options, checked by bench_gpu_step before it looks for a GPU.
+    for variant in "${speed_variants[@]}"; do
+      echo "-- bench_gpu_step $variant --iters 1 --warmup 0"
+      # shellcheck disable=SC2086
+      "$bundle/bin/bench_gpu_step" $variant --iters 1 --warmup 0 | tee -a "$details/petra.jsonl"
+      [ "${PIPESTATUS[0]}" = 0 ] || failures=$((failures + 1))
+    done
+    echo "-- bench_handoff (its table: in the summary)"
+    "$bundle/bin/bench_handoff" --repeats 20 >"$details/handoff.md" || failures=$((failures + 1))
     echo "skipped: no GPU (bench_gpu_step and the PyTorch peer need one; bench_handoff measured the sim paths only)" >>"$summary"
+    echo "" >>"$summary"
+    cat "$details/handoff.md" >>"$summary"
     return
   fi
-  local tf32 t0 rc
-  for tf32 in 0 1; do
-    echo "-- bench_gpu_step --tf32 $tf32"
-    timeout -k 10 300 "$bundle/bin/bench_gpu_step" --tf32 "$tf32" --methods $((1 - tf32)) \
-      2>>"$details/petra-stderr.log" | tee -a "$details/petra.jsonl"
-    [ "${PIPESTATUS[0]}" = 0 ] || failures=$((failures + 1))
+  local t0 n=0 err
+  for variant in "${speed_variants[@]}"; do
+    n=$((n + 1))
+    err=$details/petra-stderr-$n.log
+    echo "-- bench_gpu_step $variant"
+    # shellcheck disable=SC2086
+    timeout -k 10 300 "$bundle/bin/bench_gpu_step" $variant 2>"$err" | tee -a "$details/petra.jsonl"
+    rc=${PIPESTATUS[0]}
+    grep -m1 '^backend:' "$err"
+    if [ "$rc" != 0 ]; then
+      failures=$((failures + 1))
+      # What went wrong goes into the summary, under the table.
+      echo "- bench_gpu_step $variant: exit $rc: $(grep -v '^backend:' "$err" | tail -3 | tr '\n' ' ' | cut -c1-400)" \
+        >>"$details/petra-failed.md"
+    fi
   done
   local peer=("$scripts/revnet_peer_gpu.py" --arch revnet18 --batch 128 --warmup 10 --iters 50)
   local variant
@@ -353,8 +379,8 @@ cmd_speed() {
       echo "{\"bench\": \"step\", \"impl\": \"torch $variant\", \"tf32\": $tf, \"skipped\": \"exit $rc\"}" >>"$details/peer.jsonl"
     fi
   done
-  echo "-- bench_handoff"
-  timeout -k 10 120 "$bundle/bin/bench_handoff" --repeats 200 | tee "$details/handoff.md"
+  echo "-- bench_handoff (its table: in the summary)"
+  timeout -k 10 120 "$bundle/bin/bench_handoff" --repeats 200 >"$details/handoff.md" || failures=$((failures + 1))
   "$python" - "$details/petra.jsonl" "$details/peer.jsonl" >>"$summary" <<'PY'
 import json, sys
 def rows(path):
@@ -364,16 +390,19 @@ def rows(path):
         return []
 ours, peer = rows(sys.argv[1]), rows(sys.argv[2])
 flops = next((r["step_flops"] for r in peer if r.get("step_flops")), 0)
-petra = {r["tf32"]: r for r in ours if r.get("bench") == "step"}
+def math_of(r):
+    return r.get("precision", "tf32" if r.get("tf32") else "fp32")
+names = {"fp32": "fp32", "tf32": "TF32", "bf16": "bf16 (tensor cores)", "bf16_emulated": "bf16 emulated"}
+petra = {math_of(r): r for r in ours if r.get("bench") == "step"}
 print("| implementation | math | median ms | min ms | images/s | TFLOP/s | petra / this |")
 print("|---|---|---:|---:|---:|---:|---:|")
 def line(name, r):
-    math = "TF32" if r.get("tf32") else "fp32"
+    math = names.get(math_of(r), math_of(r))
     if "median_ms" not in r:
         print("| %s | %s | %s | | | | |" % (name, math, r.get("skipped", r.get("status", "?"))))
         return
     tflops = flops / (r["median_ms"] * 1e-3) / 1e12 if flops else 0
-    mine = petra.get(r.get("tf32", False))
+    mine = petra.get(math_of(r))
     ratio = "%.2f" % (mine["median_ms"] / r["median_ms"]) if mine and name != "petra" else ""
     print("| %s | %s | %.2f | %.2f | %.0f | %.1f | %s |" % (name, math, r["median_ms"], r["min_ms"],
           r["images_per_s"], tflops, ratio))
@@ -386,13 +415,33 @@ for r in peer:
     line(name, r)
 gpu = next((r.get("gpu") for r in peer if r.get("gpu")), "?")
 print("\nGPU: %s; TFLOP/s = one step's FLOPs (%.3g, torch.utils.flop_counter, forward + backward) / median" % (gpu, flops))
+fp32 = petra.get("fp32", {}).get("median_ms")
+for math in ("tf32", "bf16"):
+    other = petra.get(math, {}).get("median_ms")
+    if fp32 and other:
+        print("\npetra %s step / petra fp32 step: %.2f" % (names[math], other / fp32), end="")
+print("")
 methods = [r for r in ours if r.get("bench") == "method"]
 if methods:
-    print("\nthrough the reference simulator on one backend (one stream), fp32:")
+    print("\nthrough the reference simulator on one backend (one stream):")
     for r in methods:
-        print("- %s, J = %d: %.0f images/s (%d micro-batches, %d ticks)" % (
-            r["method"], r["stages"], r["images_per_s"], r["micro_batches"], r["ticks"]))
+        print("- %s, J = %d, %s: %.0f images/s (%d micro-batches, %d ticks)" % (
+            r["method"], r["stages"], r.get("precision", "fp32"), r["images_per_s"], r["micro_batches"], r["ticks"]))
+overlap = [r for r in ours if r.get("bench") == "reversible_overlap"]
+if overlap:
+    print("\nreversible stage's backward (%d couplings, RevNet-18 widths): plain order vs PaReprop's rebuild "
+          "on a second stream, median of %d:\n" % (overlap[0]["blocks"], overlap[0]["iters"]))
+    print("| math | width (plane) | micro-batch | plain ms | overlapped ms | plain / overlapped |")
+    print("|---|---|---:|---:|---:|---:|")
+    for r in overlap:
+        print("| %s | %d (%d×%d) | %d | %.2f | %.2f | %.2f |" % (
+            names.get(r["precision"], r["precision"]), r["width"], r["side"], r["side"], r["batch"],
+            r["plain_ms"], r["overlap_ms"], r["plain_ms"] / r["overlap_ms"]))
 PY
+  if [ -s "$details/petra-failed.md" ]; then
+    printf '\nFAILED runs of bench_gpu_step (their rows are missing above):\n' >>"$summary"
+    cat "$details/petra-failed.md" >>"$summary"
+  fi
   echo "" >>"$summary"
   cat "$details/handoff.md" >>"$summary"
 }
@@ -405,7 +454,7 @@ cmd_profile() {
     return
   fi
   timeout -k 10 540 ncu --target-processes all --metrics gpu__time_duration.sum --csv --print-units base --print-summary per-kernel \
-    "$bundle/bin/bench_gpu_step" --iters 1 --warmup 1 --methods 0 >"$details/ncu.csv" 2>"$details/ncu-stderr.log"
+    "$bundle/bin/bench_gpu_step" --iters 1 --warmup 1 --methods 0 --overlap 0 >"$details/ncu.csv" 2>"$details/ncu-stderr.log"
   echo "ncu exit $?" >>"$summary"
   "$python" - "$details/ncu.csv" >>"$summary" <<'PY'
 import csv, sys

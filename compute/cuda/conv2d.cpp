@@ -1,5 +1,6 @@
 // conv2d forward/backward on the GPU by cuDNN, with the shape's cached plan (shapes checked by backend).
-// In bf16 the operands are rounded first (bf16_operands.cpp); dw, dx, y and db stay fp32.
+// In bf16_emulated the operands are rounded first (bf16_operands.cpp); dw, dx, y and db stay fp32.
+// bf16 runs on tensor cores instead (conv2d_bf16.cpp).
 #include "compute/cuda/checks.hpp"
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
@@ -24,6 +25,7 @@ cuda::conv_plan& cuda_backend::conv_plan_for(const shape_t& x_shape, const shape
 
 tensor cuda_backend::conv2d_forward_impl(const tensor& x, const tensor& w, const tensor& b, conv2d_params p) {
   enter();
+  if (tensor_core_bf16()) return conv2d_forward_bf16(x, w, b, p);
   cuda::conv_plan& plan = conv_plan_for(x.shape(), w.shape(), p);
   if (!plan.forward) plan.forward = cuda::choose_forward(context_->dnn(), plan, policy_);
   const cuda::conv_algorithm& a = *plan.forward;
@@ -44,6 +46,7 @@ tensor cuda_backend::conv2d_forward_impl(const tensor& x, const tensor& w, const
 tensor cuda_backend::conv2d_backward_data_impl(const tensor& dy, const tensor& w, const shape_t& x_shape,
                                                conv2d_params p) {
   enter();
+  if (tensor_core_bf16()) return conv2d_backward_data_bf16(dy, w, x_shape, p);
   cuda::conv_plan& plan = conv_plan_for(x_shape, w.shape(), p);
   if (!plan.backward_data) plan.backward_data = cuda::choose_backward_data(context_->dnn(), plan, policy_);
   const cuda::conv_algorithm& a = *plan.backward_data;
@@ -61,6 +64,7 @@ tensor cuda_backend::conv2d_backward_data_impl(const tensor& dy, const tensor& w
 void cuda_backend::conv2d_backward_filter_impl(const tensor& x, const tensor& dy, conv2d_params p, tensor& dw,
                                                tensor& db) {
   enter();
+  if (tensor_core_bf16()) return conv2d_backward_filter_bf16(x, dy, p, dw, db);
   cuda::conv_plan& plan = conv_plan_for(x.shape(), dw.shape(), p);
   if (!plan.backward_filter)
     plan.backward_filter = cuda::choose_backward_filter(context_->dnn(), plan, policy_);

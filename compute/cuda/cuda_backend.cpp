@@ -8,8 +8,11 @@
 namespace petra {
 
 cuda_backend::cuda_backend(int device_index, math_precision precision, bool deterministic)
-    : index_(device_index), precision_(precision) {
+    : index_(device_index),
+      precision_(precision),
+      dnn_(precision == math_precision::bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT) {
   policy_.tf32 = precision == math_precision::tf32;
+  policy_.bf16 = precision == math_precision::bf16;
   policy_.deterministic = deterministic;
   context_ = std::make_unique<cuda::device_context>(device_index, policy_.tf32);
 }
@@ -22,7 +25,8 @@ std::string cuda_backend::name() const {
   if (cudaGetDeviceProperties(&props, index_) == cudaSuccess) gpu = props.name;
   cudaGetLastError();
   return where().str() + " (" + gpu + ", cuDNN " + std::to_string(cudnnGetVersion()) + ", " +
-         to_string(precision_) + (policy_.deterministic ? ", deterministic" : "") + ")";
+         to_string(precision_) + (policy_.bf16 ? " on tensor cores" : "") +
+         (policy_.deterministic ? ", deterministic" : "") + ")";
 }
 
 cudaStream_t cuda_backend::stream() const { return context_->stream(); }

@@ -1,10 +1,14 @@
 // The CUDA backend class: fp32 NCHW ops on one GPU, asynchronous on the backend's own stream.
 // Convolutions and batch norm by cuDNN (legacy API), linear by cuBLAS, the rest by our kernels
-// (kernels.cu). Each op lives in the file named after its family, as in compute/cpu/.
+// (kernels.cu). Each op lives in the file named after its family, as in compute/cpu/. In bf16 the
+// convolutions and GEMMs read bf16 copies of their fp32 operands on tensor cores (conv2d_bf16.cpp,
+// linear.cpp); every tensor stays fp32.
 #pragma once
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,7 +20,14 @@ namespace petra {
 
 namespace cuda {
 class device_context;
-}
+class device_storage;
+
+/// A bf16 copy on the GPU: 2 bytes per element (an fp32's upper half), freed in stream order.
+struct bf16_buffer {
+  std::shared_ptr<device_storage> storage;
+  uint16_t* data() const;
+};
+}  // namespace cuda
 
 /// One backend is used by one thread at a time (the actor that owns it), on any thread: every
 /// op first makes the backend's GPU current. Ops are queued on the backend's non-blocking stream
@@ -102,10 +113,29 @@ class cuda_backend final : public backend {
   void enter() const;
   /// A fresh, uninitialised tensor on this GPU.
   tensor output(const shape_t& shape);
-  /// A convolution's or GEMM's operand: in bf16 and bf16_emulated a fresh copy of `t` rounded to
-  /// bf16 (ties to even, as the CPU rounds), else `t` (bf16_operands.cpp).
+  /// A convolution's or GEMM's operand on the fp32 paths: in bf16_emulated a fresh copy of `t`
+  /// rounded to bf16 (ties to even, as the CPU rounds), else `t` (bf16_operands.cpp).
   tensor bf16_operand(const tensor& t);
+  /// runtime.precision: bf16: convolutions and GEMMs on bf16 copies, on tensor cores.
+  bool tensor_core_bf16() const { return precision_ == math_precision::bf16; }
+  /// `t` converted to bf16 with the same rounding (bf16_operands.cpp).
+  cuda::bf16_buffer to_bf16(const tensor& t);
+  /// Uninitialised room for `count` bf16 values.
+  cuda::bf16_buffer bf16_scratch(int64_t count);
   cuda::conv_plan& conv_plan_for(const shape_t& x_shape, const shape_t& w_shape, conv2d_params p);
+
+  // conv2d_bf16.cpp: the convolutions in bf16 on tensor cores (the *_impl ops' bf16 branch).
+  tensor conv2d_forward_bf16(const tensor& x, const tensor& w, const tensor& b, conv2d_params p);
+  tensor conv2d_backward_data_bf16(const tensor& dy, const tensor& w, const shape_t& x_shape,
+                                   conv2d_params p);
+  void conv2d_backward_filter_bf16(const tensor& x, const tensor& dy, conv2d_params p, tensor& dw,
+                                   tensor& db);
+
+  /// linear.cpp: c (m, n) = op(a) (m, k) · op(b) (k, n) + beta · c, column-major as cuBLAS sees
+  /// the row-major tensors. In bf16 cublasGemmEx on bf16 copies of a and b, fp32 c and fp32 sums
+  /// (CUBLAS_COMPUTE_32F, tensor cores); otherwise cublasSgemm (on rounded operands in bf16_emulated).
+  void gemm(cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k, const tensor& a, int lda,
+            const tensor& b, int ldb, float beta, float* c, int ldc);
   /// `host` (a host tensor) copied to this GPU through pinned memory; `staged`: copy it into a
   /// staging block first (the caller may change `host` afterwards), else a pinned `host` is
   /// read in place and kept alive until the copy has run.

@@ -1,6 +1,7 @@
 // The thin layer over cuDNN's legacy API: RAII descriptors, one set per convolution or
 // batch-norm shape, and convolution algorithms chosen once per shape (deterministic ones when
-// asked). Descriptors need no GPU; choosing an algorithm does (it asks the handle).
+// asked). Descriptors need no GPU; choosing an algorithm does (it asks the handle), but the rule
+// that picks one of cuDNN's candidates (pick_algorithm) does not.
 #pragma once
 
 #include <cudnn.h>
@@ -13,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "compute/tensor.hpp"
 
@@ -34,13 +36,15 @@ struct conv_geometry {
 
 class tensor_descriptor {
  public:
-  /// A packed fp32 NCHW descriptor.
-  tensor_descriptor(int64_t n, int64_t c, int64_t h, int64_t w);
+  /// A packed NCHW descriptor of fp32 (or `type`) elements.
+  tensor_descriptor(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type = CUDNN_DATA_FLOAT);
   /// The per-channel (1,C,1,1) descriptor cuDNN derives for batch-norm parameters of `x`.
   static tensor_descriptor batch_norm_parameters(const tensor_descriptor& x);
   cudnnTensorDescriptor_t get() const { return desc_.get(); }
   /// The extents cuDNN holds (for the tests).
   std::array<int, 4> extents() const;
+  /// The element type cuDNN holds (for the tests).
+  cudnnDataType_t data_type() const;
 
  private:
   tensor_descriptor();
@@ -52,8 +56,10 @@ class tensor_descriptor {
 
 class filter_descriptor {
  public:
-  filter_descriptor(int64_t k, int64_t c, int64_t r, int64_t s);
+  filter_descriptor(int64_t k, int64_t c, int64_t r, int64_t s, cudnnDataType_t type = CUDNN_DATA_FLOAT);
   cudnnFilterDescriptor_t get() const { return desc_.get(); }
+  /// The element type cuDNN holds (for the tests).
+  cudnnDataType_t data_type() const;
 
  private:
   struct deleter {
@@ -83,14 +89,17 @@ struct conv_algorithm {
   std::size_t workspace_bytes = 0;
 };
 
-/// Everything one convolution shape needs; the algorithms are chosen on first use.
+/// Everything one convolution shape needs; the algorithms are chosen on first use. x, y and w
+/// hold `data` elements (fp32, or bf16 for the tensor-core path: cuDNN's legacy API wants x, w and
+/// y of one type, so a bf16 convolution also writes bf16); the bias and the arithmetic stay fp32.
 struct conv_plan {
-  explicit conv_plan(const conv_geometry& g);
+  explicit conv_plan(const conv_geometry& g, cudnnDataType_t data = CUDNN_DATA_FLOAT);
   /// The output extents cuDNN computes for the descriptors (checked against g.y_shape()).
   shape_t cudnn_output_shape() const;
 
   conv_geometry geometry;
-  tensor_descriptor x, y, bias;  // bias: (1,K,1,1)
+  cudnnDataType_t data_type;
+  tensor_descriptor x, y, bias;  // bias: (1,K,1,1), fp32
   filter_descriptor w;
   convolution_descriptor conv;
   std::optional<conv_algorithm> forward, backward_data, backward_filter;
@@ -105,25 +114,51 @@ struct batch_norm_plan {
 /// How a backend's convolutions choose algorithms.
 struct conv_policy {
   bool tf32 = false;           // allow TF32 tensor-core math; otherwise CUDNN_FMA_MATH
+  bool bf16 = false;           // bf16 tensors on tensor cores (fp32 sums), transform-free algorithms only
   bool deterministic = false;  // only algorithms cuDNN marks CUDNN_DETERMINISTIC
   std::size_t max_workspace_bytes = std::size_t{512} << 20;
 };
 
-/// The math type a call runs with: the algorithm's own with TF32, full fp32 FMA otherwise.
+/// The math type a call runs with: the algorithm's own with TF32 or bf16, full fp32 FMA otherwise.
 cudnnMathType_t math_for(const conv_policy& policy, cudnnMathType_t chosen);
+
+enum class conv_direction { forward, backward_data, backward_filter };
+const char* to_string(conv_direction d);
+
+/// True when algorithm `algo` of `d` multiplies the operands as given: not Winograd or FFT, whose
+/// transformed operands would be rounded to bf16 too (products no longer exact, beyond our bound).
+bool forms_products_directly(conv_direction d, int algo);
+
+/// One result of cuDNN's heuristics (cudnnConvolution*AlgoPerf_t), by direction-neutral fields.
+struct algorithm_candidate {
+  int algo = 0;
+  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+  std::size_t memory = 0;
+  cudnnDeterminism_t determinism = CUDNN_DETERMINISTIC;
+  cudnnMathType_t math = CUDNN_FMA_MATH;
+};
+
+/// The first of `candidates` (best first) that ran, fits the workspace, is deterministic when
+/// asked, does not down-convert to fp16, and in bf16 forms its products directly; with neither
+/// TF32 nor bf16, a TF32 one only when nothing else qualifies (run in FMA math). None: a
+/// std::runtime_error naming the direction, the shape, the data type and why each was refused.
+conv_algorithm pick_algorithm(conv_direction d, const std::vector<algorithm_candidate>& candidates,
+                              const conv_policy& policy, const conv_geometry& g);
 
 conv_algorithm choose_forward(cudnnHandle_t handle, const conv_plan& plan, const conv_policy& policy);
 conv_algorithm choose_backward_data(cudnnHandle_t handle, const conv_plan& plan, const conv_policy& policy);
 conv_algorithm choose_backward_filter(cudnnHandle_t handle, const conv_plan& plan, const conv_policy& policy);
 
-/// Plans by shape, created on first use and kept for the backend's life.
+/// Plans by shape, created on first use and kept for the backend's life; convolutions of `conv_data`.
 class dnn_cache {
  public:
+  explicit dnn_cache(cudnnDataType_t conv_data = CUDNN_DATA_FLOAT) : conv_data_(conv_data) {}
   conv_plan& conv(const conv_geometry& g);
   batch_norm_plan& batch_norm(int64_t n, int64_t c, int64_t h, int64_t w);
   std::size_t conv_plans() const { return conv_.size(); }
 
  private:
+  cudnnDataType_t conv_data_;
   std::map<std::array<int64_t, 9>, std::unique_ptr<conv_plan>> conv_;
   std::map<std::array<int64_t, 4>, std::unique_ptr<batch_norm_plan>> batch_norm_;
 };

@@ -1,6 +1,7 @@
 // The backend's own kernels: elementwise ops, pooling, linear helpers, softmax cross-entropy,
 // the batch-norm running-statistics update and the fused SGD step. Each mirrors its CPU twin
 // in compute/cpu/ operation for operation.
+#include "compute/cuda/bf16_bits.cuh"
 #include "compute/cuda/checks.hpp"
 #include "compute/cuda/kernels.hpp"
 
@@ -38,15 +39,7 @@ __global__ void sub_kernel(const float* a, const float* b, float* out, int64_t c
 
 // The CPU twin of round_to_bf16 (compute/precision.hpp), bit for bit.
 __global__ void round_to_bf16_kernel(const float* x, float* out, int64_t count) {
-  PETRA_GRID_STRIDE(i, count) {
-    unsigned bits = __float_as_uint(x[i]);
-    if ((bits & 0x7f800000u) == 0x7f800000u) {
-      if (bits & 0x007fffffu) bits |= 0x00400000u;
-    } else {
-      bits += 0x7fffu + ((bits >> 16) & 1u);
-    }
-    out[i] = __uint_as_float(bits & 0xffff0000u);
-  }
+  PETRA_GRID_STRIDE(i, count) out[i] = __uint_as_float(bf16_bits_of(x[i]));
 }
 
 /// Offset of the first maximum of the 2×2 window at `top_left`: 0, 1, w or w + 1.

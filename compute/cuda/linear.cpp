@@ -1,6 +1,7 @@
 // Fully connected layer y = x (N,I) · wᵀ + b by cuBLAS. cuBLAS is column-major: a row-major
 // (R, C) matrix is its (C, R) transpose, so each product below is written for the transposes. In
-// bf16 the GEMMs' operands are rounded first (bf16_operands.cpp); the bias sums stay fp32.
+// bf16 the GEMMs read bf16 copies on tensor cores with fp32 results (no extra rounding: cuBLAS
+// writes fp32 C); in bf16_emulated their operands are rounded first. The bias sums stay fp32.
 #include "compute/cuda/checks.hpp"
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
@@ -14,6 +15,20 @@ const float one = 1.f, zero = 0.f;
 
 }  // namespace
 
+void cuda_backend::gemm(cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k, const tensor& a,
+                        int lda, const tensor& b, int ldb, float beta, float* c, int ldc) {
+  if (tensor_core_bf16()) {
+    const cuda::bf16_buffer a16 = to_bf16(a), b16 = to_bf16(b);
+    PETRA_CUDA_CHECK(cublasGemmEx(context_->blas(), op_a, op_b, m, n, k, &one, a16.data(), CUDA_R_16BF, lda,
+                                  b16.data(), CUDA_R_16BF, ldb, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                                  CUBLAS_GEMM_DEFAULT));
+    return;
+  }
+  const tensor a_in = bf16_operand(a), b_in = bf16_operand(b);
+  PETRA_CUDA_CHECK(cublasSgemm(context_->blas(), op_a, op_b, m, n, k, &one, a_in.data(), lda, b_in.data(),
+                               ldb, &beta, c, ldc));
+}
+
 tensor cuda_backend::linear_forward_impl(const tensor& x, const tensor& w, const tensor& b) {
   const char* op = "linear_forward";
   const int64_t n = x.dim(0), in = x.dim(1), out = w.dim(0);
@@ -25,12 +40,9 @@ tensor cuda_backend::linear_forward_impl(const tensor& x, const tensor& w, const
     if (!b.defined()) PETRA_CUDA_CHECK(cudaMemsetAsync(y.data(), 0, y.bytes(), stream()));
     return y;
   }
-  const tensor x_in = bf16_operand(x), w_in = bf16_operand(w);
   // yᵀ (O, N) = w (O, I) · xᵀ (I, N); column-major w is (I, O), x is (I, N).
-  PETRA_CUDA_CHECK(cublasSgemm(context_->blas(), CUBLAS_OP_T, CUBLAS_OP_N, cuda::to_int(op, "O", out),
-                               cuda::to_int(op, "N", n), cuda::to_int(op, "I", in), &one, w_in.data(),
-                               cuda::to_int(op, "I", in), x_in.data(), cuda::to_int(op, "I", in),
-                               b.defined() ? &one : &zero, y.data(), cuda::to_int(op, "O", out)));
+  const int o_ = cuda::to_int(op, "O", out), n_ = cuda::to_int(op, "N", n), i_ = cuda::to_int(op, "I", in);
+  gemm(CUBLAS_OP_T, CUBLAS_OP_N, o_, n_, i_, w, i_, x, i_, b.defined() ? one : zero, y.data(), o_);
   return y;
 }
 
@@ -44,12 +56,9 @@ tensor cuda_backend::linear_backward_data_impl(const tensor& dy, const tensor& w
     PETRA_CUDA_CHECK(cudaMemsetAsync(dx.data(), 0, dx.bytes(), stream()));
     return dx;
   }
-  const tensor dy_in = bf16_operand(dy), w_in = bf16_operand(w);
   // dxᵀ (I, N) = wᵀ (I, O) · dyᵀ (O, N); column-major w is wᵀ (I, O), dy is dyᵀ (O, N).
-  PETRA_CUDA_CHECK(cublasSgemm(context_->blas(), CUBLAS_OP_N, CUBLAS_OP_N, cuda::to_int(op, "I", in),
-                               cuda::to_int(op, "N", n), cuda::to_int(op, "O", out), &one, w_in.data(),
-                               cuda::to_int(op, "I", in), dy_in.data(), cuda::to_int(op, "O", out), &zero,
-                               dx.data(), cuda::to_int(op, "I", in)));
+  const int o_ = cuda::to_int(op, "O", out), n_ = cuda::to_int(op, "N", n), i_ = cuda::to_int(op, "I", in);
+  gemm(CUBLAS_OP_N, CUBLAS_OP_N, i_, n_, o_, w, i_, dy, o_, zero, dx.data(), i_);
   return dx;
 }
 
@@ -58,12 +67,9 @@ void cuda_backend::linear_backward_weight_impl(const tensor& x, const tensor& dy
   const int64_t n = x.dim(0), in = x.dim(1), out = dy.dim(1);
   enter();
   if (n > 0 && in > 0 && out > 0) {
-    const tensor x_in = bf16_operand(x), dy_in = bf16_operand(dy);
     // dwᵀ (I, O) += xᵀ (I, N) · dy (N, O); column-major x is xᵀ (I, N), dy is dyᵀ (O, N).
-    PETRA_CUDA_CHECK(cublasSgemm(context_->blas(), CUBLAS_OP_N, CUBLAS_OP_T, cuda::to_int(op, "I", in),
-                                 cuda::to_int(op, "O", out), cuda::to_int(op, "N", n), &one, x_in.data(),
-                                 cuda::to_int(op, "I", in), dy_in.data(), cuda::to_int(op, "O", out), &one,
-                                 dw.data(), cuda::to_int(op, "I", in)));
+    const int o_ = cuda::to_int(op, "O", out), n_ = cuda::to_int(op, "N", n), i_ = cuda::to_int(op, "I", in);
+    gemm(CUBLAS_OP_N, CUBLAS_OP_T, i_, o_, n_, x, i_, dy, o_, one, dw.data(), i_);
   }
   if (db.defined()) cuda::kernels::add_column_sums(dy.data(), db.data(), n, out, stream());
 }

@@ -61,9 +61,10 @@ void check_gpu(math_precision precision) {
   options.deterministic = true;
   auto gpu = make_backend(device{device_type::cuda, 0}, options);
   auto reference = make_cpu_backend(1);
-  const measure m = precision == math_precision::tf32 ? measure::gpu_tf32
-                    : rounds_to_bf16(precision)       ? measure::gpu_bf16
-                                                      : measure::gpu_fp32;
+  const measure m = precision == math_precision::tf32            ? measure::gpu_tf32
+                    : precision == math_precision::bf16          ? measure::gpu_bf16_tensor_cores
+                    : precision == math_precision::bf16_emulated ? measure::gpu_bf16
+                                                                 : measure::gpu_fp32;
   CHECK(check_table(*gpu, *reference, m) > 0);
 }
 
@@ -81,8 +82,16 @@ TEST_CASE("cuda:0 with TF32: convolutions and GEMMs within the TF32 tolerance of
   check_gpu(math_precision::tf32);
 }
 
-TEST_CASE("cuda:0 in bf16: convolutions and GEMMs within the bf16 bound of the fp32 CPU") {
+TEST_CASE(
+    "cuda:0 in bf16 (tensor cores): convolutions and GEMMs within the tensor-core bf16 bound of the fp32 "
+    "CPU") {
   std::string why;
   if (!cuda_usable(&why)) PETRA_SKIP("no usable GPU: " + why);
   check_gpu(math_precision::bf16);
+}
+
+TEST_CASE("cuda:0 in bf16_emulated: convolutions and GEMMs within the bf16 bound of the fp32 CPU") {
+  std::string why;
+  if (!cuda_usable(&why)) PETRA_SKIP("no usable GPU: " + why);
+  check_gpu(math_precision::bf16_emulated);
 }

@@ -27,7 +27,9 @@ bool has_bf16_products(const op_case& c) {
   return std::find(c.bf16.begin(), c.bf16.end(), bf16_rule::products) != c.bf16.end();
 }
 
-bool bf16_measure(measure m) { return m == measure::bf16 || m == measure::gpu_bf16; }
+bool bf16_measure(measure m) {
+  return m == measure::bf16 || m == measure::gpu_bf16 || m == measure::gpu_bf16_tensor_cores;
+}
 
 /// `c` on the absolute values of its inputs: in fp32, each result's Σ|aᵢbᵢ| (the bf16 bound's scale).
 op_case on_magnitudes(const op_case& c) {
@@ -42,11 +44,13 @@ op_case on_magnitudes(const op_case& c) {
 
 /// A bf16 result built from rounded operands: within the bound, and not the fp32 bits (the
 /// rounding took place).
-void check_bf16_products(const tensor& got, const tensor& expected, const tensor& magnitude) {
+void check_bf16_products(const tensor& got, const tensor& expected, const tensor& magnitude, measure m) {
   REQUIRE(got.defined() == expected.defined());
   if (!got.defined()) return;
   // Computed before INFO: its REQUIREs must not run inside the reporter's logging.
-  const double ratio = bf16_bound_ratio(got, expected, magnitude);
+  const double ratio = bf16_bound_ratio(
+      got, expected, magnitude,
+      m == measure::gpu_bf16_tensor_cores ? bf16_tensor_core_bound_factor : bf16_bound_factor);
   const double norm_wise = relative_error({got}, {expected});
   INFO("largest error / bf16 bound " << ratio << ", norm-wise relative error " << norm_wise);
   CHECK(ratio <= 1.0);
@@ -102,7 +106,7 @@ int check_table(backend& be, backend& reference, measure m) {
     for (std::size_t k = 0; k < got.tensors.size(); ++k) {
       INFO("result " << k);
       if (bf16_measure(m) && bf16_rule_of(c, k) == bf16_rule::products)
-        check_bf16_products(got.tensors[k], expected.tensors[k], magnitude.tensors.at(k));
+        check_bf16_products(got.tensors[k], expected.tensors[k], magnitude.tensors.at(k), m);
       else
         check_tensor(got.tensors[k], expected.tensors[k], parity_of(c, k), m);
     }

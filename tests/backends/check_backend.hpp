@@ -12,7 +12,8 @@ enum class measure {
   gpu_fp32,  // a deterministic fp32 GPU backend: each result within its parity
   gpu_tf32,  // a GPU backend with TF32: only the cases with a tf32 result
   bf16,      // a CPU or sim backend in bf16 against the fp32 CPU: each result by its bf16 rule
-  gpu_bf16,  // a GPU backend in bf16 against the fp32 CPU: bf16 rule products, else its parity
+  gpu_bf16,  // a GPU backend in bf16_emulated against the fp32 CPU: bf16 rule products, else its parity
+  gpu_bf16_tensor_cores,  // a GPU backend in bf16 against the fp32 CPU: as gpu_bf16, the tensor-core bound
 };
 
 /// The results of `c` run on `be`, brought to the host.

@@ -31,6 +31,14 @@ constexpr double tf32_tolerance = 5e-3;
 /// the table's normal draws comes near 2^-126.)
 constexpr double bf16_fp32_gamma = (1024.0 / (1 << 24)) / (1 - 1024.0 / (1 << 24));
 constexpr double bf16_bound_factor = 2.0 / 256 + 1.0 / 65536 + 2 * bf16_fp32_gamma;
+/// A GPU's bf16 on tensor cores (compute/cuda/conv2d_bf16.cpp): cuDNN also writes a convolution's
+/// result in bf16, one more rounding ≤ u of |ŝ| ≤ (1 + 3u)·Σ|aᵢbᵢ|; and tensor cores sum their
+/// products in blocks whose fp32 adders align to the block's largest term and truncate: for k
+/// products and the accumulator ≤ (k + 1)·2^-23 of the block's magnitudes, ≤ 2^-22 per product,
+/// γ'ₙ = n·2^-22/(1 − n·2^-22) for the GPU's side. Together (2u + u²) + u(1 + 3u) + γ'ₙ(1 + 3u) +
+/// γₙ ≤ 3u + 4u² + 2γ'ₙ.
+constexpr double bf16_tensor_core_gamma = (1024.0 / (1 << 22)) / (1 - 1024.0 / (1 << 22));
+constexpr double bf16_tensor_core_bound_factor = 3.0 / 256 + 4.0 / 65536 + 2 * bf16_tensor_core_gamma;
 
 inline tensor random_host(const shape_t& shape, std::mt19937& rng, float scale = 1.f) {
   std::normal_distribution<float> normal(0.f, scale);
@@ -54,15 +62,16 @@ inline double relative_error(const std::vector<tensor>& a, const std::vector<ten
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
-/// The largest |a − b| / (bf16_bound_factor · magnitude) over the elements (≤ 1: within the bf16
-/// bound); all three on the host, of one shape.
-inline double bf16_bound_ratio(const tensor& a, const tensor& b, const tensor& magnitude) {
+/// The largest |a − b| / (factor · magnitude) over the elements (≤ 1: within the bf16 bound); all
+/// three on the host, of one shape.
+inline double bf16_bound_ratio(const tensor& a, const tensor& b, const tensor& magnitude,
+                               double factor = bf16_bound_factor) {
   REQUIRE(a.shape() == b.shape());
   REQUIRE(magnitude.shape() == b.shape());
   double worst = 0;
   for (int64_t i = 0; i < a.numel(); ++i) {
     const double error = std::fabs(static_cast<double>(a.data()[i]) - b.data()[i]);
-    const double bound = bf16_bound_factor * magnitude.data()[i];
+    const double bound = factor * magnitude.data()[i];
     if (error == 0) continue;
     worst = std::max(worst, bound > 0 ? error / bound : HUGE_VAL);
   }
