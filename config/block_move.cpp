@@ -2,23 +2,9 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "config/decimal.hpp"
 
 namespace petra::config {
-namespace {
-
-/// The decimal number `text` (digits only, at most 18 of them), or -1.
-int64_t digits(const std::string& text) {
-  if (text.empty() || text.size() > 18) return -1;
-  int64_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return -1;
-    value = value * 10 + (c - '0');
-  }
-  return value;
-}
-
-}  // namespace
-
 std::string block_move::str() const {
   return std::to_string(position) + ":" + std::to_string(from) + ">" + std::to_string(to);
 }
@@ -30,9 +16,9 @@ block_move parse_block_move(const std::string& text) {
   const auto colon = text.find(':');
   const auto arrow = text.find('>');
   if (colon == std::string::npos || arrow == std::string::npos || arrow < colon) throw config_error(help);
-  const int64_t position = digits(text.substr(0, colon));
-  const int64_t from = digits(text.substr(colon + 1, arrow - colon - 1));
-  const int64_t to = digits(text.substr(arrow + 1));
+  const int64_t position = decimal_digits(text.substr(0, colon));
+  const int64_t from = decimal_digits(text.substr(colon + 1, arrow - colon - 1));
+  const int64_t to = decimal_digits(text.substr(arrow + 1));
   if (position < 0 || from < 1 || to < 1 || from > 1000000 || to > 1000000) throw config_error(help);
   block_move out;
   out.position = position;

@@ -3,23 +3,9 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "config/decimal.hpp"
 
 namespace petra::config {
-namespace {
-
-/// The decimal number `text` (digits only, at most 18 of them), or -1.
-int64_t digits(const std::string& text) {
-  if (text.empty() || text.size() > 18) return -1;
-  int64_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return -1;
-    value = value * 10 + (c - '0');
-  }
-  return value;
-}
-
-}  // namespace
-
 std::string migration_target::str() const {
   std::string out = device.str();
   if (threads > 0) out += "/" + std::to_string(threads);
@@ -40,7 +26,7 @@ migration_target parse_migration_target(const std::string& text) {
   }
   const auto slash = where.find('/');
   if (slash != std::string::npos) {
-    const int64_t threads = digits(where.substr(slash + 1));
+    const int64_t threads = decimal_digits(where.substr(slash + 1));
     if (threads < 1 || threads > 1024) throw config_error(help);
     out.threads = static_cast<int>(threads);
   }
@@ -63,8 +49,8 @@ stage_migration parse_stage_migration(const std::string& text) {
   const auto colon = text.find(':');
   const auto arrow = text.find('>');
   if (colon == std::string::npos || arrow == std::string::npos || arrow < colon) throw config_error(help);
-  const int64_t position = digits(text.substr(0, colon));
-  const int64_t stage = digits(text.substr(colon + 1, arrow - colon - 1));
+  const int64_t position = decimal_digits(text.substr(0, colon));
+  const int64_t stage = decimal_digits(text.substr(colon + 1, arrow - colon - 1));
   if (position < 0 || stage < 1 || stage > 1000000) throw config_error(help);
   stage_migration out;
   out.position = position;

@@ -4,21 +4,11 @@
 #include "compute/cuda/bf16_bits.cuh"
 #include "compute/cuda/bf16_kernels.hpp"
 #include "compute/cuda/checks.hpp"
+#include "compute/cuda/launch.cuh"
 
 namespace petra::cuda::kernels {
 
 namespace {
-
-constexpr int threads_per_block = 256;
-
-unsigned blocks_for(int64_t count) {
-  const int64_t blocks = (count + threads_per_block - 1) / threads_per_block;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
-}
-
-#define PETRA_GRID_STRIDE(i, count)                                                          \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (count); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 __device__ inline float widen(uint16_t v) { return __uint_as_float(static_cast<unsigned>(v) << 16); }
 
