@@ -8,6 +8,7 @@
 
 #include "app/commands.hpp"
 #include "tests/actors/metrics_lines.hpp"
+#include "tests/actors/run_dirs.hpp"
 #include "tests/actors/runtime_fixture.hpp"
 
 using namespace petra;
@@ -17,29 +18,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct burst_runs {
-  fs::path root = fs::temp_directory_path() / ("petra-drop-burst-" + std::to_string(::getpid()));
-  burst_runs() { fs::remove_all(root); }
-  ~burst_runs() { fs::remove_all(root); }
-  /// 512 images in 64 micro-batches, a snapshot every 4 optimizer steps, the tiny model on 4 stages.
-  std::vector<std::string> sets(const std::string& mode, const std::string& name,
-                                std::vector<std::string> more) const {
-    std::vector<std::string> s = {"runtime.mode=" + mode,
-                                  "data.train_limit=512",
-                                  "data.test_limit=64",
-                                  "pipeline.stage_blocks=[1,2,1,1]",
-                                  "output.checkpoint_every_steps=4",
-                                  "output.dir=" + root.string(),
-                                  "output.name=" + name,
-                                  "output.progress=false"};
-    s.insert(s.end(), more.begin(), more.end());
-    return s;
-  }
-  trained weights(const std::string& name) const {
-    trained t;
-    t.weights = load_safetensors((root / name / "checkpoint.safetensors").string()).tensors;
-    return t;
-  }
+/// 512 images in 64 micro-batches, a snapshot every 4 optimizer steps, the tiny model on 4 stages.
+struct burst_runs : run_dirs {
+  burst_runs() : run_dirs("petra-drop-burst-", "512") {}
 };
 
 /// The failure lines of a run whose burst lost `burst` messages: each a stall, the first holding

@@ -5,6 +5,7 @@
 
 #include "app/commands.hpp"
 #include "tests/actors/node_process.hpp"
+#include "tests/actors/run_dirs.hpp"
 #include "tests/actors/runtime_fixture.hpp"
 
 using namespace petra;
@@ -18,44 +19,6 @@ int64_t only_delay(const nlohmann::json& stage) {
   REQUIRE(stage["delay_ticks"].size() == 1);
   return std::stoll(stage["delay_ticks"].begin().key());
 }
-
-struct run_dirs {
-  fs::path root = fs::temp_directory_path() / ("petra-faults-" + std::to_string(::getpid()));
-  run_dirs() { fs::remove_all(root); }
-  ~run_dirs() { fs::remove_all(root); }
-  std::vector<std::string> sets(const std::string& name, std::vector<std::string> more) const {
-    std::vector<std::string> s = {"runtime.mode=lockstep",
-                                  "data.train_limit=256",
-                                  "data.test_limit=64",
-                                  "pipeline.stage_blocks=[1,2,1,1]",
-                                  "output.checkpoint_every_steps=4",
-                                  "output.dir=" + root.string(),
-                                  "output.name=" + name,
-                                  "output.progress=false"};
-    s.insert(s.end(), more.begin(), more.end());
-    return s;
-  }
-  trained weights(const std::string& name) const {
-    trained t;
-    t.weights = load_safetensors((root / name / "checkpoint.safetensors").string()).tensors;
-    return t;
-  }
-  std::vector<nlohmann::json> events(const std::string& name, const std::string& kind) const {
-    std::ifstream in(root / name / "metrics.jsonl");
-    std::vector<nlohmann::json> out;
-    for (std::string line; std::getline(in, line);) {
-      nlohmann::json j = nlohmann::json::parse(line);
-      if (j["event"] == kind) out.push_back(std::move(j));
-    }
-    return out;
-  }
-  nlohmann::json first_event(const std::string& name, const std::string& kind) const {
-    const auto all = events(name, kind);
-    REQUIRE_MESSAGE(!all.empty(), "no " << kind << " line in " << name << "/metrics.jsonl");
-    return all.front();
-  }
-  nlohmann::json summary(const std::string& name) const { return first_event(name, "summary"); }
-};
 
 }  // namespace
 
