@@ -18,6 +18,7 @@
 #include "actors/coordinator_actor.hpp"
 #include "messages/errors.hpp"
 #include "messages/interfaces.hpp"
+#include "training/awake_timer.hpp"
 #include "training/epoch_collector.hpp"
 #include "training/faults.hpp"
 #include "training/stage_window.hpp"
@@ -156,14 +157,24 @@ class control_channel {
 
  private:
   /// Acts on one event the coordinator actor kept, else handles one message here: `handlers...`
-  /// first (replies); `on_timeout` when nothing comes within `timeout`.
+  /// first (replies); `on_timeout` when nothing comes within `timeout` of this process's awake
+  /// time (training/awake_timer.hpp: a process stopped or starved meanwhile does not time out on
+  /// waking).
   template <class... Fs>
   void pump(std::chrono::seconds timeout, const std::function<void()>& on_timeout, Fs... handlers) {
     if (auto notice = events_->take()) return act_on(*notice);
-    self_->receive(
-        handlers..., [&](caf::error& err) { on_error(err); }, [](atoms::news_atom) {},
-        drop_the_rest(),  // e.g. a reply nobody waits for any more
-        caf::after(timeout) >> [&] { on_timeout(); });
+    awake_timer quiet(timeout);
+    for (bool waiting = true; waiting;) {
+      const awake_timer::duration slice = quiet.next_slice();
+      const auto asked_at = std::chrono::steady_clock::now();
+      waiting = false;
+      self_->receive(
+          handlers..., [&](caf::error& err) { on_error(err); }, [](atoms::news_atom) {},
+          drop_the_rest(),  // e.g. a reply nobody waits for any more
+          caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(slice)) >>
+              [&] { waiting = !quiet.timed_out_after(slice, std::chrono::steady_clock::now() - asked_at); });
+    }
+    if (quiet.expired()) on_timeout();
   }
 
   /// A blocking receive's catch-all (CAF 0.17): what no handler before it matches is dropped. A
