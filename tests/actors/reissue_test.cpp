@@ -41,6 +41,45 @@ stage_one_counts count_stage_one(const fs::path& trace_file) {
   return out;
 }
 
+/// What both runtimes must show after one stage-local recovery of `rebuilt` (1-based) in a one-epoch
+/// run of `per_epoch` micro-batches: the failure line and the summary agree on the re-issued
+/// micro-batches, none is lost, and the draws in the timeline (epoch 1's ids run from per_epoch on)
+/// went through stage 1's backward once each, the re-issued ones through its forward twice and
+/// every other one once. Returns how many were re-issued.
+int64_t check_each_image_once(const fs::path& run, int64_t per_epoch, int rebuilt) {
+  const auto failures = event_lines(run, "failure");
+  REQUIRE(failures.size() == 1);
+  MESSAGE("failure: " << failures[0].dump());
+  CHECK(failures[0]["recovery"] == "local");
+  CHECK(failures[0]["stages_rebuilt"] == nlohmann::json::array({rebuilt}));
+  const int64_t reissued = failures[0]["reissued_micro_batches"].get<int64_t>();
+  CHECK(reissued >= 1);  // the failure lands mid-epoch: the stage before had micro-batches in flight
+  CHECK(failures[0]["lost_micro_batches"] == 0);
+  const nlohmann::json counted = event_lines(run, "summary").at(0)["micro_batches"];
+  CHECK(counted["completed"] == per_epoch);
+  CHECK(counted["reissued"] == reissued);
+  CHECK(counted["lost"] == 0);
+  CHECK(counted["local_recoveries"] == 1);
+  CHECK(counted["restarts"] == 0);
+
+  const stage_one_counts counts = count_stage_one(run / "trace.json");
+  CHECK(counts.backwards.size() == static_cast<std::size_t>(per_epoch));
+  int64_t twice = 0;
+  for (int64_t id = per_epoch; id < 2 * per_epoch; ++id) {
+    CAPTURE(id);
+    const auto b = counts.backwards.find(id);
+    CHECK((b != counts.backwards.end() && b->second == 1));
+    const auto f = counts.forwards.find(id);
+    REQUIRE(f != counts.forwards.end());
+    CHECK(f->second <= 2);
+    twice += f->second == 2 ? 1 : 0;
+  }
+  CHECK(twice == reissued);
+  // The epoch's training figures count each image once.
+  CHECK(event_lines(run, "epoch").size() == 1);
+  return reissued;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -69,41 +108,7 @@ TEST_CASE(
                                          "output.progress=false"};
   REQUIRE(app::train_command({"tiny", sets, "", 0}) == 0);
   CHECK(doomed.wait_signal() == SIGKILL);
-  const fs::path run = root / "killed";
-
-  const auto failures = event_lines(run, "failure");
-  REQUIRE(failures.size() == 1);
-  MESSAGE("failure: " << failures[0].dump());
-  CHECK(failures[0]["recovery"] == "local");
-  CHECK(failures[0]["stages_rebuilt"] == nlohmann::json::array({2}));
-  const int64_t reissued = failures[0]["reissued_micro_batches"].get<int64_t>();
-  CHECK(reissued >= 1);  // the kill lands mid-epoch: stage 2 had micro-batches in flight
-  CHECK(failures[0]["lost_micro_batches"] == 0);
-  const nlohmann::json counted = event_lines(run, "summary").at(0)["micro_batches"];
-  CHECK(counted["completed"] == per_epoch);
-  CHECK(counted["reissued"] == reissued);
-  CHECK(counted["lost"] == 0);
-  CHECK(counted["local_recoveries"] == 1);
-  CHECK(counted["restarts"] == 0);
-
-  // The draws: the epoch's ids run from per_epoch (epoch 1's first) on. Each went through stage
-  // 1's backward once; the re-issued ones through its forward twice, every other one once.
-  const stage_one_counts counts = count_stage_one(run / "trace.json");
-  CHECK(counts.backwards.size() == static_cast<std::size_t>(per_epoch));
-  int64_t twice = 0;
-  for (int64_t id = per_epoch; id < 2 * per_epoch; ++id) {
-    CAPTURE(id);
-    const auto b = counts.backwards.find(id);
-    CHECK((b != counts.backwards.end() && b->second == 1));
-    const auto f = counts.forwards.find(id);
-    REQUIRE(f != counts.forwards.end());
-    CHECK(f->second <= 2);
-    twice += f->second == 2 ? 1 : 0;
-  }
-  CHECK(twice == reissued);
-  // The epoch's training figures count each image once.
-  const auto epochs = event_lines(run, "epoch");
-  REQUIRE(epochs.size() == 1);
+  check_each_image_once(root / "killed", per_epoch, 2);
   fs::remove_all(root);
 }
 
@@ -132,40 +137,8 @@ TEST_CASE(
                                            "output.name=" + order,
                                            "output.progress=false"};
     REQUIRE(app::train_command({"tiny", sets, "", 0}) == 0);
-    const fs::path run = root / order;
-
-    const auto failures = event_lines(run, "failure");
-    REQUIRE(failures.size() == 1);
-    MESSAGE("failure: " << failures[0].dump());
-    CHECK(failures[0]["recovery"] == "local");
-    CHECK(failures[0]["stages_rebuilt"] == nlohmann::json::array({3}));
-    const int64_t reissued = failures[0]["reissued_micro_batches"].get<int64_t>();
-    CHECK(reissued >= 1);                // stage 2 had sent micro-batches on whose backward had not come
-    CHECK(reissued <= 2 * (4 - 2) + 1);  // at most what it holds: 2(J − j) + 1
-    CHECK(failures[0]["lost_micro_batches"] == 0);
-    const nlohmann::json counted = event_lines(run, "summary").at(0)["micro_batches"];
-    CHECK(counted["completed"] == per_epoch);
-    CHECK(counted["reissued"] == reissued);
-    CHECK(counted["lost"] == 0);
-    CHECK(counted["local_recoveries"] == 1);
-    CHECK(counted["restarts"] == 0);
-
-    // The draws, as in async: each id through stage 1's backward once, the re-issued ones through
-    // its forward twice.
-    const stage_one_counts counts = count_stage_one(run / "trace.json");
-    CHECK(counts.backwards.size() == static_cast<std::size_t>(per_epoch));
-    int64_t twice = 0;
-    for (int64_t id = per_epoch; id < 2 * per_epoch; ++id) {
-      CAPTURE(id);
-      const auto b = counts.backwards.find(id);
-      CHECK((b != counts.backwards.end() && b->second == 1));
-      const auto f = counts.forwards.find(id);
-      REQUIRE(f != counts.forwards.end());
-      CHECK(f->second <= 2);
-      twice += f->second == 2 ? 1 : 0;
-    }
-    CHECK(twice == reissued);
-    CHECK(event_lines(run, "epoch").size() == 1);
+    const int64_t reissued = check_each_image_once(root / order, per_epoch, 3);
+    CHECK(reissued <= 2 * (4 - 2) + 1);  // at most what stage 2 holds: 2(J − j) + 1
   }
   fs::remove_all(root);
 }
