@@ -83,7 +83,7 @@ TEST_CASE(
   fs::remove_all(dir);
 }
 
-TEST_CASE("async: a snapshot in progress when a stage is lost is given up; the next one is taken") {
+TEST_CASE("async: a snapshot in progress when a stage is lost is given up, the next one is taken") {
   PETRA_REQUIRE_FASHION_MNIST();
   const fs::path dir = fs::temp_directory_path() / ("petra-local-cut-" + std::to_string(::getpid()));
   fs::remove_all(dir);

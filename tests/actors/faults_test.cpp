@@ -125,7 +125,7 @@ TEST_CASE("crash after a snapshot: rollback to the snapshot, replay from it, bit
   CHECK(summary["micro_batches"]["rolled_back"] == failure["completed_before_failure"].get<int64_t>() - 10);
 }
 
-TEST_CASE("a dropped message stalls the phase; the stall is noticed and the phase replayed") {
+TEST_CASE("a dropped message stalls the phase, the stall is noticed and the phase replayed") {
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs;
   REQUIRE(train_command({"tiny", dirs.sets("clean", {}), "", 0}) == 0);

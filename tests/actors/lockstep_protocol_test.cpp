@@ -61,7 +61,7 @@ activation image() { return activation{tensor::zeros({2, 1, 2, 2}), {}}; }
 
 }  // namespace
 
-TEST_CASE("lockstep: tick t waits for both inputs; one message per neighbour, stamped t + 1") {
+TEST_CASE("lockstep: tick t waits for both inputs, one message per neighbour, stamped t + 1") {
   deterministic_system setup;
   caf::actor_system sys(setup.cfg);
   auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());

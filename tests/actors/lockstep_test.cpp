@@ -178,7 +178,7 @@ double histogram_mean(const nlohmann::json& h) {
 // training.tick_order: backward_first runs a tick's backward (and its optimizer step) before the
 // forward at every stage but the last: same ticks, same delays, one backward less between a
 // micro-batch's forward and its backward, one kept input fewer.
-TEST_CASE("tick order backward_first: lockstep = simulate bit for bit; delays 2(J-j), less staleness") {
+TEST_CASE("tick order backward_first: lockstep = simulate bit for bit, delays 2(J-j), less staleness") {
   PETRA_REQUIRE_FASHION_MNIST();
   for (const char* method : {"petra", "delayed+inputs+weights"}) {
     INFO(method);

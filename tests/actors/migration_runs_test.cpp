@@ -103,7 +103,7 @@ TEST_CASE("migrate: lockstep stages moved to sim devices and back end bit-identi
   fs::remove_all(dir);
 }
 
-TEST_CASE("migrate: stages moved mid-epoch carry their record; the device does not change a bit") {
+TEST_CASE("migrate: stages moved mid-epoch carry their record, the device does not change a bit") {
   PETRA_REQUIRE_FASHION_MNIST();
   const fs::path dir = scratch("mid");
   // Both runs drain at micro-batch 48 and move stages 1 and 3 there: to the CPU again, or elsewhere.

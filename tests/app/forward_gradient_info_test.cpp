@@ -6,7 +6,7 @@
 
 #include "tests/petra_command.hpp"
 
-TEST_CASE("model-info counts the auxiliary heads per stage; memory-model puts the method beside PETRA") {
+TEST_CASE("model-info counts the auxiliary heads per stage, memory-model puts the method beside PETRA") {
   const auto info = petra::testing::run_petra("model-info default --set training.method=forward_gradient");
   CHECK(info.code == 0);
   CHECK(info.output.find("aux params") != std::string::npos);

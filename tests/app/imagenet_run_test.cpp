@@ -80,7 +80,7 @@ std::string truncate_one(const temp_dir& dir, const std::string& wnid) {
 
 }  // namespace
 
-TEST_CASE("imagenet end to end: the tiny model learns a 10-class JPEG tree; classes.txt and loader metrics") {
+TEST_CASE("imagenet end to end: the tiny model learns a 10-class JPEG tree, classes.txt and loader metrics") {
   temp_dir dir;
   const std::vector<std::string> wnids = write_learnable_jpeg_tree(dir.file("data"), 10, 48, {"train"});
   write_learnable_jpeg_tree(dir.file("data"), 10, 10, {"val"});

@@ -94,7 +94,7 @@ struct scratch {
 
 }  // namespace
 
-TEST_CASE("petra migrate moves a stage of a running lockstep training; it ends as if left in place") {
+TEST_CASE("petra migrate moves a stage of a running lockstep training, it ends as if left in place") {
   PETRA_REQUIRE_FASHION_MNIST();
   scratch dir;
   const answered a = ask_running(run_sets(dir.path, "moved", 40), dir.path / "moved", 2, "sim:0");

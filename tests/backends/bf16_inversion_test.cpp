@@ -45,7 +45,7 @@ std::vector<double> inversion_errors(math_precision precision, bool bottleneck, 
 
 }  // namespace
 
-TEST_CASE("a coupling's rebuild in bf16 errs as little as in fp32; bf16 storage would not") {
+TEST_CASE("a coupling's rebuild in bf16 errs as little as in fp32, bf16 storage would not") {
   std::vector<math_precision> precisions = {math_precision::bf16_emulated};
   if (missing_bf16_instructions(cpu_flags()).empty()) precisions.push_back(math_precision::bf16);
   for (bool bottleneck : {false, true}) {

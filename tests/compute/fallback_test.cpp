@@ -112,7 +112,7 @@ TEST_CASE(
   CHECK(p.keeping());
 }
 
-TEST_CASE("fallback policy: a diverged rebuild (NaN) keeps inputs; off, it never switches") {
+TEST_CASE("fallback policy: a diverged rebuild (NaN) keeps inputs, off, it never switches") {
   fallback_policy p(0.1);
   CHECK(feed(p, 8, std::numeric_limits<double>::quiet_NaN()) == 1);
   CHECK(p.keeping());

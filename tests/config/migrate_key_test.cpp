@@ -8,7 +8,7 @@
 using namespace petra::config;
 using namespace petra::config::testing;
 
-TEST_CASE("pipeline.migrate: empty by default; entries parse into (position, stage, target)") {
+TEST_CASE("pipeline.migrate: empty by default, entries parse into (position, stage, target)") {
   CHECK(run_config{}.pipeline.migrate.empty());
   const run_config c = parse_config(
       "pipeline:\n  migrate: [\"32:3>sim:0\", \"64:1>cpu/2\", \"64:2>cuda:1@127.0.0.1:7001\"]\n", "x");

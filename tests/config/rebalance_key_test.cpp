@@ -8,7 +8,7 @@
 using namespace petra::config;
 using namespace petra::config::testing;
 
-TEST_CASE("pipeline.rebalance: off by default; forced moves parse into (position, from, to)") {
+TEST_CASE("pipeline.rebalance: off by default, forced moves parse into (position, from, to)") {
   CHECK_FALSE(run_config{}.pipeline.rebalance);
   CHECK(run_config{}.pipeline.rebalance_margin == 0.05);
   CHECK(load_config("default").pipeline.rebalance_moves.empty());

@@ -13,7 +13,7 @@
 
 using namespace petra;
 
-TEST_CASE("host tensors for cuda:0 are pinned, made on many threads at once; for cpu they are not") {
+TEST_CASE("host tensors for cuda:0 are pinned, made on many threads at once, for cpu they are not") {
   std::string why;
   if (!cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
   const host_tensor_maker pinned = host_tensors_for(device::parse("cuda:0"), std::size_t{64} << 20);

@@ -189,7 +189,7 @@ TEST_CASE("train crops depend only on (seed, epoch, position)") {
   CHECK(fill(source, indices, false, 11, 4, 20).images == fill(source, indices, false, 99, 9, 0).images);
 }
 
-TEST_CASE("a corrupt or truncated JPEG is skipped for the next good image and reported once; fail names it") {
+TEST_CASE("a corrupt or truncated JPEG is skipped for the next good image and reported once, fail names it") {
   temp_dir dir;
   const std::vector<std::string> wnids = write_jpeg_tree(dir.str(), 2, 3);
   const std::string truncated = dir.file("train/" + wnids[0] + "/img_1.JPEG");
@@ -255,7 +255,7 @@ TEST_CASE("the learnable tree for end-to-end tests: each image's mean colour nam
   }
 }
 
-TEST_CASE("layout errors name the path: missing root, split, class folder; extra class; empty folder") {
+TEST_CASE("layout errors name the path: missing root, split, class folder, extra class, empty folder") {
   temp_dir dir;
   CHECK_THROWS_WITH_AS(imagenet_source(dir.file("nowhere"), true, small_transform()),
                        contains(dir.file("nowhere") + "' does not exist"), dataset_error);

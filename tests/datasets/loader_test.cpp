@@ -161,7 +161,7 @@ TEST_CASE("start_epoch at a position serves exactly the rest of the full epoch")
   CHECK(seen == all);
 }
 
-TEST_CASE("read-ahead is bounded by prefetch; a new epoch drops work in flight; destruction joins") {
+TEST_CASE("read-ahead is bounded by prefetch, a new epoch drops work in flight, destruction joins") {
   const auto source = std::make_shared<counting_source>(400, 2);
   {
     batch_loader loader(source, {4, 0, false, 0, 3, 5});

@@ -66,7 +66,7 @@ TEST_CASE("sim:0 to sim:1: a copy on the consumer's device, after the producer's
   CHECK(bit_equal(on_host(*consumer, received), scaled(x, 32.f)));
 }
 
-TEST_CASE("sim to the host and back: export to a host tensor, import uploads; a serialized round trip") {
+TEST_CASE("sim to the host and back: export to a host tensor, import uploads, a serialized round trip") {
   sim_run run;
   auto first = run.make(0), second = run.make(1);
   auto cpu = make_cpu_backend(1);

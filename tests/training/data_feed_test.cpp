@@ -141,7 +141,7 @@ TEST_CASE("resume at (epoch, position) and continuing at a phase boundary give t
   CHECK(same(again, all[3]));
 }
 
-TEST_CASE("a ticket of an older start_epoch serves nothing; the current one goes on") {
+TEST_CASE("a ticket of an older start_epoch serves nothing, the current one goes on") {
   const auto d = synthetic();
   feed_options o;
   o.micro_batch = 10, o.workers = 1;
@@ -155,7 +155,7 @@ TEST_CASE("a ticket of an older start_epoch serves nothing; the current one goes
   CHECK(mb.id == 1 * 10 + 1);
 }
 
-TEST_CASE("training needs one optimizer batch; the images live in the memory the maker gives") {
+TEST_CASE("training needs one optimizer batch, the images live in the memory the maker gives") {
   const auto d = synthetic();
   feed_options o;
   o.micro_batch = 64, o.accumulation = 2;
