@@ -1,6 +1,6 @@
-// Live migration with forward gradients (lockstep): a stage moves with its auxiliary head, so a run
+// Live migration with forward gradients: a stage moves with its auxiliary head, so a lockstep run
 // whose stages move to simulated devices and back ends bit-identical to the run left in place,
-// auxiliary heads included.
+// auxiliary heads included; an async run keeps every micro-batch and the heads' bytes.
 #include "tests/actors/migration_runs.hpp"
 
 using namespace petra;
@@ -53,5 +53,19 @@ TEST_CASE("migrate: forward_gradient moves only where the auxiliary heads have j
   odd.push_back("pipeline.migrate=[\"33:2>sim:0\"]");  // training.accumulation is 2
   CHECK(train_migrating(migration_sets(dir, "odd"), odd) == 2);
   CHECK_FALSE(fs::exists(dir / "odd"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("migrate: async forward_gradient stages move with their heads, every micro-batch once") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  const fs::path dir = migration_scratch("fg-async");
+  std::vector<std::string> moved = fg_sets;
+  moved.push_back("pipeline.migrate=[\"32:2>sim:0\",\"64:3>sim:1\",\"64:2>cpu\"]");
+  REQUIRE(train_migrating(migration_sets(dir, "moved", "async"), moved) == 0);
+  check_every_backward_once(dir / "moved");
+  const auto lines = event_lines(dir / "moved", "migrate");
+  REQUIRE(lines.size() == 3);
+  check_state_carried(lines);
+  CHECK(lines[0]["bytes"] == lines[2]["bytes"]);  // stage 2 with its head, both ways
   fs::remove_all(dir);
 }
