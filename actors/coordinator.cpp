@@ -198,7 +198,11 @@ class actor_runtime : public pipeline_runtime {
   }
 
   migration_done migrate(std::size_t stage, const config::migration_target& to) override {
-    return migrate_stage(pipeline_, control_, config_, stage, to);
+    // Later moves at the same point: the same drain, proved already (a moved stage has no counts).
+    migration_done done =
+        migrate_stage(pipeline_, control_, config_, stage, to, drained_proved_at_ != phase_);
+    drained_proved_at_ = phase_;
+    return done;
   }
 
   void recover() override { pipeline_.recover(); }
@@ -319,6 +323,7 @@ class actor_runtime : public pipeline_runtime {
   actor_pipeline pipeline_;
   std::size_t stages_;
   int64_t phase_ = 0;
+  int64_t drained_proved_at_ = -1;  // the phase after which a migration last proved the pipeline drained
   int64_t first_stage_steps_ = 0;
   int64_t open_at_resume_ = 0;
   int64_t late_reported_ = 0;  // late messages of lost nodes already on a fencing line

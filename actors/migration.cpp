@@ -18,6 +18,36 @@ namespace {
 
 constexpr auto control_timeout = std::chrono::seconds(60);
 
+std::string stage_name(std::size_t j) { return "stage " + std::to_string(j + 1); }
+
+/// Nothing is in flight between the stages (async has no tick schedule to rely on): every stage is
+/// out of its phase and every link carried exactly what its receiver took, as their counts show
+/// (each forward, backward and evaluation batch a stage ran is one message on its link): the same
+/// forwards (ticks in lockstep), backwards and evaluation batches at every stage, and in async as
+/// many backwards as forwards (each micro-batch it forwarded came back). What a stage holds
+/// itself (queues, pending cuts, guesses) it checks when asked for its state.
+void require_links_empty(control_channel& control, const std::vector<stage_actor>& stages, bool async) {
+  const std::vector<stage_status> status =
+      control.gather<stage_status>(stages, control_timeout, status_atom_v);
+  auto counts = [](const stage_status& s) {
+    return std::to_string(s.tick) + " forwards (ticks), " + std::to_string(s.backwards) + " backwards, " +
+           std::to_string(s.evals) + " evaluation batches";
+  };
+  for (std::size_t j = 0; j < status.size(); ++j) {
+    const stage_status& s = status[j];
+    std::string why;
+    if (s.in_phase)
+      why = stage_name(j) + " is still in its phase";
+    else if (async && s.tick != s.backwards)
+      why = stage_name(j) + " ran " + counts(s) + ": micro-batches are still on their way";
+    else if (j > 0 && (s.tick != status[j - 1].tick || s.backwards != status[j - 1].backwards ||
+                       s.evals != status[j - 1].evals))
+      why = stage_name(j - 1) + " ran " + counts(status[j - 1]) + ", " + stage_name(j) + " " + counts(s) +
+            ": their links still carry messages";
+    if (!why.empty()) throw migration_refused("the pipeline is not drained: " + why);
+  }
+}
+
 }  // namespace
 
 void actor_pipeline::migrate(int32_t j, const config::migration_target& to) {
@@ -54,27 +84,34 @@ void actor_pipeline::migrate(int32_t j, const config::migration_target& to) {
   rewire(j);
   if (j > 0) rewire(j - 1);
   if (j + 1 < count) rewire(j + 1);
-  if (j + 1 == count) rewire_loss();
+  // The loss actor answers the last stage, and with forward gradients sends every stage its derivatives.
+  if (j + 1 == count || config_.training.method == config::training_method::forward_gradient) rewire_loss();
   if (j == 0) rewire_loader();
   control_.self()->send_exit(old, caf::exit_reason::user_shutdown);
 }
 
 migration_done migrate_stage(actor_pipeline& pipeline, control_channel& control, config::run_config& config,
-                             std::size_t j, const config::migration_target& to) {
+                             std::size_t j, const config::migration_target& to, bool prove_drained) {
   if (const std::string why = why_not_migrated(config); !why.empty()) throw migration_refused(why);
+  if (prove_drained)
+    require_links_empty(control, pipeline.stages(), config.runtime.mode == config::runtime_mode::async);
   const auto t0 = std::chrono::steady_clock::now();
   migration_done out;
   out.from = placement_of(config, j).str();
   out.to = to.str();
   // Its whole state as a cut's part: weights, momentum, BN buffers, optimizer steps, and what a
   // drained stage may still hold (kept inputs, accumulated gradients, its record, the fallback's
-  // mode and window).
+  // mode and window; with forward gradients its auxiliary head).
   const cut_part state = control.ask<cut_part>(pipeline.stages()[j], control_timeout, migrate_atom_v);
   for (const named_tensor& t : state.tensors) out.bytes += static_cast<int64_t>(t.value.bytes());
+  out.checksum = state_checksum(state.tensors, state.meta);
   pipeline.migrate(static_cast<int32_t>(j), to);
   config = placed_at(config, j, to);
   control.ask<restore_atom>(pipeline.stages()[j], control_timeout, restore_atom_v, state);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // What the new actor holds now, taken as the old one's was: the same bytes, or the move lost something.
+  const cut_part held = control.ask<cut_part>(pipeline.stages()[j], control_timeout, migrate_atom_v);
+  out.restored_checksum = state_checksum(held.tensors, held.meta);
   return out;
 }
 

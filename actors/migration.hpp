@@ -12,9 +12,11 @@ namespace petra {
 
 /// Drained (between phases): stage j's state (weights, momentum, BN buffers, optimizer steps) from
 /// its actor, a new actor at `to` wired in its place and given the state, the old one stopped.
-/// `config` is the runtime's, updated to the new placement. Throws migration_refused, with nothing
-/// changed, when the target cannot be had (no such device, an unreachable node).
+/// `config` is the runtime's, updated to the new placement. `prove_drained` (the first move after a
+/// phase): every stage's counts must first show nothing in flight on any link (a stage moved there
+/// already has run no phase to count). Throws migration_refused, with nothing changed, when the
+/// pipeline is not drained or the target cannot be had (no such device, an unreachable node).
 migration_done migrate_stage(actor_pipeline& pipeline, control_channel& control, config::run_config& config,
-                             std::size_t j, const config::migration_target& to);
+                             std::size_t j, const config::migration_target& to, bool prove_drained);
 
 }  // namespace petra

@@ -6,6 +6,7 @@
 #include "actors/fg_lockstep.hpp"
 #include "actors/stage_async.hpp"
 #include "actors/stage_lockstep.hpp"
+#include "actors/stage_migration.hpp"
 #include "compute/pipeline/stage_state.hpp"
 #include "training/runtime_support.hpp"
 #include "training/snapshot.hpp"
@@ -71,17 +72,7 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
           return restore_atom_v;
         });
       },
-      [=](migrate_atom) {
-        stage_core& c = self->state.core;
-        return answer(c, [&] {
-          if (c.in_phase)
-            throw std::logic_error(
-                "asked for its state while a phase runs: a stage moves only where the "
-                "pipeline is drained");
-          encoded_stage_cut e = encode_stage_cut(cut_stage(*c.ctx.compute, *c.ctx.device));
-          return cut_part{c.ctx.index, 0, c.plan.phase, std::move(e.tensors), std::move(e.meta)};
-        });
-      },
+      [=](migrate_atom) { return answer(self->state.core, [&] { return migration_part(self->state); }); },
       [=](hold_atom) { return answer(self->state.core, [&] { return on_hold(self); }); },
       [=](recover_atom, const recovery_order& order) {
         return answer(self->state.core, [&] {

@@ -221,6 +221,8 @@ stage_status status_of(const async_state& st) {
   s.in_phase = c.in_phase;
   s.tick = c.tick;
   s.completed = st.completed;
+  s.backwards = c.backwards_in_phase;
+  s.evals = c.evals_done;
   s.waiting_forward = c.in_phase && st.forwards.empty() && !c.awaiting_loss;
   const int64_t next = c.ctx.compute->next_backward_id();
   s.waiting_backward = c.in_phase && c.ctx.compute->outstanding() > 0 &&

@@ -143,6 +143,7 @@ void resume_from(async_self self, const cut_part& part) {
   stage_cut cut = decode_stage_cut(part.tensors, part.meta, static_cast<std::size_t>(c.ctx.index), where);
   if (!cut.async.present) throw std::invalid_argument(where + " was taken by the lockstep runtime");
   restore_stage_cut(*c.ctx.compute, *c.ctx.device, cut);
+  if (c.ctx.fg) c.ctx.fg->restore(cut.state);  // a migrated stage's auxiliary head (no cut holds one else)
   self->state.resume = std::move(cut);
 }
 

@@ -263,6 +263,7 @@ void resume_from(lockstep_self self, const cut_part& part) {
   stage_cut cut = decode_stage_cut(part.tensors, part.meta, static_cast<std::size_t>(c.ctx.index), where);
   if (cut.async.present) throw std::invalid_argument(where + " was taken by the async runtime");
   restore_stage_cut(*c.ctx.compute, *c.ctx.device, cut);
+  if (c.ctx.fg) c.ctx.fg->restore(cut.state);  // a migrated stage's auxiliary head (no cut holds one else)
   self->state.resume = std::move(cut);
 }
 
@@ -282,6 +283,8 @@ stage_status status_of(const lockstep_state& st) {
   s.in_phase = c.in_phase;
   s.tick = c.tick;
   s.completed = c.is_first() ? c.backwards_in_phase : 0;
+  s.backwards = c.backwards_in_phase;
+  s.evals = c.evals_done;
   s.waiting_forward = c.in_phase && needs_forward(c, c.tick) && st.forwards.count(c.tick) == 0;
   s.waiting_backward = c.ctx.fg ? fg_waiting_derivatives(st)
                                 : c.in_phase && needs_backward(c, c.tick) && st.backwards.count(c.tick) == 0;

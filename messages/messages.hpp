@@ -218,6 +218,8 @@ struct stage_status {
   int64_t completed = 0;          // stage 1: micro-batches whose backward finished
   bool waiting_forward = false;   // lockstep: its forward input for `tick` is missing
   bool waiting_backward = false;  // lockstep: its backward input for `tick` is missing
+  int64_t backwards = 0;          // backwards it ran in the phase
+  int64_t evals = 0;              // evaluation batches of the phase it passed on
 };
 
 /// A stage's latest window of optimizer steps (per-step metrics, output.metrics_every_steps):

@@ -137,7 +137,7 @@ typename Inspector::result_type inspect(Inspector& f, failure_report& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_status& x) {
   return f(caf::meta::type_name("stage_status"), x.stage, x.in_phase, x.tick, x.completed, x.waiting_forward,
-           x.waiting_backward);
+           x.waiting_backward, x.backwards, x.evals);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, recovery_order& x) {

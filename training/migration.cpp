@@ -42,6 +42,12 @@ config::run_config placed_at(config::run_config c, std::size_t j, const config::
 
 namespace {
 
+std::string hex(uint64_t v) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
 /// Stage `stage` (1-based) and the node of `to` against the run; `entry` names what asked.
 void check_against_run(const config::run_config& c, const std::string& entry, int stage,
                        const config::migration_target& to) {
@@ -59,11 +65,38 @@ void check_against_run(const config::run_config& c, const std::string& entry, in
 
 }  // namespace
 
+std::string why_not_migrated_at(const config::run_config& c, int64_t position) {
+  const int k = c.training.accumulation;
+  if (c.training.method != config::training_method::forward_gradient || k <= 1 || position % k == 0)
+    return "";
+  return "with training.method forward_gradient a stage moves only where its auxiliary head has just "
+         "stepped (it does not carry the gradients the head accumulates between steps): micro-batch " +
+         std::to_string(position) + " of the run is not a multiple of training.accumulation (" +
+         std::to_string(k) + ")";
+}
+
+uint64_t state_checksum(const std::vector<named_tensor>& tensors, const std::string& meta) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const void* data, std::size_t size) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < size; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  };
+  for (const named_tensor& t : tensors) {
+    mix(t.name.data(), t.name.size() + 1);  // with its terminator: names cannot run into each other
+    for (const int64_t d : t.value.shape()) mix(&d, sizeof d);
+    if (t.value.numel() > 0) mix(t.value.data(), t.value.bytes());
+  }
+  mix(meta.data(), meta.size());
+  return h;
+}
+
 void check_scheduled_migrations(const config::run_config& c, int64_t end) {
   const auto& entries = c.pipeline.migrate;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::string entry = "pipeline.migrate: entry " + std::to_string(i) + " (" + entries[i].str() + ")";
     check_against_run(c, entry, entries[i].stage, entries[i].to);
+    if (const std::string why = why_not_migrated_at(c, entries[i].position); !why.empty())
+      throw config::config_error(entry + ": " + why);
     if (entries[i].position >= end)
       throw config::config_error(entry + " is at micro-batch " + std::to_string(entries[i].position) +
                                  ", not inside the run (" + std::to_string(end) +
@@ -138,6 +171,8 @@ void migration_desk::at_point(int64_t position, int64_t ticks) {
   if (r->id.empty()) return refuse(migration_request{}, r->to);
   try {
     const config::migration_target to = check_requested_migration(p_.cfg, r->stage, r->to);
+    if (const std::string why = why_not_migrated_at(p_.cfg, position); !why.empty())
+      return refuse(*r, why + "; asked again, it may move at a later drained point");
     migrate(static_cast<std::size_t>(r->stage - 1), to, position, ticks, r->id);
   } catch (const config::config_error& e) {
     refuse(*r, e.what());
@@ -155,9 +190,16 @@ void migration_desk::migrate(std::size_t j, const config::migration_target& to, 
                              int64_t ticks, const std::string& why) {
   const migration_done done = p_.runtime->migrate(j, to);
   p_.cfg = placed_at(p_.cfg, j, to);  // later checkpoints and migrations see the stage where it is
-  nlohmann::json line = {{"event", "migrate"},  {"position", position},   {"tick", ticks},
-                         {"stage", j + 1},      {"from", done.from},      {"to", done.to},
-                         {"bytes", done.bytes}, {"seconds", done.seconds}};
+  nlohmann::json line = {{"event", "migrate"},
+                         {"position", position},
+                         {"tick", ticks},
+                         {"stage", j + 1},
+                         {"from", done.from},
+                         {"to", done.to},
+                         {"bytes", done.bytes},
+                         {"seconds", done.seconds},
+                         {"checksum", hex(done.checksum)},
+                         {"restored_checksum", hex(done.restored_checksum)}};
   if (why == "scheduled")
     line["scheduled"] = true;
   else

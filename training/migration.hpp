@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "compute/pipeline/stage_state.hpp"
 #include "config/config.hpp"
 #include "training/prepared_run.hpp"
 #include "training/run_dir.hpp"
@@ -20,6 +22,17 @@ config::migration_target placement_of(const config::run_config& c, std::size_t j
 /// `c` with stage j placed at `to` (every per-stage list filled out to one entry per stage; a target
 /// with no thread count keeps the stage's).
 config::run_config placed_at(config::run_config c, std::size_t j, const config::migration_target& to);
+
+/// Forward gradients: a stage's auxiliary head holds the gradients it accumulated since its last
+/// step, which the moved state leaves out, so its stages move only where every stage has just
+/// stepped (`position`, micro-batches into the run, a multiple of training.accumulation). The
+/// reason it cannot move at `position`, or "".
+std::string why_not_migrated_at(const config::run_config& c, int64_t position);
+
+/// A checksum (64-bit FNV-1a) of a stage's state as a migration moves it: every tensor's name, shape
+/// and bytes, in order, and the part's record (`meta`). The old actor's and, right after the move,
+/// the new actor's must agree.
+uint64_t state_checksum(const std::vector<named_tensor>& tensors, const std::string& meta);
 
 /// Checks pipeline.migrate against the run (its stages, its node names, `end` micro-batches): throws
 /// config::config_error naming the entry.

@@ -75,6 +75,8 @@ struct migration_done {
   std::string from, to;  // targets as written (config::migration_target::str)
   int64_t bytes = 0;
   double seconds = 0;
+  uint64_t checksum = 0;           // of the state the old actor gave (state_checksum)
+  uint64_t restored_checksum = 0;  // of the state the new actor held right after taking it
 };
 
 /// A migration the runtime will not make; the run goes on with the stage where it was.

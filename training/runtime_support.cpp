@@ -131,13 +131,19 @@ std::string why_not_migrated(const config::run_config& c) {
   const std::string mode = "runtime.mode " + config::to_string(c.runtime.mode);
   if (c.runtime.mode == config::runtime_mode::simulate)
     return mode + " has no stage actors to move: one thread runs every stage (use runtime.mode lockstep)";
-  if (c.runtime.mode == config::runtime_mode::async)
-    return mode +
-           " does not migrate yet: stages move only in lockstep, whose drained points are tested to leave "
-           "nothing in flight (use runtime.mode lockstep)";
-  if (c.training.method == config::training_method::forward_gradient)
-    return "training.method forward_gradient is not migrated yet: its stages' auxiliary heads and guesses "
-           "are not part of the state a migration moves";
+  if (c.runtime.mode == config::runtime_mode::async) {
+    // A drained point proves itself by the stages' counts: a copy that a fault delayed or
+    // duplicated, or a micro-batch a recovery re-issued, would make them disagree.
+    const config::faults_config& f = c.faults;
+    const bool faults = any_set(f.forward_delay, 0) || any_set(f.backward_delay, 0) ||
+                        any_set(f.jitter_ms, 0) || any_set(f.drop, 0.0) || any_set(f.duplicate, 0.0) ||
+                        any_set(f.reorder, 0.0) || any_set(f.crash_at_tick, -1) || any_set(f.drop_burst, 0) ||
+                        !f.kill_node.empty();
+    if (faults)
+      return mode +
+             " does not migrate with injected faults (faults.*): a delayed or duplicated copy, or a "
+             "re-issued micro-batch, may still be on its way at a drained point";
+  }
   if (c.pipeline.rebalance)
     return "not combined with pipeline.rebalance yet (a block move rebuilds every stage where the run "
            "started): choose one";

@@ -2,10 +2,11 @@
 // node` and back) end bit-identical to the same run left in place, every micro-batch once at every
 // stage; to other compute threads, equal to round-off (the thread count orders the CPU kernels'
 // sums); what cannot be honoured is refused before anything is written.
+#include "tests/actors/migration_runs.hpp"
+
 #include <cmath>
 
 #include "tests/actors/node_process.hpp"
-#include "tests/actors/snapshot_runs.hpp"
 
 using namespace petra;
 using namespace petra::testing;
@@ -13,42 +14,6 @@ using namespace petra::testing;
 namespace {
 
 namespace fs = std::filesystem;
-
-/// The tiny preset in lockstep on 4 stages [1, 2, 1, 1], three epochs of 32 micro-batches that drain
-/// at their ends (the points where pipeline.migrate entries at 32 and 64 move stages).
-std::vector<std::string> migration_sets(const fs::path& dir, const std::string& name) {
-  return {"runtime.mode=lockstep",
-          "training.epochs=3",
-          "data.train_limit=256",
-          "data.test_limit=64",
-          "output.dir=" + dir.string(),
-          "output.name=" + name,
-          "training.drain_at_epoch_end=true",
-          "pipeline.stage_blocks=[1,2,1,1]"};
-}
-
-fs::path scratch(const std::string& what) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("petra-migrate-" + what + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  return dir;
-}
-
-int train(std::vector<std::string> sets, const std::vector<std::string>& extra) {
-  sets.insert(sets.end(), extra.begin(), extra.end());
-  petra::train_options o{"tiny", sets, "", 0};
-  return app::train_command(o);
-}
-
-/// Every stage ran each micro-batch of the three epochs backward once, across the moves.
-void check_every_micro_batch(const fs::path& run) {
-  const auto epochs = event_lines(run, "epoch");
-  REQUIRE(epochs.size() == 3);
-  for (const auto& e : epochs) {
-    REQUIRE(e["stages"].size() == 4);
-    for (const auto& s : e["stages"]) CHECK(s["backwards"] == 32);
-  }
-}
 
 /// Weights, momentum and BN running statistics are all in the checkpoint the runs are compared on.
 void check_whole_state(const trained& t) {
@@ -65,10 +30,10 @@ void check_whole_state(const trained& t) {
 
 TEST_CASE("migrate: lockstep stages moved to sim devices and back end bit-identical, logged") {
   PETRA_REQUIRE_FASHION_MNIST();
-  const fs::path dir = scratch("local");
-  REQUIRE(train(migration_sets(dir, "still"), {}) == 0);
+  const fs::path dir = migration_scratch("local");
+  REQUIRE(train_migrating(migration_sets(dir, "still"), {}) == 0);
   REQUIRE(
-      train(
+      train_migrating(
           migration_sets(dir, "moved"),
           {"pipeline.migrate=[\"32:1>sim:0\",\"32:2>sim:0\",\"32:4>sim:1\",\"64:2>cpu\",\"64:3>sim:1\"]"}) ==
       0);
@@ -76,7 +41,7 @@ TEST_CASE("migrate: lockstep stages moved to sim devices and back end bit-identi
   check_whole_state(still);
   CHECK(differing(still, moved) == 0);
   CHECK(epoch_lines(dir / "still") == epoch_lines(dir / "moved"));
-  check_every_micro_batch(dir / "moved");
+  check_every_backward_once(dir / "moved");
   const auto lines = event_lines(dir / "moved", "migrate");
   REQUIRE(lines.size() == 5);
   const std::vector<std::tuple<int, int, std::string, std::string>> expected = {{32, 1, "cpu", "sim:0"},
@@ -96,6 +61,7 @@ TEST_CASE("migrate: lockstep stages moved to sim devices and back end bit-identi
     CHECK(lines[i]["seconds"].get<double>() >= 0);
     CHECK(lines[i]["tick"].get<int64_t>() > 0);
   }
+  check_state_carried(lines);
   CHECK(lines[0]["tick"] == lines[2]["tick"]);  // one drained point, one tick count
   CHECK(lines[3]["tick"].get<int64_t>() > lines[0]["tick"].get<int64_t>());
   // A stage's state is the same size wherever it runs.
@@ -105,14 +71,15 @@ TEST_CASE("migrate: lockstep stages moved to sim devices and back end bit-identi
 
 TEST_CASE("migrate: stages moved mid-epoch carry their record, the device does not change a bit") {
   PETRA_REQUIRE_FASHION_MNIST();
-  const fs::path dir = scratch("mid");
+  const fs::path dir = migration_scratch("mid");
   // Both runs drain at micro-batch 48 and move stages 1 and 3 there: to the CPU again, or elsewhere.
-  REQUIRE(train(migration_sets(dir, "cpu"), {"pipeline.migrate=[\"48:1>cpu\",\"48:3>cpu\"]"}) == 0);
-  REQUIRE(train(migration_sets(dir, "elsewhere"), {"pipeline.migrate=[\"48:1>sim:1\",\"48:3>sim:0\"]"}) == 0);
+  REQUIRE(train_migrating(migration_sets(dir, "cpu"), {"pipeline.migrate=[\"48:1>cpu\",\"48:3>cpu\"]"}) == 0);
+  REQUIRE(train_migrating(migration_sets(dir, "elsewhere"),
+                          {"pipeline.migrate=[\"48:1>sim:1\",\"48:3>sim:0\"]"}) == 0);
   CHECK(differing(final_weights(dir / "cpu"), final_weights(dir / "elsewhere")) == 0);
   CHECK(epoch_lines(dir / "cpu") == epoch_lines(dir / "elsewhere"));
   // The moved stages' epoch 2 record holds the micro-batches before the move too.
-  check_every_micro_batch(dir / "elsewhere");
+  check_every_backward_once(dir / "elsewhere");
   const auto epochs = event_lines(dir / "elsewhere", "epoch");
   CHECK(epochs[1]["stages"][2]["forwards"] == epochs[1]["stages"][1]["forwards"]);
   CHECK(event_lines(dir / "elsewhere", "migrate").size() == 2);
@@ -121,13 +88,13 @@ TEST_CASE("migrate: stages moved mid-epoch carry their record, the device does n
 
 TEST_CASE("migrate: a stage keeping its inputs (adaptive fallback) moves with its mode and window") {
   PETRA_REQUIRE_FASHION_MNIST();
-  const fs::path dir = scratch("fallback");
+  const fs::path dir = migration_scratch("fallback");
   const std::vector<std::string> fallback = {"training.max_inversion_error=0.002",
                                              "runtime.inversion_sample_every=1"};
-  REQUIRE(train(migration_sets(dir, "still"), fallback) == 0);
+  REQUIRE(train_migrating(migration_sets(dir, "still"), fallback) == 0);
   std::vector<std::string> moved = fallback;
   moved.push_back("pipeline.migrate=[\"32:2>sim:0\",\"64:2>cpu\"]");
-  REQUIRE(train(migration_sets(dir, "moved"), moved) == 0);
+  REQUIRE(train_migrating(migration_sets(dir, "moved"), moved) == 0);
   const auto epochs = event_lines(dir / "still", "epoch");
   REQUIRE(epochs.size() == 3);
   CHECK(epochs[0]["stages"][1]["fallback_forwards"].get<int64_t>() > 0);  // stage 2 did fall back
@@ -145,14 +112,14 @@ TEST_CASE("migrate: a stage keeping its inputs (adaptive fallback) moves with it
 
 TEST_CASE("migrate: a stage moved to other compute threads ends equal to round-off") {
   PETRA_REQUIRE_FASHION_MNIST();
-  const fs::path dir = scratch("threads");
-  REQUIRE(train(migration_sets(dir, "still"), {}) == 0);
-  REQUIRE(train(migration_sets(dir, "threads"), {"pipeline.migrate=[\"64:3>cpu/2\"]"}) == 0);
+  const fs::path dir = migration_scratch("threads");
+  REQUIRE(train_migrating(migration_sets(dir, "still"), {}) == 0);
+  REQUIRE(train_migrating(migration_sets(dir, "threads"), {"pipeline.migrate=[\"64:3>cpu/2\"]"}) == 0);
   const auto lines = event_lines(dir / "threads", "migrate");
   REQUIRE(lines.size() == 1);
   CHECK(lines[0]["from"] == "cpu");
   CHECK(lines[0]["to"] == "cpu/2");
-  check_every_micro_batch(dir / "threads");
+  check_every_backward_once(dir / "threads");
   // Every weight where the run left in place has it, to the round-off of another summation order
   // in its last epoch (a state lost or taken from the wrong stage would be off by far more).
   const trained still = final_weights(dir / "still"), moved = final_weights(dir / "threads");
@@ -175,14 +142,14 @@ TEST_CASE("migrate: a stage moved to other compute threads ends equal to round-o
 TEST_CASE("migrate: a lockstep stage moved to a `petra node` and back ends bit-identical") {
   PETRA_REQUIRE_FASHION_MNIST();
   node_process node;
-  const fs::path dir = scratch("node");
-  REQUIRE(train(migration_sets(dir, "still"), {}) == 0);
-  REQUIRE(train(migration_sets(dir, "moved"), {"pipeline.migrate=[\"32:3>cpu@" + node.address() +
-                                               "\",\"64:3>cpu\",\"64:4>sim:0@" + node.address() + "\"]"}) ==
-          0);
+  const fs::path dir = migration_scratch("node");
+  REQUIRE(train_migrating(migration_sets(dir, "still"), {}) == 0);
+  REQUIRE(train_migrating(migration_sets(dir, "moved"),
+                          {"pipeline.migrate=[\"32:3>cpu@" + node.address() +
+                           "\",\"64:3>cpu\",\"64:4>sim:0@" + node.address() + "\"]"}) == 0);
   CHECK(differing(final_weights(dir / "still"), final_weights(dir / "moved")) == 0);
   CHECK(epoch_lines(dir / "still") == epoch_lines(dir / "moved"));
-  check_every_micro_batch(dir / "moved");
+  check_every_backward_once(dir / "moved");
   const auto lines = event_lines(dir / "moved", "migrate");
   REQUIRE(lines.size() == 3);
   CHECK(lines[0]["to"] == "cpu@" + node.address());
@@ -194,16 +161,15 @@ TEST_CASE("migrate: a lockstep stage moved to a `petra node` and back ends bit-i
 
 TEST_CASE("migrate: what cannot be honoured is refused with exit code 2 before anything is written") {
   PETRA_REQUIRE_FASHION_MNIST();
-  const fs::path dir = scratch("refused");
+  const fs::path dir = migration_scratch("refused");
   const std::string at32 = "pipeline.migrate=[\"32:2>sim:0\"]";
   auto refused = [&](const std::string& name, std::vector<std::string> extra) {
     CAPTURE(name);
-    CHECK(train(migration_sets(dir, name), extra) == 2);
+    CHECK(train_migrating(migration_sets(dir, name), extra) == 2);
     CHECK_FALSE(fs::exists(dir / name));
   };
-  refused("async", {at32, "runtime.mode=async"});
+  refused("async-faults", {at32, "runtime.mode=async", "faults.duplicate=[0,0.1,0,0]"});
   refused("simulate", {at32, "runtime.mode=simulate"});
-  refused("fg", {at32, "training.method=forward_gradient"});
   refused("rebalance", {at32, "pipeline.rebalance=true"});
   refused("stage", {"pipeline.migrate=[\"32:5>sim:0\"]"});
   refused("end", {"pipeline.migrate=[\"96:2>sim:0\"]"});

@@ -25,8 +25,9 @@ namespace fs = std::filesystem;
 /// The tiny preset in lockstep, epochs of 8 micro-batches that drain at their ends: each end is a
 /// point where a requested migration happens. (40 of them: the trainer, stopped as soon as it has
 /// announced itself, is still far from its last when the request is posted.)
-std::vector<std::string> run_sets(const fs::path& dir, const std::string& name, int epochs) {
-  return {"runtime.mode=lockstep",
+std::vector<std::string> run_sets(const fs::path& dir, const std::string& name, int epochs,
+                                  const std::string& mode = "lockstep") {
+  return {"runtime.mode=" + mode,
           "training.epochs=" + std::to_string(epochs),
           "data.train_limit=64",
           "data.test_limit=32",
@@ -154,10 +155,26 @@ TEST_CASE("petra migrate: bad requests are refused with exit code 2 and nothing 
   refused({(dir.path / "nothing").string(), "--stage", "2", "--to", "sim:0"}, "is not a run directory");
   refused({run, "--stage", "2"}, "--to is required");
   // A run that cannot migrate at all says so before asking.
-  petra::train_options async{"tiny", run_sets(dir.path, "async", 1), "", 0};
-  async.sets.push_back("runtime.mode=async");
-  async.sets.push_back("training.drain_at_epoch_end=false");
-  REQUIRE(app::train_command(async) == 0);
-  refused({(dir.path / "async").string(), "--stage", "2", "--to", "sim:0"},
-          "runtime.mode async does not migrate yet");
+  petra::train_options simulated{"tiny", run_sets(dir.path, "simulated", 1, "simulate"), "", 0};
+  REQUIRE(app::train_command(simulated) == 0);
+  refused({(dir.path / "simulated").string(), "--stage", "2", "--to", "sim:0"},
+          "runtime.mode simulate has no stage actors to move");
+}
+
+TEST_CASE("petra migrate moves a stage of a running async training at a drained epoch end") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  scratch dir;
+  const answered a = ask_running(run_sets(dir.path, "moved", 40, "async"), dir.path / "moved", 3, "sim:1");
+  CHECK_MESSAGE(a.code == 0, a.output);
+  CHECK(a.output.find("stage 3 moved from cpu to sim:1") != std::string::npos);
+  const auto lines = event_lines(dir.path / "moved", "migrate");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0]["stage"] == 3);
+  CHECK(lines[0]["request"].is_string());
+  CHECK(lines[0]["position"].get<int64_t>() % 8 == 0);  // an epoch end: a drained point
+  CHECK(lines[0]["restored_checksum"] == lines[0]["checksum"]);
+  const auto epochs = event_lines(dir.path / "moved", "epoch");
+  REQUIRE(epochs.size() == 40);
+  for (const auto& e : epochs)
+    for (const auto& s : e["stages"]) CHECK(s["backwards"] == 8);
 }
