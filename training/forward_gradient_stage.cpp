@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "compute/forward/stacked.hpp"
 #include "compute/pipeline/forward_mode.hpp"
 
 namespace petra {
@@ -37,9 +38,17 @@ forward_gradient_stage::forward_result forward_gradient_stage::forward(
   backend& be = s_.compute_backend();
   forward_result out;
   out.z = s_.forward(x, id, tick);
-  // recompute: batch statistics as in the forward, running ones untouched
-  for (const stage_tangent& t : received)
-    out.tangents.push_back({t.origin, stage_jvp(s_, x, t.direction, pass::recompute).second});
+  if (!received.empty()) {
+    // Every received tangent in one JVP, stacked along the batch: the primal is recomputed once and
+    // each convolution takes all of them in one call (recompute: batch statistics as in the
+    // forward, running ones untouched).
+    std::vector<activation> directions;
+    for (const stage_tangent& t : received) directions.push_back(t.direction);
+    const activation stacked = stage_jvp(s_, x, stack_tangents(be, directions), pass::recompute).second;
+    const int64_t m = static_cast<int64_t>(received.size());
+    for (int64_t g = 0; g < m; ++g)
+      out.tangents.push_back({received[static_cast<std::size_t>(g)].origin, tangent_group(stacked, g, m)});
+  }
   if (last_) return out;  // the tangents are the logits': the loss turns them into derivatives
   if (options_.needs_aux_head() && labels.size() != static_cast<std::size_t>(x.batch()))
     throw std::invalid_argument("forward_gradient: stage " + std::to_string(index_ + 1) + " got " +
