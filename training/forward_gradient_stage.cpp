@@ -37,14 +37,21 @@ forward_gradient_stage::forward_result forward_gradient_stage::forward(
     const std::function<activation(const activation& z)>& guess_for) {
   backend& be = s_.compute_backend();
   forward_result out;
-  out.z = s_.forward(x, id, tick);
-  if (!received.empty()) {
-    // Every received tangent in one JVP, stacked along the batch: the primal is recomputed once and
-    // each convolution takes all of them in one call (recompute: batch statistics as in the
-    // forward, running ones untouched).
+  if (received.empty()) {
+    out.z = s_.forward(x, id, tick);
+  } else {
+    // The training forward is the JVP along every received tangent at once, stacked along the batch:
+    // the blocks run once (the primal bit for bit the forward's, running statistics updated once),
+    // each convolution takes all the tangents in one call.
     std::vector<activation> directions;
     for (const stage_tangent& t : received) directions.push_back(t.direction);
-    const activation stacked = stage_jvp(s_, x, stack_tangents(be, directions), pass::recompute).second;
+    activation stacked;
+    out.z = s_.forward_with(x, id, tick, [&](const activation& in) {
+      auto [y, y_dot] =
+          jvp_through(s_.blocks(), 0, s_.blocks().size(), in, stack_tangents(be, directions), pass::train);
+      stacked = std::move(y_dot);
+      return y;
+    });
     const int64_t m = static_cast<int64_t>(received.size());
     for (int64_t g = 0; g < m; ++g)
       out.tangents.push_back({received[static_cast<std::size_t>(g)].origin, tangent_group(stacked, g, m)});

@@ -1,5 +1,6 @@
-// A forward-gradient stage carries every tangent it receives through itself in one stacked JVP:
-// each comes out as the stage's JVP along it alone would give, in order, under its own origin.
+// A forward-gradient stage carries every tangent it receives through itself in one stacked JVP, its
+// training forward: each tangent comes out as the stage's JVP along it alone would give, in order,
+// under its own origin, and the output and running statistics are a plain forward's.
 #include <doctest/doctest.h>
 
 #include "compute/pipeline/forward_mode.hpp"
@@ -46,5 +47,15 @@ TEST_CASE("a stage with 3 received tangents: one stacked pass = three JVPs alone
       check_groups(*f.be, r.tangents[g].direction, std::vector<activation>{alone}, match::close);
     }
     if (!last) CHECK(r.tangents[3].origin == static_cast<int32_t>(j));
+
+    // The pass that carried them is the training forward: its output and the running statistics it
+    // leaves are a plain forward's, bit for bit (updated once).
+    pipeline_fixture twin(m, 0.1, 1);
+    const activation z = twin.stages[j]->forward(x, 0, 0);
+    check_groups(*f.be, r.z, std::vector<activation>{z}, match::bits);
+    const std::vector<buffer_ref> mine = s.buffers(), plain = twin.stages[j]->buffers();
+    REQUIRE(mine.size() == plain.size());
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      CHECK(mine[i].value->to_vector() == plain[i].value->to_vector());
   }
 }
