@@ -25,6 +25,7 @@ struct loader_actor_state {
   std::shared_ptr<training::trace_recorder> trace;
   training::trace_track track;
   bool lockstep = true;
+  bool labels_to_stages = false;  // forward_gradient's auxiliary heads: labels beside the images too
   forward_sink first_stage;
   loss_actor loss;
   int64_t window = 1;
@@ -77,7 +78,7 @@ forward_data next_tick(self_ptr self) {
     const int64_t id = in.train.id;
     out.s.micro_batch = id;
     out.x = std::move(in.train.images);
-    out.labels = in.train.labels;  // forward_gradient: for the stages' auxiliary heads (a few bytes)
+    if (st.labels_to_stages) out.labels = in.train.labels;
     self->send(st.loss, labels_data{id, std::move(in.train.labels)});
     if (st.trace && st.trace->records(id)) {
       const auto end = training::trace_clock::now();
@@ -115,6 +116,7 @@ void reissue(self_ptr self, const recovery_order& order) {
     out.s.micro_batch = mb->id;
     out.s.phase = st.plan.phase;
     out.x = std::move(mb->images);
+    if (st.labels_to_stages) out.labels = mb->labels;
     self->send(st.loss, labels_data{mb->id, std::move(mb->labels)});
     st.ready.push_front(std::move(out));
   }
@@ -173,12 +175,14 @@ void feed_while_credit(self_ptr self) {
 
 loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_feed> feed,
                                             std::shared_ptr<data_feed> waves, bool lockstep,
+                                            bool labels_to_stages,
                                             std::shared_ptr<training::trace_recorder> trace) {
   self->state.feed = std::move(feed);
   self->state.waves = std::move(waves);
   if (trace) self->state.track = trace->track("coordinator", "loader");
   self->state.trace = std::move(trace);
   self->state.lockstep = lockstep;
+  self->state.labels_to_stages = labels_to_stages;
   return {
       [=](loader_links& links) {
         auto& st = self->state;
@@ -261,9 +265,10 @@ loader_actor::behavior_type loader_behavior(self_ptr self, std::shared_ptr<data_
 
 messages::loader_actor spawn_loader_actor(caf::actor_system& sys, std::shared_ptr<data_feed> feed,
                                           std::shared_ptr<data_feed> waves, config::runtime_mode mode,
+                                          bool labels_to_stages,
                                           std::shared_ptr<training::trace_recorder> trace) {
   return sys.spawn(loader_behavior, std::move(feed), std::move(waves), mode == config::runtime_mode::lockstep,
-                   std::move(trace));
+                   labels_to_stages, std::move(trace));
 }
 
 }  // namespace petra

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "actors/control.hpp"
+#include "compute/forward/stacked.hpp"
 #include "compute/pipeline/fg_stage.hpp"
 #include "messages/errors.hpp"
 #include "training/loss_cut.hpp"
@@ -60,15 +61,27 @@ loss_data compute_loss(loss_actor_state& st, const stamp& s, const tensor& logit
 /// stage whose guess it carries, for the tick after the logits' (the only message upstream).
 void send_derivatives(self_ptr self, const logits_data& in, const tensor& dlogits) {
   auto& st = self->state;
+  if (in.tangents.empty()) return;
+  std::vector<tensor> logits_dots;
   for (const stage_tangent& t : in.tangents) {
     if (t.origin < 0 || static_cast<std::size_t>(t.origin) >= st.stage_sinks.size())
       throw std::invalid_argument("logits of micro-batch " + std::to_string(in.s.micro_batch) +
                                   " carry a tangent of stage " + std::to_string(t.origin + 1) + " of " +
                                   std::to_string(st.stage_sinks.size()));
+    logits_dots.push_back(t.direction.x1);
+  }
+  // Every tangent in one product with the loss gradient: stacked along the batch (no copy when they
+  // arrive back to back, as the last stage's stacked pass leaves them in one process).
+  const std::vector<float> all =
+      loss_derivatives(*st.device, dlogits, stack_batches(*st.device, logits_dots));
+  const auto n = static_cast<std::ptrdiff_t>(dlogits.dim(0));
+  for (std::size_t g = 0; g < in.tangents.size(); ++g) {
     stamp s = in.s;
     ++s.tick;
-    self->send(st.stage_sinks[static_cast<std::size_t>(t.origin)],
-               derivatives_data{s, t.origin, loss_derivatives(*st.device, dlogits, t.direction.x1)});
+    const auto first = all.begin() + static_cast<std::ptrdiff_t>(g) * n;
+    const int32_t origin = in.tangents[g].origin;
+    self->send(st.stage_sinks[static_cast<std::size_t>(origin)],
+               derivatives_data{s, origin, std::vector<float>(first, first + n)});
   }
 }
 

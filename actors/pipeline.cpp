@@ -93,7 +93,10 @@ void actor_pipeline::build() {
   // With per-step metrics the loss actor reports every optimizer step's micro-batches.
   const int64_t progress_every = config_.output.metrics_every_steps > 0 ? config_.training.accumulation : 16;
   loss_ = spawn_loss_actor(sys, loss_device_, progress_every, trace_, count);
-  loader_ = spawn_loader_actor(sys, feed_, waves_, config_.runtime.mode, trace_);
+  const method_options method = method_for(config_.training);
+  const bool labels_to_stages =  // the auxiliary heads' local losses
+      method.kind == method_kind::forward_gradient && method.forward_gradient.needs_aux_head();
+  loader_ = spawn_loader_actor(sys, feed_, waves_, config_.runtime.mode, labels_to_stages, trace_);
   const bool backprop = config_.training.method == config::training_method::backprop;
   const int32_t credits = backprop                      ? 1
                           : config_.runtime.credits > 0 ? config_.runtime.credits

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "compute/forward/stacked.hpp"
 #include "compute/pipeline/forward_mode.hpp"
 #include "training/simulator.hpp"
 
@@ -55,12 +56,21 @@ activation forward_gradient::forward(std::size_t j, const activation& x, int64_t
 }
 
 void forward_gradient::loss_derivatives(int64_t id, const tensor& dlogits, backend& loss) {
+  if (at_loss_.empty()) return;
   backend& last = compute_.back()->compute_backend();
-  for (const stage_tangent& t : at_loss_) {
-    derivatives d{id, petra::loss_derivatives(loss, dlogits, hand_over(t.direction, last, loss).x1)};
+  // Every logits tangent in one product with the loss gradient, as the loss actor does: stacked (a
+  // view when the last stage's stacked pass left them back to back) and handed over once.
+  std::vector<tensor> logits_dots;
+  for (const stage_tangent& t : at_loss_) logits_dots.push_back(t.direction.x1);
+  const tensor stacked = hand_over(activation{stack_batches(last, logits_dots), {}}, last, loss).x1;
+  const std::vector<float> all = petra::loss_derivatives(loss, dlogits, stacked);
+  const auto n = static_cast<std::ptrdiff_t>(dlogits.dim(0));
+  for (std::size_t g = 0; g < at_loss_.size(); ++g) {
+    const auto first = all.begin() + static_cast<std::ptrdiff_t>(g) * n;
+    derivatives d{id, std::vector<float>(first, first + n)};
     ++traffic_.upstream_messages;
     traffic_.upstream_bytes += static_cast<int64_t>(d.per_sample.size() * sizeof(float));
-    arriving_[static_cast<std::size_t>(t.origin)] = std::move(d);
+    arriving_[static_cast<std::size_t>(at_loss_[g].origin)] = std::move(d);
   }
   at_loss_.clear();
 }

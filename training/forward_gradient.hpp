@@ -3,8 +3,9 @@
 //
 // Schedule. Stage j's forward at tick t computes z_j, its auxiliary head's loss ℓ_j (trained there),
 // and its guess G̃_j; the tangents of every earlier stage ride forward with the activation, each later
-// stage carrying them through itself by forward mode (one JVP per tangent: stage k runs k − 1 of them;
-// they cannot share a pass, since batch-norm's tangent depends on its own batch's statistics). The
+// stage carrying them through itself by forward mode in one JVP, its k − 1 tangents stacked along the
+// batch (compute/forward/stacked.hpp: one primal, one call per convolution for all of them; batch
+// norm's tangent, which depends on its own batch's statistics, goes per group). The
 // last stage J, at tick t + (J − j), computes its loss and, per tangent, the per-sample derivatives
 // d_n = ⟨∇_{z_j} L, G̃_j⟩ (L the micro-batch's mean loss), and sends each stage its vector of B floats,
 // the only upstream message (the loss computes them from its gradient of the logits and the logits'

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "compute/forward/stacked.hpp"
 #include "compute/pipeline/forward_mode.hpp"
 
 namespace petra {
@@ -36,10 +37,25 @@ forward_gradient_stage::forward_result forward_gradient_stage::forward(
     const std::function<activation(const activation& z)>& guess_for) {
   backend& be = s_.compute_backend();
   forward_result out;
-  out.z = s_.forward(x, id, tick);
-  // recompute: batch statistics as in the forward, running ones untouched
-  for (const stage_tangent& t : received)
-    out.tangents.push_back({t.origin, stage_jvp(s_, x, t.direction, pass::recompute).second});
+  if (received.empty()) {
+    out.z = s_.forward(x, id, tick);
+  } else {
+    // The training forward is the JVP along every received tangent at once, stacked along the batch:
+    // the blocks run once (the primal bit for bit the forward's, running statistics updated once),
+    // each convolution takes all the tangents in one call.
+    std::vector<activation> directions;
+    for (const stage_tangent& t : received) directions.push_back(t.direction);
+    activation stacked;
+    out.z = s_.forward_with(x, id, tick, [&](const activation& in) {
+      auto [y, y_dot] =
+          jvp_through(s_.blocks(), 0, s_.blocks().size(), in, stack_tangents(be, directions), pass::train);
+      stacked = std::move(y_dot);
+      return y;
+    });
+    const int64_t m = static_cast<int64_t>(received.size());
+    for (int64_t g = 0; g < m; ++g)
+      out.tangents.push_back({received[static_cast<std::size_t>(g)].origin, tangent_group(stacked, g, m)});
+  }
   if (last_) return out;  // the tangents are the logits': the loss turns them into derivatives
   if (options_.needs_aux_head() && labels.size() != static_cast<std::size_t>(x.batch()))
     throw std::invalid_argument("forward_gradient: stage " + std::to_string(index_ + 1) + " got " +

@@ -31,8 +31,9 @@ class forward_gradient_stage {
     activation z;                         // the stage's output
     std::vector<stage_tangent> tangents;  // what goes on beside z (the last stage: the logits' tangents)
   };
-  /// The training forward of micro-batch `id` at `tick`: z = F_j(x), every received tangent carried
-  /// through the stage by forward mode (batch statistics as in the forward, running ones untouched);
+  /// The training forward of micro-batch `id` at `tick`: z = F_j(x) and every received tangent
+  /// carried through the stage in the same pass, by forward mode, all of them stacked along the batch
+  /// (each tangent's batch statistics those of the forward, running ones updated once);
   /// before the last stage also the auxiliary head's step on z and the stage's guess G̃_j, kept for
   /// its backward and, with a global target, sent on as one more tangent. `guess_for` (tests)
   /// replaces the guess.

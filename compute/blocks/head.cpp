@@ -44,14 +44,15 @@ std::pair<activation, activation> head_block::jvp_impl(const activation& x, cons
                                                        tape* t, const parameter_tangents& theta_dot) {
   expect_streams(*this, x, true, "input");
   const int64_t n = x.x1.dim(0), c = x.x1.dim(1);
-  if (t) t->push(x.x1);  // as forward: the backward needs the shape only
-  auto pool = [&](const tensor& stream) {
-    return stream.defined() ? be_.global_avg_pool_forward(stream).reshaped({n, c, 1, 1}) : tensor{};
+  if (t) t->push(x.x1);                    // as forward: the backward needs the shape only
+  auto pool = [&](const tensor& stream) {  // a stacked tangent keeps its m·n samples
+    return stream.defined() ? be_.global_avg_pool_forward(stream).reshaped({stream.dim(0), c, 1, 1})
+                            : tensor{};
   };
   const tensor pooled = be_.concat_channels(pool(x.x1), pool(x.x2)).reshaped({n, 2 * c});
   tensor pooled_dot =
       concat_channels_tangent(be_, pool(x_dot.x1), {n, c, 1, 1}, pool(x_dot.x2), {n, c, 1, 1});
-  if (pooled_dot.defined()) pooled_dot = pooled_dot.reshaped({n, 2 * c});
+  if (pooled_dot.defined()) pooled_dot = pooled_dot.reshaped({pooled_dot.dim(0), 2 * c});
   auto [logits, logits_dot] = fc_.jvp(pooled, pooled_dot, t, theta_dot);
   return {{logits, tensor{}}, {logits_dot, tensor{}}};
 }

@@ -1,6 +1,9 @@
 // Forward mode of the backend's ops: the tangent ẏ of each op's output along the tangents of its
 // inputs, composed from backend ops so that every backend has it. An undefined tangent is zero,
 // both ways: an op whose input tangents are all zero returns an undefined ẏ, and nothing is spent.
+// An input tangent may stack m tangents of the primal along the batch (m·N samples, group g the
+// g-th tangent: compute/forward/stacked.hpp); ẏ then stacks the m output tangents in that order,
+// each as if computed alone. A parameter tangent θ̇ belongs to every group (its term is repeated).
 #pragma once
 
 #include <cstdint>
@@ -53,7 +56,8 @@ struct loss_jvp {
   float loss = 0.f;  // the mean over the batch, ℓ = (1/N) Σ_n ℓ_n, ℓ_n = logsumexp(z_n) − z_n[label_n]
   int64_t correct = 0;             // argmax hits
   std::vector<double> per_sample;  // ℓ̇_n = ⟨softmax(z_n) − onehot(label_n), ż_n⟩, one per sample
-  /// ℓ̇ = (1/N) Σ_n ℓ̇_n, the derivative of the mean loss.
+                                   // (m·N of them, group by group, for m stacked tangents)
+  /// ℓ̇ = (1/N) Σ_n ℓ̇_n, the derivative of the mean loss (the mean of the m groups' when stacked).
   double mean() const;
 };
 /// ℓ and ℓ̇ per sample; the dot products run on the host, in double (N·K values: logits are small).

@@ -66,18 +66,21 @@ activation project_on_guess(backend& be, const activation& guess, const std::vec
 }
 
 std::vector<float> loss_derivatives(backend& be, const tensor& dlogits, const tensor& logits_dot) {
-  if (dlogits.shape() != logits_dot.shape() || dlogits.shape().size() != 2)
+  if (dlogits.shape().size() != 2 || logits_dot.shape().size() != 2 || dlogits.dim(0) == 0 ||
+      logits_dot.dim(1) != dlogits.dim(1) || logits_dot.dim(0) == 0 ||
+      logits_dot.dim(0) % dlogits.dim(0) != 0)
     throw std::invalid_argument("loss_derivatives: logits tangent " + logits_dot.shape_str() +
                                 " must have the shape (N, classes) of the loss gradient " +
-                                dlogits.shape_str());
+                                dlogits.shape_str() + ", or stack m of them along the batch");
   const tensor g = be.to_host(dlogits), t = be.to_host(logits_dot);
-  const int64_t n = g.dim(0), classes = g.dim(1);
-  std::vector<float> out(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
+  const int64_t n = g.dim(0), classes = g.dim(1), rows = t.dim(0);
+  std::vector<float> out(static_cast<std::size_t>(rows));
+  for (int64_t row = 0; row < rows; ++row) {  // row = g·N + i: sample i of the g-th tangent
+    const float* gradient = g.data() + (row % n) * classes;
+    const float* tangent = t.data() + row * classes;
     double sum = 0;
-    for (int64_t k = i * classes; k < (i + 1) * classes; ++k)
-      sum += static_cast<double>(g.data()[k]) * t.data()[k];
-    out[static_cast<std::size_t>(i)] = static_cast<float>(sum);
+    for (int64_t k = 0; k < classes; ++k) sum += static_cast<double>(gradient[k]) * tangent[k];
+    out[static_cast<std::size_t>(row)] = static_cast<float>(sum);
   }
   return out;
 }

@@ -20,7 +20,8 @@ activation project_on_guess(backend& be, const activation& guess, const std::vec
 
 /// d_n = ⟨∇_{logits_n} L, ż_n⟩ per sample n for the mean loss L, from its gradient `dlogits` (what the
 /// loss gives the last stage, (softmax − onehot)/N) and a logits tangent ż: the vector each stage's
-/// derivatives message carries. Computed on the host in double, whatever made the tensors.
+/// derivatives message carries. Computed on the host in double, whatever made the tensors. A logits
+/// tangent of m·N rows stacks m of them (compute/forward/stacked.hpp): m·N values, group by group.
 std::vector<float> loss_derivatives(backend& be, const tensor& dlogits, const tensor& logits_dot);
 
 /// N(0, 1) noise of `like`'s shape, drawn from (seed, stage, micro-batch id) alone: the same guess

@@ -51,9 +51,20 @@ activation stage::forward(const activation& x, int64_t id, int64_t tick) {
     outstanding_.push_back({id, weight_version(), tick, {}, false});
     return h;
   }
+  return forward_with(x, id, tick, [this](const activation& in) {
+    activation h = in;
+    for (auto& b : blocks_) h = b->forward(h, pass::train, nullptr);
+    return h;
+  });
+}
+
+activation stage::forward_with(const activation& x, int64_t id, int64_t tick,
+                               const std::function<activation(const activation&)>& through) {
+  if (options_.taped)
+    throw std::logic_error("stage " + std::to_string(index_) +
+                           ": forward_with on a backprop stage, whose forward keeps its tape");
   if (options_.stash_weights) stash_current_weights();
-  activation h = x;
-  for (auto& b : blocks_) h = b->forward(h, pass::train, nullptr);
+  activation h = through(x);
   // The mode is decided per forward, and the entry records it: its backward follows it whatever the
   // fallback decides meanwhile.
   const bool keep = options_.keep_inputs || fallback_.keeping();

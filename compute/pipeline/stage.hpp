@@ -67,6 +67,11 @@ class stage {
   /// The training forward of micro-batch `id` at `tick` (batch statistics; running statistics
   /// updated once). The tick is the runtime's clock (lockstep tick, or this stage's forward count).
   activation forward(const activation& x, int64_t id, int64_t tick);
+  /// forward() with the blocks run by `through` (x → their output in a training pass that leaves the
+  /// running statistics as the forward does; forward mode carrying tangents beside it, for one), so
+  /// a forward that computes more than the output runs the blocks once. Not for a taped stage.
+  activation forward_with(const activation& x, int64_t id, int64_t tick,
+                          const std::function<activation(const activation&)>& through);
 
   struct backward_result {
     activation input;  // rebuilt input (exact: the kept one); undefined for a taped stage
