@@ -4,6 +4,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <algorithm>
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
 #include <fstream>
@@ -78,6 +79,13 @@ caf_config::caf_config(int scheduler_threads) {
   // coordinator's mailbox grew all along. One message per turn: each turn is a compute step (ms)
   // against a requeue of a few hundred ns.
   set("scheduler.max-throughput", static_cast<size_t>(1));
+  // No BASP workers: a message from another process is deserialized on the network thread, not by a
+  // worker queued on the scheduler behind compute-bound stages. CAF delivers a connection's messages
+  // in order, so with a worker a heartbeat waited behind every tensor before it, and each of those for
+  // a scheduler thread: a `petra node` with one scheduler thread whose stage computed for seconds
+  // answered nothing meanwhile and was declared lost while alive (runtime.heartbeat_timeout).
+  // Deserializing a tensor is one copy of its block, which the network thread affords.
+  set("middleman.workers", static_cast<size_t>(0));
   set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
   set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(10)});
 }
@@ -91,6 +99,17 @@ caf_config::caf_config(int scheduler_threads, const config::tls_config& tls) : c
   openssl_certificate = tls.cert;
   openssl_key = tls.key;
   openssl_cafile = tls.ca;
+}
+
+caf_config::caf_config(int scheduler_threads, const config::tls_config& tls, double heartbeat_timeout_s)
+    : caf_config(scheduler_threads, tls) {
+  // CAF's own silence check (middleman.connection-timeout, 10 s above) and the heartbeats raced for a
+  // hung node at the default timeout of 10 s: when CAF's came first, the node's stage was merely
+  // "lost" (remote_link_unreachable), the node was never declared lost, and the stop order could no
+  // longer reach it. Twice the timeout leaves the heartbeats (timeout + one interval) the first word.
+  const auto heartbeats = std::chrono::duration<double>(2 * heartbeat_timeout_s);
+  set("middleman.connection-timeout", std::max(caf::timespan{std::chrono::seconds(10)},
+                                               std::chrono::duration_cast<caf::timespan>(heartbeats)));
 }
 
 }  // namespace petra

@@ -18,6 +18,10 @@ class caf_config : public caf::actor_system_config {
   /// tls.ca (openssl.certificate / openssl.key / openssl.cafile): every TLS peer must present a
   /// certificate signed by tls.ca. Throws std::invalid_argument naming a missing or unreadable file.
   caf_config(int scheduler_threads, const config::tls_config& tls);
+  /// The coordinator's: as above, and CAF closes a connection only after it was silent for longer
+  /// than the heartbeats take to declare its node lost (runtime.heartbeat_timeout), so that a hung node
+  /// is declared lost and fenced (over that connection) rather than found gone first.
+  caf_config(int scheduler_threads, const config::tls_config& tls, double heartbeat_timeout_s);
 };
 
 /// Throws std::invalid_argument unless cert, key and ca are all set (or all empty) and each names a

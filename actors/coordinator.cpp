@@ -48,7 +48,7 @@ class actor_runtime : public pipeline_runtime {
         per_epoch_(data.train_feed->micro_batches_per_epoch()),
         wave_size_(data.wave_feed->micro_batches_per_epoch()),
         trace_(make_recorder(c, per_epoch_)),
-        caf_(c.runtime.threads, c.tls),
+        caf_(c.runtime.threads, c.tls, c.runtime.heartbeat_timeout),
         system_(caf_),
         control_(system_, std::chrono::seconds(c.faults.stall_seconds)),
         pipeline_(c, optimizer, data.train_feed, data.wave_feed, control_, trace_),
@@ -122,8 +122,22 @@ class actor_runtime : public pipeline_runtime {
           if (extra > 0) failure.not_local = "lockstep link delays shift the ticks";
           const bool fg = config_.training.method == config::training_method::forward_gradient;
           if (fg) failure.not_local = "forward gradients' stages hold guesses a rebuilt stage does not have";
-          if (extra > 0 || fg || !recover_stages(pipeline_, control_, failure, plan, lockstep, request))
+          if (extra > 0 || fg) throw;
+          bool recovered = false;
+          try {
+            recovered = recover_stages(pipeline_, control_, failure, plan, lockstep, request);
+          } catch (run_failure& during) {
+            // Every global rollback says why it was not a local one: here a second failure broke
+            // off the rebuilding of the first's stages.
+            if (during.not_local.empty())
+              during.not_local =
+                  std::string("it came during the stage-local recovery from \"") + failure.what() + "\"";
             throw;
+          }
+          if (!recovered) {
+            if (failure.not_local.empty()) failure.not_local = "faults.recovery: global";
+            throw;
+          }
         }
       }
       static_cast<run_totals&>(out) =
@@ -155,6 +169,11 @@ class actor_runtime : public pipeline_runtime {
                      {{"epoch", request.epoch}, {"micro_batches", request.count}});
       return out;
     } catch (run_failure& failure) {
+      if (failure.not_local.empty())
+        failure.not_local =
+            config_.faults.recovery == config::recovery_scope::global
+                ? "faults.recovery: global"
+                : "it came while the phase was starting or ending, not while its stages trained";
       if (failure.kind() == failure_kind::injected_crash) pipeline_.crash_fired();
       if (failure.faults.empty()) failure.faults = control_.faults();  // a stall's: counted until now
       for (std::size_t j = 0; j < failure.faults.size(); ++j)

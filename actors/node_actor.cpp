@@ -3,10 +3,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <caf/all.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "actors/stage_actor.hpp"
@@ -20,19 +23,52 @@ namespace {
 using namespace messages;
 using namespace atoms;
 
+/// The stages this node built for one run (one coordinator process), while they live.
+using run_stages = std::map<caf::node_id, std::vector<stage_actor>>;
+
 struct node_state {
   // Kept alive here; they die with the node. Shared with the exit hook, which runs after the
   // state is gone.
-  std::shared_ptr<std::vector<stage_actor>> stages = std::make_shared<std::vector<stage_actor>>();
+  std::shared_ptr<run_stages> runs = std::make_shared<run_stages>();
+  std::set<caf::actor_addr> coordinators;           // monitored: one per run, its trainer
   std::string name;                                 // "node 127.0.0.1:7001", on the timeline
   std::shared_ptr<training::trace_recorder> trace;  // the stages' timeline (output.trace), until exported
 };
 
+/// Stops the stages of the run at `run`; returns how many were still running.
+std::size_t stop_run(node_state& st, const caf::node_id& run) {
+  auto it = st.runs->find(run);
+  if (it == st.runs->end()) return 0;
+  const std::size_t count = it->second.size();
+  for (auto& s : it->second) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  st.runs->erase(it);
+  return count;
+}
+
 node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self, std::string name,
                                         std::function<void()> on_fenced) {
   self->state.name = std::move(name);
-  self->attach_functor([stages = self->state.stages] {
-    for (auto& s : *stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  self->attach_functor([runs = self->state.runs] {
+    for (auto& [run, stages] : *runs)
+      for (auto& s : stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  });
+  // A stage that ended is forgotten; a run whose coordinator is gone (its process ended, or the
+  // connection closed: CAF's silence check, or this node woken up after a hang the coordinator gave
+  // up on) cannot reach its stages any more, and whatever they would do is stale: they are stopped,
+  // and the node goes on listening for the next run.
+  self->set_down_handler([=](caf::down_msg& down) {
+    auto& st = self->state;
+    for (auto& [run, stages] : *st.runs)
+      stages.erase(std::remove_if(stages.begin(), stages.end(),
+                                  [&](const stage_actor& s) { return s.address() == down.source; }),
+                   stages.end());
+    if (st.coordinators.erase(down.source) == 0) return;
+    if (const std::size_t stopped = stop_run(st, down.source.node()); stopped > 0)
+      std::fprintf(stderr,
+                   "%s: the coordinator at %s is gone (%s) while %zu of its stage(s) ran here: stopped them; "
+                   "listening for the next run\n",
+                   st.name.c_str(), caf::to_string(down.source.node()).c_str(),
+                   self->system().render(down.reason).c_str(), stopped);
   });
   return {
       [=](const spawn_stage& request) -> caf::result<stage_actor> {
@@ -58,7 +94,13 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
           auto s = spawn_stage_actor(
               self->system(), make_stage_context(c, placed[index], index, static_cast<int32_t>(sizes.size()),
                                                  c.output.trace ? st.trace : nullptr, st.name));
-          self->state.stages->push_back(s);
+          // The run is its coordinator's process: the sender of this request is its trainer.
+          const caf::strong_actor_ptr& sender = self->current_sender();
+          const caf::node_id run = sender ? sender->node() : caf::node_id{};
+          (*st.runs)[run].push_back(s);
+          self->monitor(s);
+          if (sender && st.coordinators.insert(caf::actor_cast<caf::actor_addr>(sender)).second)
+            self->monitor(sender);
           return s;
         } catch (const std::exception& e) {
           return caf::make_error(petra_errc::bad_request, std::string("node cannot build stage ") +
@@ -76,13 +118,24 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
       [=](atoms::heartbeat_atom) { return atoms::heartbeat_atom_v; },
       [=](atoms::fence_atom) {
         // The coordinator declared this node lost while it was silent (stopped, frozen) and moved
-        // its stages elsewhere: whatever they would still do is stale. Stop them, and the process.
+        // its stages elsewhere: whatever they would still do is stale. Stop them; the process ends
+        // unless it holds stages of other runs (other coordinators), which go on.
+        auto& st = self->state;
+        const caf::strong_actor_ptr& sender = self->current_sender();
+        const std::size_t stopped = stop_run(st, sender ? sender->node() : caf::node_id{});
+        std::size_t others = 0;
+        for (const auto& [run, stages] : *st.runs) others += stages.empty() ? 0 : 1;
+        if (others > 0) {
+          std::fprintf(stderr,
+                       "%s: fenced by one run (its coordinator declared this node lost while it was silent): "
+                       "stopped its %zu stage(s); still serving %zu other run(s)\n",
+                       st.name.c_str(), stopped, others);
+          return;
+        }
         std::fprintf(stderr,
                      "%s: fenced (the coordinator declared this node lost while it was silent): "
-                     "stopping its stages and exiting\n",
-                     self->state.name.c_str());
-        for (auto& s : *self->state.stages) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
-        self->state.stages->clear();
+                     "stopped its %zu stage(s); exiting\n",
+                     st.name.c_str(), stopped);
         if (on_fenced) on_fenced();
       },
       [=](const kill_node& order) {

@@ -10,9 +10,11 @@
 
 namespace petra {
 
-/// `name` is how the node's stages appear on a timeline ("node 127.0.0.1:7001"). `on_fenced` is
-/// called when the coordinator declared the node lost (it was silent) and told it to stop, once
-/// its stages are stopped: the process should end.
+/// `name` is how the node's stages appear on a timeline ("node 127.0.0.1:7001"). Its stages are kept
+/// per run (the coordinator process that asked for them). `on_fenced` is called when a coordinator
+/// declared the node lost (it was silent) and told it to stop, once that run's stages are stopped
+/// and no other run's remain: the process should end. A run whose coordinator is gone has its stages
+/// stopped, and the node serves the next.
 messages::node_actor spawn_node_actor(caf::actor_system& sys, std::string name,
                                       std::function<void()> on_fenced);
 

@@ -1,6 +1,7 @@
 // `petra node`: a process that hosts stage actors for a coordinator. It binds loopback unless
 // told otherwise; beyond loopback it requires TLS (--tls-cert/--tls-key/--tls-ca: both sides present
-// a certificate signed by that CA). It serves until SIGINT/SIGTERM, or until its coordinator fences it.
+// a certificate signed by that CA). It serves until SIGINT/SIGTERM, or until a coordinator fences it
+// while it holds no other run's stages.
 #include <pthread.h>
 #include <unistd.h>
 

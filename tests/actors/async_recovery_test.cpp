@@ -30,7 +30,7 @@ TEST_CASE(
   REQUIRE(app::train_command(run) == 0);
   const auto failures = event_lines(dir / "crashed", "failure");
   REQUIRE(failures.size() == 1);
-  CHECK(failures[0]["recovery"] == "global");
+  CHECK(failures[0]["recovery"] == "global (faults.recovery: global)");
   CHECK(failures[0]["restored_from"] == "snapshot");
   const int64_t replayed = failures[0]["replayed_micro_batches"].get<int64_t>();
   CHECK_MESSAGE((replayed == 64 - 40 || replayed == 64 - 50), replayed);  // from a cut, not from 32

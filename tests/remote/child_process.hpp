@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
 #include <chrono>
@@ -194,7 +195,9 @@ class node_child {
 
  private:
   static std::vector<std::string> with_binary(const std::vector<std::string>& flags) {
-    std::vector<std::string> argv{PETRA_BINARY, "node", "--threads", "2"};
+    std::vector<std::string> argv{PETRA_BINARY, "node"};
+    if (std::find(flags.begin(), flags.end(), "--threads") == flags.end())
+      argv.insert(argv.end(), {"--threads", "2"});
     argv.insert(argv.end(), flags.begin(), flags.end());
     return argv;
   }

@@ -9,8 +9,7 @@
 
 #include "actors/heartbeat.hpp"
 #include "compute/serialize/safetensors.hpp"
-#include "tests/remote/child_process.hpp"
-#include "tests/skip.hpp"
+#include "tests/remote/hang_runs.hpp"
 
 using namespace petra;
 using namespace petra::testing;
@@ -21,11 +20,6 @@ constexpr double timeout_s = 2;  // runtime.heartbeat_timeout of these runs
 // What a loaded machine may add to the detection: the heartbeat round's own delay, the failure's way
 // to the trainer thread and its line to this test.
 constexpr double slack_s = 5;
-
-void require_fashion_mnist() {
-  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
-    PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
-}
 
 /// `petra train` of the tiny model, lockstep, one epoch of 1024 micro-batches, stage 2 on `node`,
 /// recovered onto `spare` when it is lost (`recovery`: faults.recovery).
@@ -51,29 +45,6 @@ std::vector<std::string> train_argv(const temp_dir& runs, const std::string& nam
   return argv;
 }
 
-/// Waits (bounded) until the run's metrics.jsonl holds a step line: its stages are training.
-void await_training(const temp_dir& runs, const std::string& name) {
-  const auto deadline = std::chrono::steady_clock::now() + 120s;
-  const auto metrics = runs.path() / name / "metrics.jsonl";
-  while (read_file_text(metrics.string()).find("\"event\":\"step\"") == std::string::npos) {
-    REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
-                    "no step line in " << metrics << " after 120 s");
-    std::this_thread::sleep_for(20ms);
-  }
-}
-
-/// Reads the run's stdout until a line holds `text` (bounded); the lines read go to `log`.
-bool await_line(child_process& run, const std::string& text, std::string& log, std::chrono::seconds within) {
-  const auto deadline = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < deadline) {
-    const auto line = run.read_line(1000ms);
-    if (!line) continue;
-    log += *line + "\n";
-    if (line->find(text) != std::string::npos) return true;
-  }
-  return false;
-}
-
 int differing_tensors(const std::string& a, const std::string& b) {
   const auto x = load_safetensors(a).tensors, y = load_safetensors(b).tensors;
   REQUIRE(x.size() == y.size());
@@ -88,7 +59,7 @@ int differing_tensors(const std::string& a, const std::string& b) {
 }  // namespace
 
 TEST_CASE("a node stopped mid-run (SIGSTOP) is declared lost within heartbeat_timeout + one heartbeat") {
-  require_fashion_mnist();
+  PETRA_REQUIRE_FASHION_MNIST();
   temp_dir runs("hang");
   node_child hung({"--listen", "127.0.0.1:0"}, (runs.path() / "hung.stderr").string());
   node_child spare({"--listen", "127.0.0.1:0"});
@@ -117,7 +88,7 @@ TEST_CASE("a node stopped mid-run (SIGSTOP) is declared lost within heartbeat_ti
 
 TEST_CASE(
     "a stopped node woken up after the run moved its stage is fenced and the run ends as with SIGKILL") {
-  require_fashion_mnist();
+  PETRA_REQUIRE_FASHION_MNIST();
   temp_dir runs("fence");
   std::string killed_log, hung_log;
   {
@@ -164,7 +135,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a stopped node's stage is rebuilt alone on the spare and the old one woken up is fenced") {
-  require_fashion_mnist();
+  PETRA_REQUIRE_FASHION_MNIST();
   temp_dir runs("fence-local");
   const std::string node_stderr = (runs.path() / "hung.stderr").string();
   node_child hung({"--listen", "127.0.0.1:0"}, node_stderr);
