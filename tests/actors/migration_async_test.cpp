@@ -33,17 +33,9 @@ TEST_CASE("migrate: async stages moved at drained epoch ends keep every micro-ba
   const auto lines = event_lines(dir / "moved", "migrate");
   REQUIRE(lines.size() == 4);
   check_state_carried(lines);
-  const std::vector<std::tuple<int, int, std::string, std::string>> expected = {
-      {32, 1, "cpu", "sim:0"}, {32, 4, "cpu", "sim:1"}, {64, 2, "cpu", "sim:1"}, {64, 1, "sim:0", "cpu"}};
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    CAPTURE(i);
-    const auto& [position, stage, from, to] = expected[i];
-    CHECK(lines[i]["position"] == position);
-    CHECK(lines[i]["stage"] == stage);
-    CHECK(lines[i]["from"] == from);
-    CHECK(lines[i]["to"] == to);
-    CHECK(lines[i]["scheduled"] == true);
-  }
+  check_scheduled_moves(
+      lines,
+      {{32, 1, "cpu", "sim:0"}, {32, 4, "cpu", "sim:1"}, {64, 2, "cpu", "sim:1"}, {64, 1, "sim:0", "cpu"}});
   CHECK(lines[0]["bytes"] == lines[3]["bytes"]);  // stage 1's state, the same size both ways
   fs::remove_all(dir);
 }

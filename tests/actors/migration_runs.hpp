@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/actors/snapshot_runs.hpp"
@@ -48,6 +49,21 @@ inline void check_every_backward_once(const std::filesystem::path& run) {
   for (const auto& e : epochs) {
     REQUIRE(e["stages"].size() == 4);
     for (const auto& s : e["stages"]) CHECK(s["backwards"] == 32);
+  }
+}
+
+/// The scheduled moves of a run, in order: (position, stage, from, to) of each migrate line.
+using expected_moves = std::vector<std::tuple<int, int, std::string, std::string>>;
+inline void check_scheduled_moves(const std::vector<nlohmann::json>& lines, const expected_moves& expected) {
+  REQUIRE(lines.size() == expected.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    CAPTURE(i);
+    const auto& [position, stage, from, to] = expected[i];
+    CHECK(lines[i]["position"] == position);
+    CHECK(lines[i]["stage"] == stage);
+    CHECK(lines[i]["from"] == from);
+    CHECK(lines[i]["to"] == to);
+    CHECK(lines[i]["scheduled"] == true);
   }
 }
 
