@@ -72,16 +72,14 @@ void send_derivatives(self_ptr self, const logits_data& in, const tensor& dlogit
   }
   // Every tangent in one product with the loss gradient: stacked along the batch (no copy when they
   // arrive back to back, as the last stage's stacked pass leaves them in one process).
-  const std::vector<float> all =
-      loss_derivatives(*st.device, dlogits, stack_batches(*st.device, logits_dots));
-  const auto n = static_cast<std::ptrdiff_t>(dlogits.dim(0));
+  std::vector<std::vector<float>> per_tangent =
+      loss_derivatives_per_tangent(*st.device, dlogits, stack_batches(*st.device, logits_dots));
   for (std::size_t g = 0; g < in.tangents.size(); ++g) {
     stamp s = in.s;
     ++s.tick;
-    const auto first = all.begin() + static_cast<std::ptrdiff_t>(g) * n;
     const int32_t origin = in.tangents[g].origin;
     self->send(st.stage_sinks[static_cast<std::size_t>(origin)],
-               derivatives_data{s, origin, std::vector<float>(first, first + n)});
+               derivatives_data{s, origin, std::move(per_tangent[g])});
   }
 }
 

@@ -63,11 +63,9 @@ void forward_gradient::loss_derivatives(int64_t id, const tensor& dlogits, backe
   std::vector<tensor> logits_dots;
   for (const stage_tangent& t : at_loss_) logits_dots.push_back(t.direction.x1);
   const tensor stacked = hand_over(activation{stack_batches(last, logits_dots), {}}, last, loss).x1;
-  const std::vector<float> all = petra::loss_derivatives(loss, dlogits, stacked);
-  const auto n = static_cast<std::ptrdiff_t>(dlogits.dim(0));
+  std::vector<std::vector<float>> per_tangent = loss_derivatives_per_tangent(loss, dlogits, stacked);
   for (std::size_t g = 0; g < at_loss_.size(); ++g) {
-    const auto first = all.begin() + static_cast<std::ptrdiff_t>(g) * n;
-    derivatives d{id, std::vector<float>(first, first + n)};
+    derivatives d{id, std::move(per_tangent[g])};
     ++traffic_.upstream_messages;
     traffic_.upstream_bytes += static_cast<int64_t>(d.per_sample.size() * sizeof(float));
     arriving_[static_cast<std::size_t>(at_loss_[g].origin)] = std::move(d);

@@ -85,6 +85,17 @@ std::vector<float> loss_derivatives(backend& be, const tensor& dlogits, const te
   return out;
 }
 
+std::vector<std::vector<float>> loss_derivatives_per_tangent(backend& be, const tensor& dlogits,
+                                                             const tensor& logits_dot) {
+  const std::vector<float> all = loss_derivatives(be, dlogits, logits_dot);
+  const auto n = static_cast<std::size_t>(dlogits.dim(0));
+  std::vector<std::vector<float>> out;
+  for (std::size_t first = 0; first < all.size(); first += n)
+    out.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(first),
+                     all.begin() + static_cast<std::ptrdiff_t>(first + n));
+  return out;
+}
+
 activation gaussian_guess(backend& be, const activation& like, uint64_t seed, int stage, int64_t id) {
   uint64_t state = seed;
   state = splitmix(state) ^ (static_cast<uint64_t>(stage) + 1) * 0xd1b54a32d192ed03ULL;

@@ -23,6 +23,9 @@ activation project_on_guess(backend& be, const activation& guess, const std::vec
 /// derivatives message carries. Computed on the host in double, whatever made the tensors. A logits
 /// tangent of m·N rows stacks m of them (compute/forward/stacked.hpp): m·N values, group by group.
 std::vector<float> loss_derivatives(backend& be, const tensor& dlogits, const tensor& logits_dot);
+/// The same split per tangent: one vector of N values per group of `logits_dot`'s m·N rows, in stack order.
+std::vector<std::vector<float>> loss_derivatives_per_tangent(backend& be, const tensor& dlogits,
+                                                             const tensor& logits_dot);
 
 /// N(0, 1) noise of `like`'s shape, drawn from (seed, stage, micro-batch id) alone: the same guess
 /// for the same micro-batch whatever runs it.
