@@ -107,9 +107,12 @@ caf_config::caf_config(int scheduler_threads, const config::tls_config& tls, dou
   // hung node at the default timeout of 10 s: when CAF's came first, the node's stage was merely
   // "lost" (remote_link_unreachable), the node was never declared lost, and the stop order could no
   // longer reach it. Twice the timeout leaves the heartbeats (timeout + one interval) the first word.
-  const auto heartbeats = std::chrono::duration<double>(2 * heartbeat_timeout_s);
-  set("middleman.connection-timeout", std::max(caf::timespan{std::chrono::seconds(10)},
-                                               std::chrono::duration_cast<caf::timespan>(heartbeats)));
+  close_connections_silent_for(std::max(10.0, 2 * heartbeat_timeout_s));
+}
+
+void caf_config::close_connections_silent_for(double seconds) {
+  set("middleman.connection-timeout",
+      std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(seconds)));
 }
 
 }  // namespace petra

@@ -22,6 +22,11 @@ class caf_config : public caf::actor_system_config {
   /// than the heartbeats take to declare its node lost (runtime.heartbeat_timeout), so that a hung node
   /// is declared lost and fenced (over that connection) rather than found gone first.
   caf_config(int scheduler_threads, const config::tls_config& tls, double heartbeat_timeout_s);
+
+  /// CAF closes a connection on which nothing came for `seconds` (10 s unless set): a `petra node`
+  /// waits far longer for its coordinator (`--silence-timeout`), which may be stopped for a while
+  /// (a debugger, a paused virtual machine) and go on; a crashed one closes its connections at once.
+  void close_connections_silent_for(double seconds);
 };
 
 /// Throws std::invalid_argument unless cert, key and ca are all set (or all empty) and each names a

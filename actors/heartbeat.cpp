@@ -1,6 +1,7 @@
 // The heartbeat monitor.
 #include "actors/heartbeat.hpp"
 
+#include <algorithm>
 #include <caf/all.hpp>
 #include <map>
 
@@ -12,12 +13,13 @@ using clock_type = std::chrono::steady_clock;
 
 struct watched_node {
   node_actor node;
-  clock_type::time_point last_answer;
+  std::chrono::duration<double> silent{0};  // since its last answer, counted while this process was awake
   bool lost = false;
 };
 
 struct heartbeat_state {
   std::map<std::string, watched_node> nodes;  // by host:port
+  clock_type::time_point last_round = clock_type::now();
 };
 
 caf::behavior heartbeat_monitor(caf::stateful_actor<heartbeat_state>* self,
@@ -30,16 +32,24 @@ caf::behavior heartbeat_monitor(caf::stateful_actor<heartbeat_state>* self,
         auto& nodes = self->state.nodes;
         auto it = nodes.find(where);
         if (it != nodes.end() && (it->second.lost || it->second.node == node)) return;
-        nodes[where] = watched_node{node, clock_type::now(), false};
+        nodes[where] = watched_node{node, std::chrono::duration<double>{0}, false};
       },
       [=](atoms::heartbeat_atom) {
+        // Silence counts only while this process listens. A round that comes far later than booked
+        // means this process was stopped or starved (SIGSTOP, a paused virtual machine, a debugger):
+        // the nodes' answers wait unread meanwhile, and the time slept counts as two intervals at
+        // most, as training/awake_timer.hpp counts a stalled pipeline's wait. A node that is silent
+        // while this process is awake is still lost after the timeout plus at most one round.
         const auto now = clock_type::now();
+        const std::chrono::duration<double> since = now - self->state.last_round;
+        self->state.last_round = now;
+        const auto counted = std::min(since, std::chrono::duration<double>(2 * interval));
         for (auto& [where, w] : self->state.nodes) {
           if (w.lost) continue;
-          const std::chrono::duration<double> silent = now - w.last_answer;
-          if (silent > timeout) {
+          w.silent += counted;
+          if (w.silent > timeout) {
             w.lost = true;
-            verdicts.lost(where, w.node.address(), silent.count());
+            verdicts.lost(where, w.node.address(), w.silent.count());
             self->send(w.node, atoms::fence_atom_v);  // read when (if ever) it wakes up
             continue;
           }
@@ -53,7 +63,7 @@ caf::behavior heartbeat_monitor(caf::stateful_actor<heartbeat_state>* self,
                     if (it->second.lost)
                       verdicts.late(where);
                     else
-                      it->second.last_answer = clock_type::now();
+                      it->second.silent = std::chrono::duration<double>{0};
                   },
                   [=, where = where, node = w.node](caf::error&) {
                     // Its connection closed: the node is gone, not silent, and its stages' loss says

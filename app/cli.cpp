@@ -38,6 +38,11 @@ int run_cli(int argc, char** argv) {
   node_cmd->add_option("--tls-cert", node.tls_cert, "PEM certificate of this node (TLS)");
   node_cmd->add_option("--tls-key", node.tls_key, "PEM private key of this node (TLS)");
   node_cmd->add_option("--tls-ca", node.tls_ca, "PEM CA certificate that must sign every peer (TLS)");
+  node_cmd
+      ->add_option("--silence-timeout", node.silence_timeout,
+                   "Seconds a connection (a coordinator's, another node's) may be silent before this node "
+                   "closes it and stops the stages of a coordinator gone that way (default 300)")
+      ->check(CLI::Range(1.0, 86400.0));
 
   sweep_options sweep;
   auto* sweep_cmd = cli.add_subcommand("sweep", "Train a config over a grid of values; table and plot");

@@ -15,6 +15,7 @@ struct node_options {
   std::string listen = "127.0.0.1:0";     // host:port; port 0 picks a free one (printed)
   int threads = 2;                        // scheduler threads
   std::string tls_cert, tls_key, tls_ca;  // PEM files; required to listen beyond loopback
+  double silence_timeout = 300;           // seconds a connection may stay silent before it is closed
 };
 /// Hosts stage actors for coordinators until SIGINT/SIGTERM.
 int node_command(const node_options& options);

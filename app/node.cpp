@@ -53,6 +53,12 @@ int node_command(const node_options& options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   caf_config cfg(options.threads, tls);
+  // A coordinator stopped for a while (a debugger, a paused virtual machine) sends nothing meanwhile;
+  // with CAF's 10 s check this node closed the connection and stopped the run's stages, and the
+  // coordinator, once continued, had to rebuild them. One that crashed closes its connections at
+  // once, and a node found hung is declared lost by the coordinator's heartbeats: this limit only
+  // frees the stages of a coordinator whose host vanished without a word.
+  cfg.close_connections_silent_for(options.silence_timeout);
   caf::actor_system system(cfg);
   // Fenced (declared lost by the coordinator while it was silent): this thread is woken as by a
   // SIGTERM. Sent to this thread alone: a process-wide signal could reach a thread that does not
