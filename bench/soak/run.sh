@@ -12,10 +12,14 @@
 # (least squares, bytes per 1,000 micro-batches), the summary's accounting of micro-batches, the
 # final test accuracy, and rss.png (gnuplot).
 #
-#   bench/soak/run.sh [--petra BIN] [--out DIR] [--warmup FRACTION] [MICRO_BATCHES] [--set k=v ...]
+#   bench/soak/run.sh [--petra BIN] [--out DIR] [--warmup FRACTION] [--micro-batch N] [MICRO_BATCHES]
+#                     [--set k=v ...]
 #
 # MICRO_BATCHES (default 100000) is epochs × micro-batches per epoch: the largest divisor of it up to
-# 937 (Fashion-MNIST's 60,000 images in micro-batches of 64) per epoch, data.train_limit to match.
+# 60,000 / N (Fashion-MNIST's 60,000 images in micro-batches of N: 937 for the preset's 64) per
+# epoch, data.train_limit to match. N (default 64, the preset's) sets training.micro_batch: smaller
+# micro-batches pass as many messages, snapshots and recoveries in a fraction of the time (the
+# learning rate follows the preset's scaling rule, lr = base_lr · N · k / 256).
 # FRACTION (default 0.2): the first part of the run left out of the slope. Further --set go to
 # `petra train` (e.g. --set data.test_limit=2000). Output: DIR (default bench/soak/out/<UTC time>).
 set -uo pipefail
@@ -24,11 +28,13 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 petra="$root/build/petra"
 out=""
 warmup=0.2
+micro_batch=64
 while [ $# -gt 0 ]; do
   case "$1" in
     --petra) petra=${2:?--petra needs a path}; shift 2 ;;
     --out) out=${2:?--out needs a folder}; shift 2 ;;
     --warmup) warmup=${2:?--warmup needs a fraction}; shift 2 ;;
+    --micro-batch) micro_batch=${2:?--micro-batch needs a number}; shift 2 ;;
     -h | --help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) echo "soak: unknown flag $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
@@ -38,17 +44,19 @@ total=100000
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then total=$1; shift; fi
 case "$total" in '' | *[!0-9]*) echo "soak: MICRO_BATCHES must be a number, got '$total'" >&2; exit 2 ;; esac
 if [ "$total" -lt 100 ]; then echo "soak: MICRO_BATCHES must be 100 or more, got $total" >&2; exit 2; fi
+case "$micro_batch" in '' | *[!0-9]* | 0) echo "soak: --micro-batch must be a positive number, got '$micro_batch'" >&2; exit 2 ;; esac
+if [ "$micro_batch" -gt 60000 ]; then echo "soak: --micro-batch $micro_batch is more than the 60,000 training images" >&2; exit 2; fi
 case "$warmup" in 0.[0-9]* | 0) ;; *) echo "soak: --warmup must be a fraction in [0, 1), got '$warmup'" >&2; exit 2 ;; esac
 [ -x "$petra" ] || { echo "soak: $petra is not executable (build first, or --petra BIN)" >&2; exit 2; }
 command -v gnuplot >/dev/null || { echo "soak: gnuplot is missing (apt-get install gnuplot-nox)" >&2; exit 2; }
 
 per_epoch=1
-for ((d = 937; d >= 1; d--)); do
+for ((d = 60000 / micro_batch; d >= 1; d--)); do
   if ((total % d == 0)); then per_epoch=$d; break; fi
 done
 epochs=$((total / per_epoch))
 if ((per_epoch < 50)); then
-  echo "soak: $total has no divisor between 50 and 937 to make epochs of; pick another count" >&2
+  echo "soak: $total has no divisor between 50 and $((60000 / micro_batch)) to make epochs of; pick another count" >&2
   exit 2
 fi
 # Mid-epoch (a snapshot is taken at each epoch end): a burst right before one would leave its
@@ -83,10 +91,10 @@ node_s=$(address_of s)
 [ -n "$node_a" ] && [ -n "$node_s" ] || { echo "soak: a node did not start (see $out/node-*.log)" >&2; exit 1; }
 
 run_dir="$out/run"
-echo "# soak $(date -u '+%Y-%m-%d %H:%M UTC'): $total micro-batches ($epochs epochs of $per_epoch), nodes A=$node_a S=$node_s"
+echo "# soak $(date -u '+%Y-%m-%d %H:%M UTC'): $total micro-batches of $micro_batch ($epochs epochs of $per_epoch), nodes A=$node_a S=$node_s"
 echo "# faults: crash of stage 3 at its forward $crash_at, burst of 7 at stage 5's forward $burst_at, SIGSTOP of A (stage 6) at micro-batch $hang_at"
 "$petra" train default --set runtime.mode=async --set training.epochs="$epochs" \
-  --set data.train_limit=$((per_epoch * 64)) \
+  --set training.micro_batch="$micro_batch" --set data.train_limit=$((per_epoch * micro_batch)) \
   --set "pipeline.nodes=[local,local,local,local,local,$node_a,local,local]" \
   --set "pipeline.spare_nodes=[$node_s]" \
   --set "faults.crash_at_tick=[-1,-1,$crash_at]" \
@@ -155,7 +163,7 @@ gnuplot <<PLOT
 set terminal pngcairo size 900,500 noenhanced
 set output "$out/rss.png"
 set datafile separator ","
-set title "petra soak: async PETRA, default preset, $total micro-batches (crash, hang, drop burst)"
+set title "petra soak: async PETRA, default preset, $total micro-batches of $micro_batch (crash, hang, drop burst)"
 set xlabel "micro-batches"
 set ylabel "RSS (MB)"
 set key top left
