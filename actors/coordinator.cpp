@@ -209,10 +209,9 @@ class actor_runtime : public pipeline_runtime {
   // taking its own tensors. Async has no tick schedule to vouch for the drain: the stages' counts
   // prove it first, as before a migration (once per point).
   void repartition(const std::vector<int>& stage_blocks) override {
-    if (drained_proved_at_ != phase_) {
+    if (config_.runtime.mode == config::runtime_mode::async && drained_proved_at_ != phase_) {
       try {
-        require_links_empty(control_, pipeline_.stages(),
-                            config_.runtime.mode == config::runtime_mode::async);
+        require_links_empty(control_, pipeline_.stages(), true);
       } catch (const migration_refused& e) {
         throw std::runtime_error(std::string("no block moves: ") + e.what());
       }
