@@ -206,8 +206,17 @@ class actor_runtime : public pipeline_runtime {
   }
 
   // Drained: every stage's state by name, a new generation of actors on the new cut, each stage
-  // taking its own tensors.
+  // taking its own tensors. Async has no tick schedule to vouch for the drain: the stages' counts
+  // prove it first, as before a migration (once per point).
   void repartition(const std::vector<int>& stage_blocks) override {
+    if (config_.runtime.mode == config::runtime_mode::async && drained_proved_at_ != phase_) {
+      try {
+        require_links_empty(control_, pipeline_.stages(), true);
+      } catch (const migration_refused& e) {
+        throw std::runtime_error(std::string("no block moves: ") + e.what());
+      }
+      drained_proved_at_ = phase_;
+    }
     checkpoint drained;
     drained.stages = snapshot();
     drained.metadata["stage_blocks"] = nlohmann::json(stage_sizes(config_)).dump();

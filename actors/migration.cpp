@@ -20,12 +20,10 @@ constexpr auto control_timeout = std::chrono::seconds(60);
 
 std::string stage_name(std::size_t j) { return "stage " + std::to_string(j + 1); }
 
-/// Nothing is in flight between the stages (async has no tick schedule to rely on): every stage is
-/// out of its phase and every link carried exactly what its receiver took, as their counts show
-/// (each forward, backward and evaluation batch a stage ran is one message on its link): the same
-/// forwards (ticks in lockstep), backwards and evaluation batches at every stage, and in async as
-/// many backwards as forwards (each micro-batch it forwarded came back). What a stage holds
-/// itself (queues, pending cuts, guesses) it checks when asked for its state.
+}  // namespace
+
+// Each forward, backward and evaluation batch a stage ran is one message on its link: equal counts
+// at both ends of every link mean nothing is left on it.
 void require_links_empty(control_channel& control, const std::vector<stage_actor>& stages, bool async) {
   const std::vector<stage_status> status =
       control.gather<stage_status>(stages, control_timeout, status_atom_v);
@@ -47,8 +45,6 @@ void require_links_empty(control_channel& control, const std::vector<stage_actor
     if (!why.empty()) throw migration_refused("the pipeline is not drained: " + why);
   }
 }
-
-}  // namespace
 
 void actor_pipeline::migrate(int32_t j, const config::migration_target& to) {
   const auto i = static_cast<std::size_t>(j);

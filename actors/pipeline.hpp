@@ -32,7 +32,8 @@ class actor_pipeline {
   /// After a failure: tears down, moves the stages of unreachable nodes to spare nodes, builds again.
   void recover();
   /// Drained: stops every actor and builds them again with the model cut into `stage_blocks`
-  /// (pipeline.rebalance; every stage in this process).
+  /// (pipeline.rebalance), each stage where it is placed now: its device after any migration, its
+  /// node (a `petra node` builds its stages of the new cut from the config it is sent).
   void repartition(const std::vector<int>& stage_blocks);
   /// Drained: stage j moves to `to` (pipeline.migrate, `petra migrate`; actors/migration.cpp).
   /// Throws migration_refused, with nothing changed, when the target cannot be had.

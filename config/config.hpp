@@ -159,7 +159,7 @@ struct pipeline_config {
       nodes;  // per stage: local | host:port of a `petra node` | a name from nodes:; empty = all local
   std::vector<std::string>
       spare_nodes;  // host:port (or a name from nodes:) of nodes that take over the stages of a lost node
-  // Online rebalancing (simulate, lockstep): the pipeline drains at every output.checkpoint_every_steps
+  // Online rebalancing (simulate, lockstep, async): the pipeline drains at every checkpoint_every_steps
   // point and epoch end, and there one block moves from the busiest stage to a neighbour when that
   // lowers the predicted busiest stage's time by more than rebalance_margin (a fraction of it; 1:
   // never, the points still drain).

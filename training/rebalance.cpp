@@ -2,11 +2,14 @@
 #include "training/rebalance.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+
+#include "training/migration.hpp"
 
 namespace petra {
 namespace {
@@ -65,7 +68,10 @@ std::optional<rebalance_move> choose_move(const std::vector<int>& sizes, const s
 
 bool is_rebalance_point(const config::run_config& c, int64_t per_epoch, int64_t g) {
   const int64_t size = static_cast<int64_t>(c.output.checkpoint_every_steps) * c.training.accumulation;
-  return g > 0 && ((size > 0 && g % size == 0) || (per_epoch > 0 && g % per_epoch == 0));
+  // Drained at every epoch end, the checkpoint points count again from each epoch's start (as the
+  // trainer's phases end); else from the run's.
+  const int64_t counted = c.training.drain_at_epoch_end && per_epoch > 0 ? g % per_epoch : g;
+  return g > 0 && ((size > 0 && counted % size == 0) || (per_epoch > 0 && g % per_epoch == 0));
 }
 
 void check_forced_moves(const config::run_config& c, std::size_t block_count, int64_t per_epoch) {
@@ -83,8 +89,10 @@ void check_forced_moves(const config::run_config& c, std::size_t block_count, in
           entry + "is not a rebalancing point of this run: the points are the multiples of " +
           "output.checkpoint_every_steps × training.accumulation (" +
           std::to_string(static_cast<int64_t>(c.output.checkpoint_every_steps) * c.training.accumulation) +
-          " micro-batches; 0 = none) and the epoch ends (every " + std::to_string(per_epoch) +
-          " micro-batches), before micro-batch " + std::to_string(end) + ", the run's end");
+          " micro-batches; 0 = none), counted from each epoch's start with training.drain_at_epoch_end, and "
+          "the epoch ends (every " +
+          std::to_string(per_epoch) + " micro-batches), before micro-batch " + std::to_string(end) +
+          ", the run's end");
     try {
       sizes = move_block(sizes, moves[i].from - 1, moves[i].to - 1).after;
     } catch (const std::invalid_argument& e) {
@@ -117,6 +125,20 @@ nlohmann::json rebalance_line(const rebalance_move& m, int64_t position, int64_t
       {"stage_blocks", m.after}, {"forced", m.forced}};
   if (!m.predicted.empty()) line["predicted_busy_seconds"] = m.predicted;
   return line;
+}
+
+uint64_t model_checksum(const std::vector<stage_snapshot>& stages) {
+  std::vector<named_tensor> all;
+  for (const stage_snapshot& s : stages) all.insert(all.end(), s.tensors.begin(), s.tensors.end());
+  std::sort(all.begin(), all.end(),
+            [](const named_tensor& a, const named_tensor& b) { return a.name < b.name; });
+  return state_checksum(all, "");
+}
+
+std::string checksum_text(uint64_t checksum) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(checksum));
+  return text;
 }
 
 std::vector<int> checkpoint_partition(const checkpoint& from) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "config/config.hpp"
@@ -37,7 +38,8 @@ std::optional<rebalance_move> choose_move(const std::vector<int>& sizes, const s
                                           double margin);
 
 /// Whether the run drains before micro-batch `g` of the run for rebalancing (g in 1 .. end − 1):
-/// every output.checkpoint_every_steps optimizer steps and every epoch end.
+/// every output.checkpoint_every_steps optimizer steps (counted from each epoch's start when
+/// training.drain_at_epoch_end, else from the run's) and every epoch end.
 bool is_rebalance_point(const config::run_config& c, int64_t per_epoch, int64_t g);
 
 /// Checks pipeline.rebalance_moves against the run: each at a point inside it, each a move the
@@ -62,6 +64,14 @@ class rebalancer {
 /// run, after `ticks` ticks of the run's phases, `seconds` into the run on the step lines' clock
 /// (stages and blocks 1-based there, as everywhere in metrics.jsonl: block 1 is the stem).
 nlohmann::json rebalance_line(const rebalance_move& m, int64_t position, int64_t ticks, double seconds);
+
+/// A checksum (64-bit FNV-1a, as state_checksum) of the model's whole state whatever its cut: every
+/// stage's tensors (weights, momentum, BN statistics) by name, shape and bytes, in name order. A
+/// move changes where the tensors are, never this.
+uint64_t model_checksum(const std::vector<stage_snapshot>& stages);
+
+/// The checksum as the metrics lines write it: 16 hex digits.
+std::string checksum_text(uint64_t checksum);
 
 /// The partition a checkpoint was written with (metadata stage_blocks), empty when it says none.
 std::vector<int> checkpoint_partition(const checkpoint& from);

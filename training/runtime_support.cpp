@@ -32,6 +32,14 @@ void refuse_any_fault(const config::run_config& c, const std::string& why) {
   if (!f.kill_node.empty()) refuse("faults.kill_node", c, why);
 }
 
+/// Async proves a drained point by the stages' counts: a copy that a fault delayed or duplicated, or
+/// a micro-batch a recovery re-issued, would make them disagree (faults.slow only stretches the work).
+bool breaks_async_drain(const config::faults_config& f) {
+  return any_set(f.forward_delay, 0) || any_set(f.backward_delay, 0) || any_set(f.jitter_ms, 0) ||
+         any_set(f.drop, 0.0) || any_set(f.duplicate, 0.0) || any_set(f.reorder, 0.0) ||
+         any_set(f.crash_at_tick, -1) || any_set(f.drop_burst, 0) || !f.kill_node.empty();
+}
+
 }  // namespace
 
 void check_runtime_supports(const config::run_config& c) {
@@ -102,19 +110,15 @@ void check_runtime_supports(const config::run_config& c) {
            "has no ticks to order: each stage runs a waiting backward before its next forward "
            "(use runtime.mode simulate or lockstep for backward_first)");
   if (c.pipeline.rebalance) {
-    if (mode == config::runtime_mode::async)
+    if (mode == config::runtime_mode::async && breaks_async_drain(c.faults))
       refuse("pipeline.rebalance", c,
-             "does not rebalance yet: blocks move at drained points of the tick schedule (use runtime.mode "
-             "simulate or lockstep)");
+             "does not rebalance with injected faults (faults.* but slow): blocks move where the pipeline "
+             "proves drained by the stages' counts, and a delayed or duplicated copy, or a re-issued "
+             "micro-batch, may still be on its way there");
     if (c.training.method == config::training_method::forward_gradient)
       throw config::config_error(
           "pipeline.rebalance: training.method forward_gradient is not rebalanced: its auxiliary heads "
           "belong to the stages' outputs, which a move would change");
-    if (std::any_of(c.pipeline.nodes.begin(), c.pipeline.nodes.end(),
-                    [](const std::string& n) { return !n.empty() && n != "local"; }))
-      throw config::config_error(
-          "pipeline.rebalance: a move rebuilds every stage in this process; stages on `petra node`s "
-          "(pipeline.nodes) are not moved yet: place every stage local, or turn rebalancing off");
   }
   if (!c.pipeline.migrate.empty())
     if (const std::string why = why_not_migrated(c); !why.empty())
@@ -132,21 +136,11 @@ std::string why_not_migrated(const config::run_config& c) {
   if (c.runtime.mode == config::runtime_mode::simulate)
     return mode + " has no stage actors to move: one thread runs every stage (use runtime.mode lockstep)";
   if (c.runtime.mode == config::runtime_mode::async) {
-    // A drained point proves itself by the stages' counts: a copy that a fault delayed or
-    // duplicated, or a micro-batch a recovery re-issued, would make them disagree.
-    const config::faults_config& f = c.faults;
-    const bool faults = any_set(f.forward_delay, 0) || any_set(f.backward_delay, 0) ||
-                        any_set(f.jitter_ms, 0) || any_set(f.drop, 0.0) || any_set(f.duplicate, 0.0) ||
-                        any_set(f.reorder, 0.0) || any_set(f.crash_at_tick, -1) || any_set(f.drop_burst, 0) ||
-                        !f.kill_node.empty();
-    if (faults)
+    if (breaks_async_drain(c.faults))
       return mode +
              " does not migrate with injected faults (faults.*): a delayed or duplicated copy, or a "
              "re-issued micro-batch, may still be on its way at a drained point";
   }
-  if (c.pipeline.rebalance)
-    return "not combined with pipeline.rebalance yet (a block move rebuilds every stage where the run "
-           "started): choose one";
   return "";
 }
 

@@ -198,10 +198,19 @@ class run {
     const std::vector<int> sizes = stage_sizes(p_.cfg);
     const std::optional<rebalance_move> move = rebalancer_->decide(g, sizes, busy);
     if (!move) return false;
+    // The model's state before and right after the move: the same, or the move lost something.
+    const uint64_t checksum = model_checksum(p_.runtime->snapshot());
+    const auto t0 = clock_type::now();
     p_.runtime->repartition(move->after);
+    const double move_seconds = seconds_since(t0);
+    const uint64_t restored = model_checksum(p_.runtime->snapshot());
     p_.cfg.pipeline.stage_blocks = move->after;  // the checkpoints' config and partition follow it
     ++moves_;
-    dir_.log(rebalance_line(*move, g, run_done_.ticks, steps_.seconds()));
+    nlohmann::json line = rebalance_line(*move, g, run_done_.ticks, steps_.seconds());
+    line["checksum"] = checksum_text(checksum);
+    line["restored_checksum"] = checksum_text(restored);
+    line["move_seconds"] = move_seconds;
+    dir_.log(line);
     bar_.break_line();
     std::string busy_text;
     for (double b : busy) {

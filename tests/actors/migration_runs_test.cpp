@@ -163,7 +163,6 @@ TEST_CASE("migrate: what cannot be honoured is refused with exit code 2 before a
   };
   refused("async-faults", {at32, "runtime.mode=async", "faults.duplicate=[0,0.1,0,0]"});
   refused("simulate", {at32, "runtime.mode=simulate"});
-  refused("rebalance", {at32, "pipeline.rebalance=true"});
   refused("stage", {"pipeline.migrate=[\"32:5>sim:0\"]"});
   refused("end", {"pipeline.migrate=[\"96:2>sim:0\"]"});
   refused("syntax", {"pipeline.migrate=[\"32:2=>sim:0\"]"});

@@ -64,6 +64,14 @@ TEST_CASE("forced moves: only at the run's points, each one the partition before
   CHECK(is_rebalance_point(c, per_epoch, 10));
   CHECK(is_rebalance_point(c, per_epoch, 32));
   CHECK_FALSE(is_rebalance_point(c, per_epoch, 12));
+  CHECK(is_rebalance_point(c, per_epoch, 40));
+  // Drained at every epoch end, the phases of epoch 2 end at 42, 52, 62: so do its points.
+  c.training.drain_at_epoch_end = true;
+  CHECK(is_rebalance_point(c, per_epoch, 42));
+  CHECK_FALSE(is_rebalance_point(c, per_epoch, 40));
+  CHECK(is_rebalance_point(c, per_epoch, 30));
+  CHECK(is_rebalance_point(c, per_epoch, 64));
+  c.training.drain_at_epoch_end = false;
   c.pipeline.rebalance_moves = {{10, 2, 3}, {32, 3, 4}};
   CHECK_NOTHROW(check_forced_moves(c, 5, per_epoch));
   c.pipeline.rebalance_moves = {{12, 2, 3}};
