@@ -104,6 +104,7 @@ namespace {
 float* tensor::data() {
   if (!buffer_) return nullptr;
   if (buffer_->where().type == device_type::sim) refuse_host_access(*this);
+  buffer_->note_write();
   return static_cast<float*>(buffer_->data()) + offset_;
 }
 

@@ -1,6 +1,7 @@
 // Tensor: a shape, a device and a shared, immutable-once-shared fp32 buffer (NCHW).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -40,6 +41,11 @@ class storage {
   std::size_t bytes() const { return bytes_; }
   device where() const { return where_; }
 
+  /// Counts the writable accesses to these bytes (tensor::data() on a non-const handle): a copy made
+  /// of them at write version v (a backend's converted weights) is current while this is still v.
+  uint64_t write_version() const { return write_version_.load(std::memory_order_acquire); }
+  void note_write() { write_version_.fetch_add(1, std::memory_order_acq_rel); }
+
   /// 64-byte aligned host memory, uninitialised.
   static std::shared_ptr<storage> allocate_host(std::size_t bytes);
 
@@ -48,6 +54,7 @@ class storage {
   std::size_t bytes_;
   device where_;
   std::function<void(void*)> deleter_;
+  std::atomic<uint64_t> write_version_{0};
 };
 
 /// A handle: copying it shares the buffer. By convention a tensor that has been
@@ -73,7 +80,9 @@ class tensor {
   device where() const;
 
   /// The first float, for host and GPU tensors; throws for a `sim:N` tensor, whose values only
-  /// its backend may read (a hand-over to the host is missing: DESIGN.md §5).
+  /// its backend may read (a hand-over to the host is missing: DESIGN.md §5). The writable one
+  /// advances the buffer's write version, so a pointer from it is for writes made before the next op
+  /// reads the tensor: write after an op through a fresh data(), never a pointer kept from before it.
   float* data();
   const float* data() const;
   /// Where the tensor starts in its buffer, in floats.

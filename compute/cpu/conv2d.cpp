@@ -23,7 +23,7 @@ tensor cpu_backend::conv2d_forward_impl(const tensor& x, const tensor& w, const 
   forget_staged_dy();
   tensor y = output({g.n, g.k, g.p(), g.q()});
   const tensor x_in = conv_operand(x), w_in = conv_operand(w);
-  conv_->forward(g, x_in.data(), w_in.data(), b.defined() ? b.data() : nullptr, y.data());
+  conv_->forward(g, x_in.data(), w_in, b.defined() ? b.data() : nullptr, y.data());
   return y;
 }
 
@@ -33,7 +33,7 @@ tensor cpu_backend::conv2d_backward_data_impl(const tensor& dy, const tensor& w,
   tensor dx = output(x_shape);
   // An emulated dy is a fresh copy: the engine's staged dy (another buffer, held) is not reused.
   const tensor dy_in = conv_operand(dy), w_in = conv_operand(w);
-  conv_->backward_data(g, dy_in.data(), w_in.data(), dx.data());
+  conv_->backward_data(g, dy_in.data(), w_in, dx.data());
   staged_dy_ = {};
   return dx;
 }

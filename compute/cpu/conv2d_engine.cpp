@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "compute/cpu/parallel.hpp"
+#include "compute/cpu/weight_cache.hpp"
 
 namespace petra {
 
@@ -69,6 +70,7 @@ bool conv2d_geometry::operator<(const conv2d_geometry& o) const {
 struct conv2d_engine::dnnl_state {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
+  weight_cache weights;
 };
 
 /// A caller's buffer in its plain layout and, when the primitive wants another
@@ -100,13 +102,17 @@ struct conv2d_engine::primitives {
   std::size_t scratchpad_bytes = 0;  // the largest scratchpad of these primitives and reorders
 };
 
-conv2d_engine::conv2d_engine(int threads, bool bf16_operands, bool winograd)
+conv2d_engine::conv2d_engine(int threads, bool bf16_operands, bool winograd, bool keep_converted_weights)
     : threads_(threads),
       bf16_operands_(bf16_operands),
       winograd_(winograd && !bf16_operands),
+      keep_converted_weights_(keep_converted_weights),
       dnnl_(std::make_unique<dnnl_state>()) {}
 
 conv2d_engine::~conv2d_engine() = default;
+
+int64_t conv2d_engine::weight_conversions() const { return dnnl_->weights.conversions(); }
+int64_t conv2d_engine::weight_reuses() const { return dnnl_->weights.reuses(); }
 
 conv2d_engine::primitives& conv2d_engine::lookup(const conv2d_geometry& g) {
   auto found = cache_.find(g);
@@ -233,6 +239,21 @@ void conv2d_engine::bind(operand& o, const void* user_data) {
   if (o.slot >= 0) o.internal.set_data_handle(workspace_[o.slot].data());
 }
 
+void conv2d_engine::weights_in(operand& o, const tensor& w) {
+  bind(o, w.data());
+  if (o.slot < 0) return;
+  if (!keep_converted_weights_) {
+    stage_in(o);
+    return;
+  }
+  const memory& copy = dnnl_->weights.find(w, o.internal.get_desc(), dnnl_->engine, [&](const memory& to) {
+    std::unordered_map<int, memory> args{{DNNL_ARG_FROM, o.user}, {DNNL_ARG_TO, to}};
+    with_scratchpad(o.scratch, scratchpad_, args);
+    o.convert.execute(dnnl_->stream, args);
+  });
+  o.internal.set_data_handle(copy.get_data_handle());
+}
+
 void conv2d_engine::stage_in(operand& o) {
   if (o.slot < 0) return;
   std::unordered_map<int, memory> args{{DNNL_ARG_FROM, o.user}, {DNNL_ARG_TO, o.internal}};
@@ -247,16 +268,15 @@ void conv2d_engine::stage_out(operand& o) {
   o.convert.execute(dnnl_->stream, args);
 }
 
-void conv2d_engine::forward(const conv2d_geometry& g, const float* x, const float* w, const float* b,
+void conv2d_engine::forward(const conv2d_geometry& g, const float* x, const tensor& w, const float* b,
                             float* y) {
   primitives& p = lookup(g);
   cpu::omp_threads_scope team(threads_);
   staged_dy_ = nullptr;  // y overwrites the dy slot
   bind(p.fwd_x, x);
-  bind(p.fwd_w, w);
   bind(p.fwd_y, y);
   stage_in(p.fwd_x);
-  stage_in(p.fwd_w);
+  weights_in(p.fwd_w, w);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.fwd_x.internal},
                                        {DNNL_ARG_WEIGHTS, p.fwd_w.internal},
                                        {DNNL_ARG_DST, p.fwd_y.internal}};
@@ -270,11 +290,10 @@ void conv2d_engine::forward(const conv2d_geometry& g, const float* x, const floa
   dnnl_->stream.wait();
 }
 
-void conv2d_engine::backward_data(const conv2d_geometry& g, const float* dy, const float* w, float* dx) {
+void conv2d_engine::backward_data(const conv2d_geometry& g, const float* dy, const tensor& w, float* dx) {
   primitives& p = lookup(g);
   cpu::omp_threads_scope team(threads_);
   bind(p.bwd_dy, dy);
-  bind(p.bwd_w, w);
   bind(p.bwd_dx, dx);
   // A layer's backward runs backward_filter then backward_data on the same dy: when both
   // want it in the same layout, the copy backward_filter made is still in its slot.
@@ -282,7 +301,7 @@ void conv2d_engine::backward_data(const conv2d_geometry& g, const float* dy, con
                          p.bwd_dy.internal.get_desc() == staged_as_->internal.get_desc();
   staged_dy_ = nullptr;
   if (!dy_staged) stage_in(p.bwd_dy);
-  stage_in(p.bwd_w);
+  weights_in(p.bwd_w, w);
   std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, p.bwd_dy.internal},
                                        {DNNL_ARG_WEIGHTS, p.bwd_w.internal},
                                        {DNNL_ARG_DIFF_SRC, p.bwd_dx.internal}};

@@ -2,6 +2,7 @@
 // and run in oneDNN's blocked layouts behind reorders: 2-4x faster end to end here
 // than oneDNN's plain-NCHW (gemm) kernels. With bf16 operands those reorders also round.
 // In fp32 the 3×3 stride-1 convolutions run as Winograd: ~30 % less CPU time per training step.
+// Converted weights are kept between calls until their buffer is written (weight_cache.hpp).
 #pragma once
 
 #include <cstdint>
@@ -31,37 +32,47 @@ struct conv2d_geometry {
 /// fp32; with `bf16_operands` the primitives read bf16 copies of the inputs (x, w, dy, rounded to
 /// nearest even by the reorders) and write fp32 results (y, dx, dw, db) from fp32 accumulators.
 /// With `winograd` (fp32 operands only) the 3×3 stride-1 convolutions use oneDNN's Winograd
-/// kernels, where it has them for the geometry; every other convolution is direct.
+/// kernels, where it has them for the geometry; every other convolution is direct. With
+/// `keep_converted_weights` a weight tensor's copy in a primitive's layout is made once per write of
+/// its buffer and reused until the next (the same reorder of the same bytes: the same results).
 class conv2d_engine {
  public:
-  conv2d_engine(int threads, bool bf16_operands, bool winograd);
+  conv2d_engine(int threads, bool bf16_operands, bool winograd, bool keep_converted_weights = true);
   ~conv2d_engine();
   conv2d_engine(const conv2d_engine&) = delete;
   conv2d_engine& operator=(const conv2d_engine&) = delete;
 
   /// y (n,k,p,q) = x ⋆ w + b (b is read only when g.bias).
-  void forward(const conv2d_geometry& g, const float* x, const float* w, const float* b, float* y);
+  void forward(const conv2d_geometry& g, const float* x, const tensor& w, const float* b, float* y);
   /// dx (n,c,h,w) = dy ⋆ᵀ w.
-  void backward_data(const conv2d_geometry& g, const float* dy, const float* w, float* dx);
+  void backward_data(const conv2d_geometry& g, const float* dy, const tensor& w, float* dx);
   /// dw += x ⋆ dy; db += Σ dy when g.bias. Leaves dy in oneDNN's layout for a
   /// backward_data of the same geometry and the same dy buffer that follows it.
   void backward_filter(const conv2d_geometry& g, const float* x, const float* dy, float* dw, float* db);
   /// Drops the staged dy: its buffer may be written or reused from now on.
   void forget_staged_dy() { staged_dy_ = nullptr; }
 
+  /// Weight conversions run and converted copies reused since construction (0 and 0 when weights
+  /// are not kept, or need no conversion in the primitives' layouts).
+  int64_t weight_conversions() const;
+  int64_t weight_reuses() const;
+
  private:
   struct operand;
   struct primitives;
   primitives& lookup(const conv2d_geometry& g);
   void bind(operand& o, const void* user_data);
+  /// Binds `o` to `w` as the primitive reads it: the caller's buffer, or its converted copy.
+  void weights_in(operand& o, const tensor& w);
   void stage_in(operand& o);
   void stage_out(operand& o);
 
   int threads_;
   bool bf16_operands_;
   bool winograd_;
+  bool keep_converted_weights_;
   struct dnnl_state;
-  std::unique_ptr<dnnl_state> dnnl_;  // engine and stream (keeps dnnl.hpp out of this header)
+  std::unique_ptr<dnnl_state> dnnl_;  // engine, stream, weight cache (keeps dnnl.hpp out of this header)
   std::map<conv2d_geometry, std::unique_ptr<primitives>> cache_;
   tensor workspace_[3];  // operands in oneDNN layouts: 0 x/dx, 1 w/dw, 2 y/dy
   tensor scratchpad_;    // every primitive's and reorder's scratchpad (one runs at a time)

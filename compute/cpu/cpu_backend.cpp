@@ -24,9 +24,11 @@ cpu_backend::cpu_backend(int threads, math_precision precision) : threads_(threa
                                 ", expected at least 1 (the number of compute threads)");
   pool_ = host_pool::create(max_idle_pool_bytes);
   // bf16_emulated rounds the operands itself and runs the fp32 convolutions, direct ones: its error
-  // bound counts exact products of rounded operands, which Winograd's transforms do not keep.
+  // bound counts exact products of rounded operands, which Winograd's transforms do not keep. Its
+  // rounded weights are a fresh copy per call, so the engine keeps no converted weights there.
   conv_ = std::make_unique<conv2d_engine>(threads, precision == math_precision::bf16,
-                                          precision == math_precision::fp32);
+                                          precision == math_precision::fp32,
+                                          precision != math_precision::bf16_emulated);
 }
 
 cpu_backend::~cpu_backend() = default;

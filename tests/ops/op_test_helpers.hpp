@@ -31,13 +31,14 @@ inline double dot(const tensor& a, const tensor& b) {
 inline std::vector<double> numeric_gradient(tensor& param, float eps, const std::function<double()>& loss) {
   std::vector<double> grad(static_cast<std::size_t>(param.numel()));
   for (int64_t i = 0; i < param.numel(); ++i) {
-    float& value = param.data()[i];
-    const float saved = value;
-    value = saved + eps;
+    // Each write through a fresh data(): a backend that keeps converted weights sees a write by the
+    // buffer's write version, which a pointer kept across loss() would not advance.
+    const float saved = param.data()[i];
+    param.data()[i] = saved + eps;
     const double up = loss();
-    value = saved - eps;
+    param.data()[i] = saved - eps;
     const double down = loss();
-    value = saved;
+    param.data()[i] = saved;
     grad[i] = (up - down) / (2.0 * static_cast<double>(eps));
   }
   return grad;
