@@ -1,6 +1,7 @@
 // Diagnosing a stall.
 #include "actors/stall.hpp"
 
+#include <optional>
 #include <string>
 
 namespace petra {
@@ -8,8 +9,39 @@ namespace petra {
 using namespace messages;
 using namespace atoms;
 
+namespace {
+
+/// Forward gradients: a stage waits for its forward input (lost on the link into it, as for PETRA) or
+/// for derivatives, which the loss actor sends; in lockstep the one waiting for the earliest tick lost
+/// them (the others wait for derivatives of later micro-batches, which the stall holds up).
+std::optional<run_failure> diagnose_derivatives(const std::vector<stage_status>& status, bool lockstep,
+                                                const std::string& limit) {
+  for (std::size_t j = 1; lockstep && j < status.size(); ++j)
+    if (status[j].waiting_forward && status[j - 1].tick >= status[j].tick) return std::nullopt;  // by ticks
+  // Lockstep: the earliest tick waiting; async: the highest stage waiting (every stage upstream of a
+  // lost micro-batch waits for its derivatives).
+  const stage_status* lost = nullptr;
+  for (const stage_status& s : status)
+    if (s.waiting_backward && (!lost || !lockstep || s.tick < lost->tick)) lost = &s;
+  if (!lost) return std::nullopt;
+  const std::string stage = "stage " + std::to_string(lost->stage + 1);
+  if (lockstep)
+    return run_failure(failure_kind::stall, lost->stage, lost->tick,
+                       "no progress for " + limit + ": its derivatives (forward gradients) for tick " +
+                           std::to_string(lost->tick) + " never came although the last stage is at tick " +
+                           std::to_string(status.back().tick) +
+                           ": lost on their way back from the loss actor to " + stage);
+  return run_failure(failure_kind::stall, lost->stage, -1,
+                     "no progress for " + limit +
+                         ": it waits for the derivatives (forward gradients) of its oldest micro-batch: that "
+                         "micro-batch was lost on its way from " +
+                         stage + " to the loss actor, or its derivatives on their way back");
+}
+
+}  // namespace
+
 run_failure diagnose_stall(control_channel& control, const std::vector<stage_actor>& stages, bool lockstep,
-                           int stall_seconds) {
+                           int stall_seconds, bool forward_gradient) {
   const std::string limit = std::to_string(stall_seconds) + " s (faults.stall_seconds)";
   std::vector<stage_status> status;
   try {
@@ -17,6 +49,8 @@ run_failure diagnose_stall(control_channel& control, const std::vector<stage_act
   } catch (const run_failure& e) {
     return run_failure(failure_kind::stall, e.stage(), -1, "no progress for " + limit + "; " + e.what());
   }
+  if (forward_gradient)
+    if (auto lost = diagnose_derivatives(status, lockstep, limit)) return *lost;
   for (std::size_t j = 0; j < status.size(); ++j) {
     const stage_status& s = status[j];
     const auto stage = static_cast<int32_t>(j);
