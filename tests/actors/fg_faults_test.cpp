@@ -175,7 +175,7 @@ TEST_CASE("async forward_gradient under delays, slow stages and doubled messages
   }
 }
 
-TEST_CASE("async forward_gradient: a lost message stalls the phase; the rollback replays it, nothing lost") {
+TEST_CASE("async forward_gradient: a lost message stalls the phase, the rollback replays it, nothing lost") {
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs("petra-fg-async-drop-");
   REQUIRE(
