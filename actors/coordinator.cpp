@@ -115,7 +115,8 @@ class actor_runtime : public pipeline_runtime {
       for (bool ended = false; !ended;) {
         try {
           control_.await_phase_ends(stages_, [&] {
-            throw diagnose_stall(control_, pipeline_.stages(), lockstep, config_.faults.stall_seconds);
+            throw diagnose_stall(control_, pipeline_.stages(), lockstep, config_.faults.stall_seconds,
+                                 config_.training.method == config::training_method::forward_gradient);
           });
           ended = true;
         } catch (run_failure& failure) {

@@ -1,6 +1,7 @@
 // Forward gradients under the async protocol: each message is handled as it arrives, a stage's
 // derivatives (in its FIFO order) before its next forward; stage 1 returns a micro-batch's credit
 // when its own backward of it is done.
+#include "actors/fg_faults.hpp"
 #include "actors/fg_lockstep.hpp"
 
 namespace petra::detail {
@@ -13,6 +14,7 @@ void backward_step(async_self self, int64_t id, const std::vector<float>& d) {
   stage_core& c = st.core;
   const auto begin = clock_type::now();
   forward_gradient_stage::backward_result r = c.ctx.fg->backward(id, d, c.tick);
+  if (slow_down(c, begin)) report_fault(self, c, fault_kind::slow);
   const auto end = clock_type::now();
   c.busy_seconds += std::chrono::duration<double>(end - begin).count();
   ++c.backwards_in_phase;
@@ -20,8 +22,21 @@ void backward_step(async_self self, int64_t id, const std::vector<float>& d) {
   after_backward(self, c, r.step, id);
   if (c.is_first()) {
     ++st.completed;
-    self->send(c.links.loader, credit_return{1, c.plan.phase, id});
+    if (returns_credits(c)) self->send(c.links.loader, credit_return{1, c.plan.phase, id});
   }
+}
+
+/// Derivatives that reached the stage (or came back from waiting out their delay): kept by micro-batch;
+/// a copy of ones seen before is discarded, never applied twice.
+void take_derivatives(async_self self, derivatives_data in) {
+  async_state& st = self->state;
+  stage_core& c = st.core;
+  count_upstream(self, c, in);
+  const int64_t id = in.s.micro_batch;
+  if (!st.seen_backward.insert(id) || !st.derivatives.emplace(id, std::move(in)).second)
+    return report_fault(self, c, fault_kind::duplicate_discarded);
+  self->send(self, process_atom_v);  // forwards already in the mailbox queue up first; this backward then
+                                     // runs ahead of them
 }
 
 }  // namespace
@@ -49,15 +64,17 @@ bool fg_run_step(async_self self) {
     out.s = c.stamp_for(-1, -1);
     out.eval_epoch = in.eval_epoch, out.eval_index = in.eval_index;
     out.eval_x = evaluate_batch(self, c, in.eval_epoch, in.eval_index, in.eval_x);
-    if (!c.is_last()) self->send(c.links.next, std::move(out));
+    if (!c.is_last()) emit(self, c, c.links.next, std::move(out), c.faults.forward_delay);
     return true;
   }
+  maybe_crash(c);
   const int64_t id = in.s.micro_batch;
   std::vector<stage_tangent> received;
   for (stage_tangent& k : in.tangents) received.push_back({k.origin, take_in(c, k.direction)});
   const auto begin = clock_type::now();
   forward_gradient_stage::forward_result r =
       c.ctx.fg->forward(take_in(c, in.x), id, c.tick, in.labels, received);
+  if (slow_down(c, begin)) report_fault(self, c, fault_kind::slow);
   const auto end = clock_type::now();
   c.busy_seconds += std::chrono::duration<double>(end - begin).count();
   trace_forward(c, id, begin, end);
@@ -77,7 +94,7 @@ bool fg_run_step(async_self self) {
   out.labels = std::move(in.labels);
   for (const stage_tangent& k : r.tangents)
     out.tangents.push_back({k.origin, hand_out(c, k.direction, c.links.next_device, id)});
-  self->send(c.links.next, std::move(out));
+  emit(self, c, c.links.next, std::move(out), c.faults.forward_delay);
   if (!c.ctx.fg->awaits_derivatives()) backward_step(self, id, {});
   return true;
 }
@@ -91,12 +108,19 @@ void on_derivatives(async_self self, derivatives_data in) {
                 in.s.micro_batch);
   if (in.s.phase > c.plan.phase) return;  // cannot happen: a phase's derivatives answer its forwards
   if (classify(c, in.s) != arrival::current) return report_fault(self, c, fault_kind::duplicate_discarded);
-  count_upstream(self, c, in);
-  const int64_t id = in.s.micro_batch;
-  if (!st.derivatives.emplace(id, std::move(in)).second)
-    return report_fault(self, c, fault_kind::duplicate_discarded);
-  self->send(self, process_atom_v);  // forwards already in the mailbox queue up first; this backward then
-                                     // runs ahead of them
+  if (delayed_here(c, in)) return take_derivatives(self, std::move(in));
+  const int copies = derivatives_copies(self, c, in.s.micro_batch);  // lost or doubled on the way
+  const int64_t delay_ms = derivatives_delay(c);
+  if (delay_ms > 0 && copies > 0) {  // late: the stage sends them to itself to wait the delay out
+    in.s.sender = c.ctx.index;
+    const auto me = caf::actor_cast<stage_actor>(self);
+    for (int k = 0; k < copies; ++k) {
+      report_fault(self, c, fault_kind::delay);
+      self->delayed_send(me, std::chrono::milliseconds(delay_ms), in);
+    }
+    return;
+  }
+  for (int k = 0; k < copies; ++k) take_derivatives(self, in);
 }
 
 }  // namespace petra::detail

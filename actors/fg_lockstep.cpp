@@ -1,8 +1,19 @@
 // Forward gradients' lockstep ticks.
 #include "actors/fg_lockstep.hpp"
 
+#include "actors/fg_faults.hpp"
+
 namespace petra::detail {
 namespace {
+
+/// Tick t needs a forward input: always at stage 1 (the loader's), elsewhere from tick 1 plus the
+/// injected delay of the link into the stage on.
+bool needs_forward(const stage_core& c, int64_t t) {
+  return c.is_first() || t >= 1 + (c.faults_on() ? c.faults.in_forward_delay : 0);
+}
+
+/// The ticks injected on this stage's derivatives' round trip (the first attempt only: a replay runs clean).
+int64_t link_delay(const stage_core& c) { return c.faults_on() ? c.ctx.fg_link_delay : 0; }
 
 /// The stage's forward half: the forward of `in` (or its marker) with its tangents; the last stage
 /// sends its logits and their tangents to the loss actor and waits (true then).
@@ -10,12 +21,13 @@ bool forward_half(lockstep_self self, forward_data& in, const forward_data& eval
   stage_core& c = self->state.core;
   forward_gradient_stage& fg = *c.ctx.fg;
   const int64_t t = c.tick;
-  const bool sends = !c.is_last() && t + 1 < c.plan.ticks;  // nothing past the phase
+  const int64_t at = arrival_tick(c, t, c.faults.forward_delay);  // the next stage's tick for it
+  const bool sends = !c.is_last() && at < c.plan.ticks;           // nothing past the phase
   if (!in.x.defined()) {
     if (sends) {
-      forward_data marker{c.stamp_for(-1, t + 1), {}};
+      forward_data marker{c.stamp_for(-1, at), {}};
       marker.eval_epoch = eval.eval_epoch, marker.eval_index = eval.eval_index, marker.eval_x = eval.eval_x;
-      self->send(c.links.next, std::move(marker));
+      emit(self, c, c.links.next, std::move(marker), c.faults.forward_delay);
     }
     return false;
   }
@@ -24,6 +36,7 @@ bool forward_half(lockstep_self self, forward_data& in, const forward_data& eval
   for (stage_tangent& k : in.tangents) received.push_back({k.origin, take_in(c, k.direction)});
   const auto begin = clock_type::now();
   forward_gradient_stage::forward_result r = fg.forward(take_in(c, in.x), id, t, in.labels, received);
+  if (slow_down(c, begin)) report_fault(self, c, fault_kind::slow);
   const auto end = clock_type::now();
   c.busy_seconds += std::chrono::duration<double>(end - begin).count();
   trace_forward(c, id, begin, end);
@@ -39,12 +52,12 @@ bool forward_half(lockstep_self self, forward_data& in, const forward_data& eval
     return true;
   }
   if (sends) {
-    forward_data msg{c.stamp_for(id, t + 1), hand_out(c, r.z, c.links.next_device, id)};
+    forward_data msg{c.stamp_for(id, at), hand_out(c, r.z, c.links.next_device, id)};
     msg.eval_epoch = eval.eval_epoch, msg.eval_index = eval.eval_index, msg.eval_x = eval.eval_x;
     msg.labels = std::move(in.labels);
     for (const stage_tangent& k : r.tangents)
       msg.tangents.push_back({k.origin, hand_out(c, k.direction, c.links.next_device, id)});
-    self->send(c.links.next, std::move(msg));
+    emit(self, c, c.links.next, std::move(msg), c.faults.forward_delay);
   }
   return false;
 }
@@ -54,6 +67,7 @@ void backward_half(lockstep_self self, int64_t id, const std::vector<float>& d) 
   stage_core& c = self->state.core;
   const auto begin = clock_type::now();
   forward_gradient_stage::backward_result r = c.ctx.fg->backward(id, d, c.tick);
+  if (slow_down(c, begin)) report_fault(self, c, fault_kind::slow);
   const auto end = clock_type::now();
   c.busy_seconds += std::chrono::duration<double>(end - begin).count();
   ++c.backwards_in_phase;
@@ -68,10 +82,11 @@ bool fg_run_tick(lockstep_self self) {
   stage_core& c = st.core;
   const int64_t t = c.tick;
   auto f = st.forwards.find(t);
-  if ((c.is_first() || t >= 1) && f == st.forwards.end()) return false;
-  const int64_t due = c.ctx.fg->due_at(t);
+  if (needs_forward(c, t) && f == st.forwards.end()) return false;
+  const int64_t due = c.ctx.fg->due_at(t, link_delay(c));
   auto d = st.derivatives.find(t);
   if (due >= 0 && d == st.derivatives.end()) return false;
+  maybe_crash(c);  // faults.crash_at_tick: the tick's inputs are there, as for PETRA
   forward_data fin = f != st.forwards.end() ? std::move(f->second) : forward_data{};
   if (f != st.forwards.end()) st.forwards.erase(f);
   derivatives_data din;
@@ -95,14 +110,14 @@ bool fg_run_tick(lockstep_self self) {
   if (forward_half(self, fin, eval)) return false;
   if (id >= 0 && !c.ctx.fg->awaits_derivatives() && !c.is_last()) backward_half(self, id, {});
   if (due >= 0) backward_half(self, due, din.per_sample);
-  if (c.is_first()) self->send(c.links.loader, credit_return{1, c.plan.phase});
+  if (returns_credits(c)) self->send(c.links.loader, credit_return{1, c.plan.phase});
   ++c.tick;
   return true;
 }
 
 bool fg_waiting_derivatives(const lockstep_state& st) {
   const stage_core& c = st.core;
-  return c.in_phase && c.ctx.fg->due_at(c.tick) >= 0 && st.derivatives.count(c.tick) == 0;
+  return c.in_phase && c.ctx.fg->due_at(c.tick, link_delay(c)) >= 0 && st.derivatives.count(c.tick) == 0;
 }
 
 void on_derivatives(lockstep_self self, derivatives_data in) {
@@ -113,10 +128,20 @@ void on_derivatives(lockstep_self self, derivatives_data in) {
                 "a derivatives message reached a stage that does not train by forward gradients",
                 in.s.micro_batch);
   if (!admit(self, c, in, st.early_derivatives)) return;
-  count_upstream(self, c, in);
-  const int64_t t = in.s.tick;
-  if (t < c.tick || (t == c.tick && c.awaiting_loss) || !st.derivatives.emplace(t, std::move(in)).second)
-    return report_fault(self, c, fault_kind::duplicate_discarded);
+  const int copies = derivatives_copies(self, c, in.s.micro_batch);  // lost or doubled on the way
+  if (const int64_t delay = derivatives_delay(c); delay > 0 && copies > 0) {
+    in.s.tick += delay;  // late by that many ticks: the stage's backward waits for them
+    report_fault(self, c, fault_kind::delay);
+  }
+  for (int k = 0; k < copies; ++k) {
+    count_upstream(self, c, in);
+    // A copy for a tick that ran, or a second one for a tick that waits: discarded, never applied twice.
+    const int64_t t = in.s.tick;
+    if (t < c.tick || (t == c.tick && c.awaiting_loss) || st.derivatives.count(t) > 0)
+      report_fault(self, c, fault_kind::duplicate_discarded);
+    else
+      st.derivatives.emplace(t, in);
+  }
   advance(self);
 }
 

@@ -10,6 +10,7 @@
 #include "compute/pipeline/stage_state.hpp"
 #include "training/runtime_support.hpp"
 #include "training/snapshot.hpp"
+#include "training/tick_schedule.hpp"
 
 namespace petra {
 namespace {
@@ -118,6 +119,9 @@ stage_context make_stage_context(const config::run_config& c, const placed_stage
     out.fg = std::make_shared<forward_gradient_stage>(
         *placed.compute, static_cast<std::size_t>(count), method_for(c.training).forward_gradient,
         c.model.num_classes, placed.compute->optimizer().settings(), c.training.seed, placed.input);
+  if (out.fg && c.runtime.mode == config::runtime_mode::lockstep)
+    out.fg_link_delay =
+        forward_gradient_link_delay(c, static_cast<std::size_t>(j), static_cast<std::size_t>(count));
   return out;
 }
 

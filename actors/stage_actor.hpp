@@ -31,6 +31,7 @@ struct stage_context {
   int64_t stage_window = 0;  // async: starts a training forward only while fewer await backward; 0 = no bound
   bool backward_first = false;  // lockstep, training.tick_order: a tick's backward before its forward
   std::shared_ptr<forward_gradient_stage> fg{};  // training.method forward_gradient: the stage's share
+  int64_t fg_link_delay = 0;  // lockstep forward_gradient: ticks injected on its derivatives' round trip
 };
 
 /// The context of stage j of `count`, built as `placed` from config `c`: one recipe for every process

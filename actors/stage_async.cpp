@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "actors/fg_faults.hpp"
 #include "actors/fg_lockstep.hpp"
 #include "actors/stage_async_cut.hpp"
 
@@ -208,6 +209,8 @@ void on_loss(async_self self, loss_data in) {
     c.logits = activation{};
     if (!c.ctx.fg || c.is_first())  // forward gradients send nothing upstream (J = 1: the credit)
       send_backward(self, c.logits_id, r.input, r.input_grad);
+    else if (returns_credits(c))  // greedy local learning: the credit comes back from here
+      self->send(c.links.loader, credit_return{1, c.plan.phase, c.logits_id});
   } catch (const std::exception& e) {
     return fail_with(self, c, e, in.s.micro_batch);
   }

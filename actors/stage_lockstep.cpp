@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "actors/fg_faults.hpp"
 #include "actors/fg_lockstep.hpp"
 #include "training/snapshot.hpp"
 
@@ -65,10 +66,10 @@ void backward_half(lockstep_self self, const backward_data& in) {
   send_backward(self, in.s.micro_batch, t, r.input, r.input_grad);
 }
 
-/// The end of tick t: the loader's credit at stage 1, and the clock.
+/// The end of tick t: the loader's credit at stage 1 (forward gradients: see returns_credits), and the clock.
 void end_tick(lockstep_self self) {
   stage_core& c = self->state.core;
-  if (c.is_first()) self->send(c.links.loader, credit_return{1, c.plan.phase});
+  if (returns_credits(c)) self->send(c.links.loader, credit_return{1, c.plan.phase});
   ++c.tick;
 }
 

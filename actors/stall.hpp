@@ -11,8 +11,9 @@
 namespace petra {
 
 /// Asks every stage where it stands and names the stage and link (lockstep: by ticks; async: the
-/// oldest micro-batch's missing backward), or says that a stage hangs.
+/// oldest micro-batch's missing backward), or says that a stage hangs. Under forward gradients
+/// (`forward_gradient`) what comes back to a stage is its derivatives, from the loss actor.
 run_failure diagnose_stall(control_channel& control, const std::vector<messages::stage_actor>& stages,
-                           bool lockstep, int stall_seconds);
+                           bool lockstep, int stall_seconds, bool forward_gradient = false);
 
 }  // namespace petra

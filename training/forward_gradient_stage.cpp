@@ -83,9 +83,9 @@ forward_gradient_stage::forward_result forward_gradient_stage::forward(
   return out;
 }
 
-int64_t forward_gradient_stage::due_at(int64_t tick) const {
+int64_t forward_gradient_stage::due_at(int64_t tick, int64_t link_delay) const {
   if (!awaits_derivatives()) return -1;
-  const int64_t ticks = static_cast<int64_t>(count_ - index_);  // to the loss, and one back
+  const int64_t ticks = static_cast<int64_t>(count_ - index_) + link_delay;  // to the loss, and one back
   for (const auto& [id, kept] : held_)
     if (kept.tick + ticks == tick) return id;
   return -1;

@@ -44,9 +44,12 @@ class forward_gradient_stage {
   /// Whether ĝ_j needs derivatives from the loss (a global target before the last stage); else it
   /// is ready at the forward and the backward follows in the same tick.
   bool awaits_derivatives() const { return !last_ && options_.target == target_kind::global; }
+  /// Greedy local learning (target: local): nothing comes back from downstream.
+  bool local_target() const { return options_.target == target_kind::local; }
   /// The micro-batch whose derivatives the schedule brings at `tick` (its forward was J − j ticks
-  /// earlier), or -1.
-  int64_t due_at(int64_t tick) const;
+  /// earlier, plus `link_delay` ticks injected on their way: faults.forward_delay on the links to the
+  /// loss and faults.backward_delay on the way back), or -1.
+  int64_t due_at(int64_t tick, int64_t link_delay = 0) const;
 
   struct backward_result {
     stage::backward_result step;  // the stage's own

@@ -23,8 +23,10 @@ double staleness_steps(config::training_method method, int64_t delay_ticks, int 
 
 int64_t expected_delay_ticks(const config::run_config& c, std::size_t j, std::size_t J) {
   if (c.runtime.mode == config::runtime_mode::async) return -1;
-  if (c.training.method == config::training_method::forward_gradient)  // no link delays: they are refused
-    return forward_gradient_ticks(j, J, c.training.forward_gradient.target == config::gradient_target::local);
+  if (c.training.method == config::training_method::forward_gradient)
+    return forward_gradient_ticks(j, J,
+                                  c.training.forward_gradient.target == config::gradient_target::local) +
+           (c.runtime.mode == config::runtime_mode::lockstep ? forward_gradient_link_delay(c, j, J) : 0);
   int64_t delay = round_trip_ticks(j, J);
   if (c.runtime.mode == config::runtime_mode::lockstep)
     for (std::size_t link = j; link + 1 < J; ++link)

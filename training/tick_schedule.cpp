@@ -11,6 +11,16 @@ int64_t forward_gradient_ticks(std::size_t j, std::size_t J, bool local_target) 
   return local_target || j + 1 == J ? 0 : static_cast<int64_t>(J - j);
 }
 
+int64_t forward_gradient_link_delay(const config::run_config& c, std::size_t j, std::size_t J) {
+  if (c.training.forward_gradient.target == config::gradient_target::local || j + 1 >= J) return 0;
+  const auto entry = [](const std::vector<int>& list, std::size_t i) -> int64_t {
+    return i < list.size() ? list[i] : 0;
+  };
+  int64_t sum = entry(c.faults.backward_delay, j);
+  for (std::size_t link = j; link + 1 < J; ++link) sum += entry(c.faults.forward_delay, link);
+  return sum;
+}
+
 int64_t entry_spacing(method_kind kind, std::size_t J) {
   return kind == method_kind::backprop ? 2 * static_cast<int64_t>(J) - 1 : 1;
 }

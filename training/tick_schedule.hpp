@@ -17,6 +17,10 @@ int64_t round_trip_ticks(std::size_t j, std::size_t J);
 /// J − j (0-based j < J − 1: the micro-batch reaches the loss J − 1 − j ticks later, its derivatives
 /// arrive the tick after), 0 at the last stage and with a local target.
 int64_t forward_gradient_ticks(std::size_t j, std::size_t J, bool local_target);
+/// forward_gradient in lockstep: the ticks injected on stage j's round trip to the loss — the forward
+/// delays of the links j → … → J and the backward delay of its derivatives (faults.backward_delay[j]);
+/// 0 at the last stage and with a local target, whose backward follows its forward in the tick.
+int64_t forward_gradient_link_delay(const config::run_config& c, std::size_t j, std::size_t J);
 
 /// Ticks between two micro-batches entering a pipeline of J stages: backprop keeps one micro-batch in
 /// flight (its round trip takes 2J − 1 ticks), every other method feeds one per tick.

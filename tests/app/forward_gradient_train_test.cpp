@@ -1,6 +1,6 @@
 // `petra train` with training.method forward_gradient: the smoke preset learns under each guess and
-// target in the simulator; a run stopped after an epoch resumes; the actor runtimes with injected
-// faults refuse the method (exit code 2) rather than ignore them.
+// target in the simulator; a run stopped after an epoch resumes; the fault keys the actor runtimes
+// do not inject with this method are refused (exit code 2) rather than ignored.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -94,16 +94,22 @@ TEST_CASE("a forward_gradient run evaluates, and resumes (its auxiliary heads ar
   CHECK(metrics[1]["epoch"].get<int>() == 2);
 }
 
-TEST_CASE("forward_gradient with injected faults is refused: exit code 2, a clear message, nothing written") {
+TEST_CASE(
+    "forward_gradient with faults it does not inject is refused: exit code 2, a clear message, nothing "
+    "written") {
   scratch_dir out;
   const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
       {{"runtime.mode=async", "faults.jitter_ms=[5]"},
-       "faults.jitter_ms: runtime.mode async runs forward_gradient"},
-      {{"runtime.mode=lockstep", "faults.drop=[0.1]"},
-       "faults.drop: runtime.mode lockstep runs forward_gradient"},
-      {{"runtime.mode=lockstep", "faults.crash_at_tick=[3]"}, "faults.crash_at_tick"},
-      {{"runtime.mode=lockstep", "faults.drop_burst=[0,3]", "faults.drop_burst_at_tick=[-1,10]"},
-       "faults.drop_burst: runtime.mode lockstep runs forward_gradient"}};
+       "faults.jitter_ms: runtime.mode async runs forward_gradient without jitter"},
+      {{"runtime.mode=async", "faults.reorder=[0.1]"},
+       "faults.reorder: runtime.mode async runs forward_gradient without jitter, reordering"},
+      {{"runtime.mode=lockstep", "faults.kill_node=[127.0.0.1:1@1]"},
+       "faults.kill_node: runtime.mode lockstep runs forward_gradient without jitter, reordering or node "
+       "kills"},
+      {{"runtime.mode=lockstep", "faults.jitter_ms=[5]"},
+       "faults.jitter_ms: runtime.mode lockstep counts time"},
+      {{"runtime.mode=simulate", "faults.drop=[0.1]"},
+       "faults.drop: runtime.mode simulate cannot inject faults"}};
   for (const auto& [sets, message] : refused) {
     CAPTURE(message);
     train_options o;
