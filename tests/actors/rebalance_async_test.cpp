@@ -5,6 +5,7 @@
 #include <map>
 
 #include "tests/actors/migration_runs.hpp"
+#include "tests/training/stage_tensors.hpp"
 
 using namespace petra;
 using namespace petra::testing;
@@ -59,26 +60,6 @@ int train(std::vector<std::string> sets, const std::vector<std::string>& extra) 
   return app::train_command(o);
 }
 
-/// Every tensor of every stage by name (the union does not depend on the cut).
-std::map<std::string, tensor> by_name(pipeline_runtime& r) {
-  std::map<std::string, tensor> out;
-  for (const stage_snapshot& s : r.snapshot())
-    for (const named_tensor& t : s.tensors) out.emplace(t.name, t.value);
-  return out;
-}
-
-int differing(const std::map<std::string, tensor>& a, const std::map<std::string, tensor>& b) {
-  REQUIRE(a.size() == b.size());
-  int n = 0;
-  for (const auto& [name, x] : a) {
-    const auto it = b.find(name);
-    if (it == b.end() || it->second.shape() != x.shape() ||
-        std::memcmp(it->second.data(), x.data(), x.bytes()))
-      ++n;
-  }
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE("rebalance: async stages recut after a phase give the same forward, bit for bit") {
@@ -92,7 +73,7 @@ TEST_CASE("rebalance: async stages recut after a phase give the same forward, bi
   std::unique_ptr<pipeline_runtime> r = make_actor_runtime(c, data, opt);
   r->train(phase_request::of(1, 0, 8), {});  // weights, momentum and BN statistics moved on
   const eval_result before = r->evaluate(*data.test_feed);
-  const auto state = by_name(*r);
+  const auto state = tensors_by_name(*r);
   for (const std::vector<int>& cut : {std::vector<int>{1, 2, 2}, std::vector<int>{2, 1, 2}}) {
     CAPTURE(cut[0]);
     r->repartition(cut);
@@ -100,7 +81,8 @@ TEST_CASE("rebalance: async stages recut after a phase give the same forward, bi
     const eval_result after = r->evaluate(*data.test_feed);
     CHECK(after.loss == before.loss);  // the same logits: the same mean loss to the last bit
     CHECK(after.accuracy == before.accuracy);
-    CHECK(differing(state, by_name(*r)) == 0);  // weights, momentum, BN statistics moved along
+    CHECK(differing_tensors(state, tensors_by_name(*r)) ==
+          0);  // weights, momentum, BN statistics moved along
   }
   // And training goes on on the new cut: every micro-batch of the phase comes back.
   const phase_result next = r->train(phase_request::of(1, 8, 8), {});

@@ -10,10 +10,12 @@
 #include <map>
 
 #include "tests/skip.hpp"
+#include "tests/training/stage_tensors.hpp"
 #include "training/setup.hpp"
 #include "training/simulate_runtime.hpp"
 
 using namespace petra;
+using namespace petra::testing;
 
 TEST_CASE("move_block: the block on the boundary moves, every stage keeps one") {
   const rebalance_move right = move_block({1, 3, 1}, 1, 2);
@@ -124,26 +126,6 @@ struct runtime_on_data {
   }
 };
 
-/// Every tensor of every stage by name (the union does not depend on the cut).
-std::map<std::string, tensor> by_name(pipeline_runtime& r) {
-  std::map<std::string, tensor> out;
-  for (const stage_snapshot& s : r.snapshot())
-    for (const named_tensor& t : s.tensors) out.emplace(t.name, t.value);
-  return out;
-}
-
-int differing(const std::map<std::string, tensor>& a, const std::map<std::string, tensor>& b) {
-  REQUIRE(a.size() == b.size());
-  int n = 0;
-  for (const auto& [name, x] : a) {
-    const auto it = b.find(name);
-    if (it == b.end() || it->second.shape() != x.shape() ||
-        std::memcmp(it->second.data(), x.data(), x.bytes()))
-      ++n;
-  }
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE("rebalance: after a move the forward on the same batches is the one before, bit for bit") {
@@ -151,14 +133,15 @@ TEST_CASE("rebalance: after a move the forward on the same batches is the one be
   runtime_on_data r(tiny({1, 2, 1, 1}));
   r.runtime->train(phase_request::of(1, 0, 8), {});  // weights, momentum and BN statistics moved on
   const eval_result before = r.runtime->evaluate(*r.data.test_feed);
-  const auto state = by_name(*r.runtime);
+  const auto state = tensors_by_name(*r.runtime);
   for (const std::vector<int>& cut : {std::vector<int>{1, 1, 2, 1}, std::vector<int>{1, 1, 1, 2}}) {
     CAPTURE(cut.size());
     r.runtime->repartition(cut);
     const eval_result after = r.runtime->evaluate(*r.data.test_feed);
     CHECK(after.loss == before.loss);  // the same logits: the same mean loss to the last bit
     CHECK(after.accuracy == before.accuracy);
-    CHECK(differing(state, by_name(*r.runtime)) == 0);  // weights, momentum, BN statistics moved along
+    CHECK(differing_tensors(state, tensors_by_name(*r.runtime)) ==
+          0);  // weights, momentum, BN statistics moved along
   }
 }
 
@@ -175,13 +158,13 @@ TEST_CASE("rebalance: training on after a move = a pipeline cut that way from th
   runtime_on_data cut(tiny({1, 1, 2, 1}));
   cut.runtime->restore(before);  // each stage takes its blocks' tensors by name
   cut.runtime->train(phase_request::of(1, 8, 8), {});
-  CHECK(differing(by_name(*moved.runtime), by_name(*cut.runtime)) == 0);
+  CHECK(differing_tensors(tensors_by_name(*moved.runtime), tensors_by_name(*cut.runtime)) == 0);
 
   // The cut is not a no-op: where a block sits sets its delay, and so its training.
   runtime_on_data stayed(tiny({1, 2, 1, 1}));
   stayed.runtime->restore(before);
   stayed.runtime->train(phase_request::of(1, 8, 8), {});
-  CHECK(differing(by_name(*moved.runtime), by_name(*stayed.runtime)) > 0);
+  CHECK(differing_tensors(tensors_by_name(*moved.runtime), tensors_by_name(*stayed.runtime)) > 0);
 }
 
 TEST_CASE("simulate: an epoch split into phases times each stage from the epoch's start") {
