@@ -1,8 +1,6 @@
 // Faults under forward gradients.
 #include "actors/fg_faults.hpp"
 
-#include <thread>
-
 namespace petra::detail {
 
 double derivatives_draw(uint64_t seed, int32_t stage, int64_t id, uint64_t salt) {
@@ -13,13 +11,6 @@ double derivatives_draw(uint64_t seed, int32_t stage, int64_t id, uint64_t salt)
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
   x ^= x >> 31;
   return static_cast<double>(x >> 11) * 0x1.0p-53;
-}
-
-bool slow_down(const stage_core& c, clock_type::time_point begin) {
-  if (!c.faults_on() || c.faults.slow <= 1) return false;
-  const double seconds = std::chrono::duration<double>(clock_type::now() - begin).count();
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds * (c.faults.slow - 1)));
-  return true;
 }
 
 bool returns_credits(const stage_core& c) {

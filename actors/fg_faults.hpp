@@ -3,8 +3,8 @@
 // where they arrive, with the receiving stage's faults.drop and faults.duplicate and the delay of the
 // backward link into it (faults.backward_delay[j]: ticks in lockstep, milliseconds in async). A
 // draw is a function of (faults.seed, stage, micro-batch): it does not depend on when a message
-// arrives, so a lockstep run injects the same faults every time. Also the slow-down of a stage's
-// computations (faults.slow) and which stage hands the loader its credits back.
+// arrives, so a lockstep run injects the same faults every time. Also which stage hands the loader
+// its credits back (faults.slow is stage_core's slow_down, as for every stage).
 #pragma once
 
 #include "actors/link_faults.hpp"
@@ -41,10 +41,6 @@ inline int64_t derivatives_delay(const stage_core& c) {
 inline bool delayed_here(const stage_core& c, const derivatives_data& in) {
   return in.s.sender == c.ctx.index;
 }
-
-/// faults.slow: after a computation that began at `begin`, waits (slow − 1) times as long as it
-/// took (the first attempt only); true when it did.
-bool slow_down(const stage_core& c, clock_type::time_point begin);
 
 /// Whether this stage hands the loader a credit back when it ends a tick (lockstep) or a
 /// micro-batch (async). With a global target stage 1 does, after the backward that the loss's

@@ -12,9 +12,7 @@ template <class F>
 auto timed(stage_core& c, bool& slowed, clock_type::time_point& begin, clock_type::time_point& end, F&& f) {
   begin = clock_type::now();
   auto out = f();
-  const double seconds = std::chrono::duration<double>(clock_type::now() - begin).count();
-  slowed = c.faults_on() && c.faults.slow > 1;
-  if (slowed) std::this_thread::sleep_for(std::chrono::duration<double>(seconds * (c.faults.slow - 1)));
+  slowed = slow_down(c, begin);
   end = clock_type::now();
   const double busy = std::chrono::duration<double>(end - begin).count();
   c.busy_seconds += busy;
@@ -23,6 +21,13 @@ auto timed(stage_core& c, bool& slowed, clock_type::time_point& begin, clock_typ
 }
 
 }  // namespace
+
+bool slow_down(const stage_core& c, clock_type::time_point begin) {
+  if (!c.faults_on() || c.faults.slow <= 1) return false;
+  const double seconds = std::chrono::duration<double>(clock_type::now() - begin).count();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds * (c.faults.slow - 1)));
+  return true;
+}
 
 void begin_phase(stage_core& c, const phase_plan& plan) {
   c.plan = plan;

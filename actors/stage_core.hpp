@@ -63,6 +63,10 @@ struct stage_core {
   }
 };
 
+/// faults.slow: after a computation that began at `begin`, waits (slow − 1) times as long as it
+/// took (the first attempt only); true when it did.
+bool slow_down(const stage_core& c, clock_type::time_point begin);
+
 /// Starts a phase: the plan, and the measurements from zero.
 void begin_phase(stage_core& c, const phase_plan& plan);
 
