@@ -2,6 +2,7 @@
 #include "actors/loss_actor.hpp"
 
 #include <caf/all.hpp>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <set>
@@ -22,6 +23,7 @@ using namespace atoms;
 struct loss_actor_state {
   std::shared_ptr<backend> device;
   int64_t progress_every = 0;
+  std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
   loss_sink last_stage;
   std::vector<derivatives_sink> stage_sinks;  // forward_gradient: where each stage's derivatives go
   coordinator_actor coordinator;
@@ -43,6 +45,8 @@ struct loss_actor_state {
 };
 
 using self_ptr = loss_actor::stateful_pointer<loss_actor_state>;
+
+constexpr std::chrono::milliseconds progress_interval{250};
 
 loss_report report_of(const run_totals& t) {
   return loss_report{t.micro_batches, t.samples, t.correct, t.loss_sum};
@@ -115,8 +119,15 @@ void answer(self_ptr self, const logits_data& in, const std::vector<int32_t>& la
                                               static_cast<uint8_t>(petra_errc::stage_exception), what, 0});
     return self->quit(caf::make_error(petra_errc::stage_exception, what));
   }
-  if (st.progress_every > 0 && st.ledger.totals.micro_batches % st.progress_every == 0)
+  // Every progress_every micro-batches, and at least every progress_interval: the coordinator's stall
+  // wait (faults.stall_seconds, 1 s or more) restarts on each report, so a run slower than
+  // progress_every micro-batches per stall wait is not taken for a stalled one.
+  const auto now = std::chrono::steady_clock::now();
+  if (st.progress_every > 0 && (st.ledger.totals.micro_batches % st.progress_every == 0 ||
+                                now - st.last_progress >= progress_interval)) {
+    st.last_progress = now;
     self->send(st.coordinator, report_of(st.ledger.totals));
+  }
   if (epoch_done)
     self->send(st.coordinator, epoch_loss_report{epoch_done->epoch, report_of(epoch_done->totals)});
 }
