@@ -15,6 +15,9 @@
 #                     stage's backward, plain vs overlapped rebuild (fp32 and bf16); bench_handoff's
 #                     hand-over costs on the GPU
 #   run.sh profile    ncu over two petra training steps: the kernels where a step's time goes
+#   run.sh fg         the default recipe for FG_EPOCHS (10) epochs on [cuda:0 ×8], lockstep (≡
+#                     simulate): forward gradients (local guess, global target), random guess, local
+#                     learning (local target), PETRA; test accuracy per epoch (issue 27's table)
 #
 # Several sub-commands may share a call (run.sh parity train). Per sub-command, $OUT (the device
 # tool's output folder; /tmp/petra-gpu-out elsewhere) gets <cmd>.log (everything printed, the
@@ -29,15 +32,16 @@
 # script sits in, else the carried archive), PYTHON
 # (python3), CIFAR10_DIR, SAN_TOOLS (default "memcheck racecheck synccheck"), SAN_SETS (default
 # "actors-gpu cuda"), time limits (seconds): CASE_S, SAN_ACTORS_S, SAN_CUDA_S, TRAIN_S,
-# REVNET_S, PEER_S; REVNET_IMAGES (images per epoch of the RevNet-18 runs, default 25600).
+# REVNET_S, PEER_S, FG_S (each fg run); REVNET_IMAGES (images per epoch of the RevNet-18 runs,
+# default 25600); FG_EPOCHS (10), FG_RUNS (which fg runs, default "fg-local fg-random local petra").
 set -uo pipefail
 
 [ $# -gt 0 ] || set -- parity
 for cmd in "$@"; do
   case $cmd in
-    parity | sanitize | train | revnet | speed | profile) ;;
+    parity | sanitize | train | revnet | speed | profile | fg) ;;
     *)
-      echo "run.sh: unknown sub-command '$cmd' (parity, sanitize, train, revnet, speed, profile)" >&2
+      echo "run.sh: unknown sub-command '$cmd' (parity, sanitize, train, revnet, speed, profile, fg)" >&2
       exit 2
       ;;
   esac
@@ -321,6 +325,57 @@ petra, backprop = (last_rate(p) for p in sys.argv[1:])
 if petra and backprop:
     print("\nPETRA / backprop images/s (last epoch): %.2f" % (petra / backprop))
 PY
+}
+
+# The accuracy of every epoch of each run, a row per run (the forward-gradient table of issue 27).
+summarize_epochs() {
+  "$python" - "$@" >>"$summary" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    name = path.split("/")[-1].replace("-metrics.jsonl", "")
+    try:
+        rows = [json.loads(l) for l in open(path)]
+    except OSError:
+        print("| %s | (no metrics.jsonl: the run did not start or was killed) | | |" % name)
+        continue
+    epochs = [r for r in rows if r.get("event") == "epoch"]
+    summary = next((r for r in rows if r.get("event") == "summary"), {})
+    accuracies = " / ".join("%.2f" % (100 * e["test_accuracy"]) for e in epochs) or "(no epoch finished)"
+    rates = " / ".join("%.0f" % e["images_per_s"] for e in epochs)
+    print("| %s | %s | %s | %.0f |" % (name, accuracies, rates, summary.get("images_per_s", 0)))
+PY
+}
+
+cmd_fg() {
+  local epochs=${FG_EPOCHS:-10} run files=()
+  echo "## fg: petra train default, lockstep, $epochs epochs, every stage on $dev" >"$summary"
+  echo "" >>"$summary"
+  [ "$gpu" = 0 ] && echo "dry run on the CPU (no GPU): 256 images, 1 epoch — checks the command lines, not a measurement" >>"$summary"
+  local common=(--set runtime.mode=lockstep --set "training.epochs=$epochs" --set "data.path=$PETRA_FASHION_MNIST"
+    --set "pipeline.devices=$(repeat "$dev" 8)")
+  echo "| run | epochs | test accuracy | images/s epoch 1 | images/s last epoch | images/s run |" >>"$summary"
+  echo "|---|---:|---:|---:|---:|---:|" >>"$summary"
+  for run in ${FG_RUNS:-fg-local fg-random local petra}; do
+    local method=()
+    case $run in
+      fg-local) method=(--set training.method=forward_gradient) ;;
+      fg-random) method=(--set training.method=forward_gradient --set training.forward_gradient.guess=random) ;;
+      local) method=(--set training.method=forward_gradient --set training.forward_gradient.target=local) ;;
+      petra) method=(--set training.method=petra) ;;
+      *)
+        echo "run.sh fg: unknown run '$run' in FG_RUNS (fg-local, fg-random, local, petra)" >&2
+        failures=$((failures + 1))
+        continue
+        ;;
+    esac
+    # shellcheck disable=SC2046
+    train_run "$run" "${FG_S:-140}" train default "${common[@]}" "${method[@]}" $(dry_limits 256)
+    files+=("$details/$run-metrics.jsonl")
+  done
+  echo "" >>"$summary"
+  echo "| run | test accuracy per epoch (%) | images/s per epoch | images/s run |" >>"$summary"
+  echo "|---|---|---|---:|" >>"$summary"
+  summarize_epochs "${files[@]}"
 }
 
 # bench_gpu_step's runs: fp32 (with PETRA vs backprop and the overlap), TF32, bf16 on tensor cores
