@@ -208,7 +208,10 @@ class actor_runtime : public pipeline_runtime {
 
   // Drained: every stage's state by name, a new generation of actors on the new cut, each stage
   // taking its own tensors. Async has no tick schedule to vouch for the drain: the stages' counts
-  // prove it first, as before a migration (once per point).
+  // prove it first, as before a migration (once per point). The running epoch's records go on in
+  // the new actors (a point may lie inside an epoch): each stage's in the stage at its place, with
+  // the epoch's clock, and the loss actor's ledger (the open epoch's loss, accuracy and samples) in
+  // the new loss actor, continued as the simulator's driver continues its own.
   void repartition(const std::vector<int>& stage_blocks) override {
     if (config_.runtime.mode == config::runtime_mode::async && drained_proved_at_ != phase_) {
       try {
@@ -218,12 +221,25 @@ class actor_runtime : public pipeline_runtime {
       }
       drained_proved_at_ = phase_;
     }
+    const auto kept_at = std::chrono::steady_clock::now();
+    std::vector<stage_report> records =
+        control_.gather<stage_report>(pipeline_.stages(), control_timeout, report_atom_v);
+    const std::string ledger = control_.ask<std::string>(pipeline_.loss(), control_timeout, state_atom_v);
     checkpoint drained;
     drained.stages = snapshot();
     drained.metadata["stage_blocks"] = nlohmann::json(stage_sizes(config_)).dump();
     config_.pipeline.stage_blocks = stage_blocks;
     pipeline_.repartition(stage_blocks);
     restore(drained);
+    control_.ask<restore_atom>(pipeline_.loss(), control_timeout, restore_atom_v,
+                               cut_part{-1, 0, 0, {}, ledger});
+    // The epochs' clocks go on across the rebuild too: it took place inside the running epoch.
+    const double rebuild_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - kept_at).count();
+    for (std::size_t j = 0; j < stages_; ++j) {
+      records[j].wall_seconds += rebuild_seconds;
+      control_.ask<restore_atom>(pipeline_.stages()[j], control_timeout, restore_atom_v, records[j]);
+    }
   }
 
   migration_done migrate(std::size_t stage, const config::migration_target& to) override {

@@ -144,6 +144,16 @@ void score_eval(self_ptr self, const logits_data& in, const std::vector<int32_t>
     self->send(st.coordinator, eval_report{in.eval_epoch, wave->loss_sum, wave->correct, wave->samples});
 }
 
+/// The loss side's part of a cut: the ledger (the phase's totals so far, the open epochs' and waves'
+/// tallies) and the labels kept; how many logits wait for theirs.
+training::loss_cut part_of(const loss_actor_state& st) {
+  training::loss_cut part;
+  static_cast<training::loss_ledger&>(part) = st.ledger;
+  for (const auto& [key, labels] : st.labels) part.labels.push_back({key.first, key.second, labels});
+  part.waiting = static_cast<int64_t>(st.waiting.size());
+  return part;
+}
+
 /// Logits and labels met: a training loss or an evaluation batch.
 void score(self_ptr self, const logits_data& in, const std::vector<int32_t>& labels) {
   if (in.eval_epoch >= 0)
@@ -214,11 +224,18 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
         auto& st = self->state;
         const int64_t tick = marker.tick;
         if (tick <= st.abandoned_cuts) return;
-        training::loss_cut part;
-        static_cast<training::loss_ledger&>(part) = st.ledger;
-        for (const auto& [key, labels] : st.labels) part.labels.push_back({key.first, key.second, labels});
-        part.waiting = static_cast<int64_t>(st.waiting.size());
-        self->send(st.coordinator, cut_part{-1, tick, 0, {}, training::encode(part)});
+        self->send(st.coordinator, cut_part{-1, tick, 0, {}, training::encode(part_of(st))});
+      },
+      [=](state_atom) -> caf::result<std::string> {
+        // Drained: the open epochs' tallies, for the loss actor of a pipeline built anew on another
+        // cut of the model, so that the running epoch's line counts all of its micro-batches.
+        auto& st = self->state;
+        if (!st.waiting.empty())  // logits without their labels: the part cannot hold them
+          return caf::make_error(petra_errc::bad_request, "loss actor: asked for its ledger while " +
+                                                              std::to_string(st.waiting.size()) +
+                                                              " logits wait for their labels: the "
+                                                              "pipeline is not drained");
+        return training::encode(part_of(st));
       },
       [=](restore_atom, const cut_part& from) -> caf::result<restore_atom> {
         auto& st = self->state;

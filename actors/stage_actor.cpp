@@ -81,6 +81,14 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
           return recover_atom_v;
         });
       },
+      [=](restore_atom, const stage_report& earlier) {
+        stage_core& c = self->state.core;
+        return answer(c, [&] {
+          if (c.in_phase) throw std::logic_error("a record to go on from came during a phase");
+          continue_record(c, earlier);
+          return restore_atom_v;
+        });
+      },
       [=](restore_atom, const stage_snapshot& from) {
         stage_core& c = self->state.core;
         return answer(c, [&] {

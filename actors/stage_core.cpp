@@ -1,6 +1,7 @@
 // The stage actors' shared steps.
 #include "actors/stage_core.hpp"
 
+#include <algorithm>
 #include <thread>
 
 namespace petra::detail {
@@ -86,6 +87,17 @@ stage_report take_epoch_report(stage_core& c) {
   c.upstream_messages = c.upstream_bytes = 0;
   c.epoch_start = clock_type::now();
   return r;
+}
+
+void continue_record(stage_core& c, const stage_report& earlier) {
+  c.ctx.compute->continue_stats(earlier.stats);
+  c.window.take(*c.ctx.compute);  // the next window holds this actor's steps only, as before a move
+  c.mailbox_peak = std::max(c.mailbox_peak, earlier.mailbox_peak);
+  c.busy_seconds += earlier.busy_seconds;
+  c.upstream_messages += earlier.upstream_messages;
+  c.upstream_bytes += earlier.upstream_bytes;
+  c.epoch_start = clock_type::now() - std::chrono::duration_cast<clock_type::duration>(
+                                          std::chrono::duration<double>(earlier.wall_seconds));
 }
 
 activation timed_evaluate(stage_core& c, const activation& x, int64_t index) {

@@ -136,6 +136,12 @@ void fail(Self* self, stage_core& c, const caf::error& err, const std::string& w
 /// The stage's record of the epoch that just ended, for the coordinator; the next epoch's starts afresh.
 stage_report take_epoch_report(stage_core& c);
 
+/// A new cut of the model (drained, before any phase of this actor): the record of the running epoch
+/// that the stage at this place kept goes on here — its counts and peaks, busy time, upstream
+/// traffic, and its clock (the epoch began `earlier.wall_seconds` ago). The per-step window starts
+/// now.
+void continue_record(stage_core& c, const stage_report& earlier);
+
 /// After the backward of micro-batch `id`: per-step metrics every N optimizer steps of this stage,
 /// and the epoch's report when `id` was its epoch's last micro-batch.
 template <class Self>

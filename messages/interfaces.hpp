@@ -47,18 +47,19 @@ struct loss_links {
 /// whose guess the logits carry a tangent of); evaluation logits of the waves (scored per epoch, an
 /// eval_report to the coordinator when a wave is complete, a credit back to the loader per batch); evaluation
 /// logits with their labels on request; its totals per phase; the last stage's marker of a cut
-/// (the loss actor's part goes to the coordinator) and, to resume, its part of a cut back. Stage-
-/// local recovery: hold → the evaluation batches of the phase scored so far; recover → forgets the
-/// labels of the cancelled micro-batches and drops their logits should any still come (until a
-/// re-issued one's labels come again).
-using loss_actor =
-    caf::typed_actor<caf::replies_to<loss_links>::with<atoms::wire_atom>, caf::reacts_to<labels_data>,
-                     caf::reacts_to<logits_data>,
-                     caf::replies_to<atoms::eval_atom, logits_data, labels_data>::with<loss_data>,
-                     caf::replies_to<atoms::report_atom>::with<loss_report>, caf::reacts_to<cut_marker>,
-                     caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>,
-                     caf::replies_to<atoms::hold_atom>::with<int64_t>,
-                     caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
+/// (the loss actor's part goes to the coordinator) and, to resume, its part of a cut back; state
+/// (drained, between phases) → its ledger as a cut's part, for the loss actor that takes its place
+/// when the pipeline is built anew (restore with the part). Stage-local recovery: hold → the
+/// evaluation batches of the phase scored so far; recover → forgets the labels of the cancelled
+/// micro-batches and drops their logits should any still come (until a re-issued one's labels come
+/// again).
+using loss_actor = caf::typed_actor<
+    caf::replies_to<loss_links>::with<atoms::wire_atom>, caf::reacts_to<labels_data>,
+    caf::reacts_to<logits_data>, caf::replies_to<atoms::eval_atom, logits_data, labels_data>::with<loss_data>,
+    caf::replies_to<atoms::report_atom>::with<loss_report>, caf::reacts_to<cut_marker>,
+    caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>,
+    caf::replies_to<atoms::state_atom>::with<std::string>, caf::replies_to<atoms::hold_atom>::with<int64_t>,
+    caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;
 
 /// Whom the loader feeds: the first stage (micro-batches) and the loss actor (labels), and how many
 /// micro-batches it may have in flight before a credit comes back.
@@ -101,6 +102,8 @@ struct stage_links {
 /// A pipeline stage. Stage-local recovery (async): hold stops it (the answer says where it stands);
 /// recover tells it what to forget and count, and it goes on. migrate (drained, between phases):
 /// its whole state as a cut's part, for the actor that takes its place (restore with the part).
+/// restore with a stage_report (a new cut of the model, drained): the running epoch's record that
+/// the stage at its place kept, which it goes on from (counts, busy time, the epoch's clock).
 using stage_actor =
     caf::typed_actor<caf::reacts_to<forward_data>, caf::reacts_to<backward_data>, caf::reacts_to<loss_data>,
                      caf::reacts_to<derivatives_data>, caf::reacts_to<atoms::process_atom>,
@@ -113,6 +116,7 @@ using stage_actor =
                      caf::replies_to<atoms::state_atom>::with<stage_snapshot>,
                      caf::replies_to<atoms::restore_atom, stage_snapshot>::with<atoms::restore_atom>,
                      caf::replies_to<atoms::restore_atom, cut_part>::with<atoms::restore_atom>,
+                     caf::replies_to<atoms::restore_atom, stage_report>::with<atoms::restore_atom>,
                      caf::replies_to<atoms::migrate_atom>::with<cut_part>,
                      caf::replies_to<atoms::hold_atom>::with<recovery_order>,
                      caf::replies_to<atoms::recover_atom, recovery_order>::with<atoms::recover_atom>>;

@@ -127,8 +127,9 @@ class pipeline_runtime {
   /// spare node). The caller then restores the last checkpoint.
   virtual void recover() = 0;
   /// Drained (between phases): cuts the model into stages of `stage_blocks` blocks instead, each
-  /// block's weights, momentum and BN statistics moving with it (pipeline.rebalance). The stages'
-  /// records restart. A runtime that cannot refuses the key before the run starts.
+  /// block's weights, momentum and BN statistics moving with it (pipeline.rebalance). The running
+  /// epoch's records go on (its scores, and each stage's record in the stage now at its place), so
+  /// that its line counts the whole epoch. A runtime that cannot refuses the key before the run starts.
   virtual void repartition(const std::vector<int>& stage_blocks) {
     (void)stage_blocks;
     throw std::logic_error("this runtime does not repartition (pipeline.rebalance is refused for it)");

@@ -163,14 +163,18 @@ class simulate_runtime : public pipeline_runtime {
   }
 
   // Drained: every stage's state by name, the stages built again on the new cut, each taking its own.
+  // The move changes no epoch's record: the open epochs' scores, each stage's clock, and each
+  // stage's record, which the stage now at its place goes on from (as the actor runtimes' do).
   void repartition(const std::vector<int>& stage_blocks) override {
     if (fg_) throw std::logic_error("simulate: forward-gradient stages are not repartitioned");
     checkpoint drained;
     drained.stages = snapshot();
     drained.metadata["stage_blocks"] = nlohmann::json(stage_sizes(config_)).dump();
     config_.pipeline.stage_blocks = stage_blocks;
-    const std::string open = open_epochs_;  // the move changes no epoch's record
+    const std::string open = open_epochs_;
     const auto since = epoch_since_;
+    std::vector<stage_stats> records;
+    for (const placed_stage& p : stages_) records.push_back(p.compute->stats());
     std::vector<placed_stage> rebuilt = build_placed_stages(config_, optimizer_);
     sim_.reset();  // it points at the stages it drove
     stages_ = std::move(rebuilt);
@@ -179,6 +183,10 @@ class simulate_runtime : public pipeline_runtime {
     open_epochs_ = open;
     epoch_since_ = since;
     meters_.assign(stages_.size(), stage_window_meter{});
+    for (std::size_t j = 0; j < stages_.size(); ++j) {
+      stages_[j].compute->continue_stats(records[j]);
+      meters_[j].take(*stages_[j].compute);  // the next window holds the new stage's steps only
+    }
   }
 
   double current_lr() override { return stages_.front().compute->optimizer().current_lr(); }

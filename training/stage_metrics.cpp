@@ -10,10 +10,6 @@ namespace {
 
 int64_t entry(const std::vector<int>& list, std::size_t i) { return i < list.size() ? list[i] : 0; }
 
-void add(std::map<int64_t, int64_t>& total, const std::map<int64_t, int64_t>& more) {
-  for (const auto& [value, count] : more) total[value] += count;
-}
-
 }  // namespace
 
 double staleness_steps(config::training_method method, int64_t delay_ticks, int accumulation) {
@@ -39,21 +35,7 @@ double expected_staleness_steps(const config::run_config& c, std::size_t j, std:
 }
 
 void merge(stage_report& total, const stage_report& later) {
-  stage_stats& a = total.stats;
-  const stage_stats& b = later.stats;
-  a.forwards += b.forwards;
-  a.backwards += b.backwards;
-  add(a.delay_ticks, b.delay_ticks);
-  add(a.staleness_steps, b.staleness_steps);
-  a.fifo_peak = std::max(a.fifo_peak, b.fifo_peak);
-  a.fifo_peak_bytes = std::max(a.fifo_peak_bytes, b.fifo_peak_bytes);
-  a.stash_peak = std::max(a.stash_peak, b.stash_peak);
-  a.stash_peak_bytes = std::max(a.stash_peak_bytes, b.stash_peak_bytes);
-  a.inversion_samples += b.inversion_samples;
-  a.inversion_error_sum += b.inversion_error_sum;
-  a.inversion_error_max = std::max(a.inversion_error_max, b.inversion_error_max);
-  a.fallback_forwards += b.fallback_forwards;
-  a.fallback_switches += b.fallback_switches;
+  total.stats.add(later.stats);
   total.gradient_cosine_samples += later.gradient_cosine_samples;
   total.gradient_cosine_sum += later.gradient_cosine_sum;
   total.gradient_cosine_min = std::min(total.gradient_cosine_min, later.gradient_cosine_min);

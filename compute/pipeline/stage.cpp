@@ -1,6 +1,7 @@
 // Stage: forward, rebuild-or-pop backward (plain or overlapped), weight stash, optimizer cadence.
 #include "compute/pipeline/stage.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -242,6 +243,28 @@ void stage::update_fifo_stats() {
   }
   stats_.fifo_peak = std::max(stats_.fifo_peak, held);
   stats_.fifo_peak_bytes = std::max(stats_.fifo_peak_bytes, bytes);
+}
+
+void stage_stats::add(const stage_stats& later) {
+  forwards += later.forwards;
+  backwards += later.backwards;
+  for (const auto& [ticks, count] : later.delay_ticks) delay_ticks[ticks] += count;
+  for (const auto& [steps, count] : later.staleness_steps) staleness_steps[steps] += count;
+  fifo_peak = std::max(fifo_peak, later.fifo_peak);
+  fifo_peak_bytes = std::max(fifo_peak_bytes, later.fifo_peak_bytes);
+  stash_peak = std::max(stash_peak, later.stash_peak);
+  stash_peak_bytes = std::max(stash_peak_bytes, later.stash_peak_bytes);
+  inversion_samples += later.inversion_samples;
+  inversion_error_sum += later.inversion_error_sum;
+  inversion_error_max = std::max(inversion_error_max, later.inversion_error_max);
+  fallback_forwards += later.fallback_forwards;
+  fallback_switches += later.fallback_switches;
+}
+
+void stage::continue_stats(const stage_stats& earlier) {
+  stage_stats total = earlier;
+  total.add(stats_);
+  stats_ = std::move(total);
 }
 
 void stage::reset_stats() {

@@ -43,6 +43,8 @@ struct stage_stats {
   double inversion_error_max = 0.0;
   int64_t fallback_forwards = 0;  // forwards of a rebuilding stage that kept their input (fallback)
   int64_t fallback_switches = 0;  // fallback mode changes, into keeping inputs and back
+  /// Adds a later period's record of the same stage: counts and histograms add, peaks take the maximum.
+  void add(const stage_stats& later);
 };
 
 class stage {
@@ -103,6 +105,9 @@ class stage {
   const stage_stats& stats() const { return stats_; }
   /// Starts a new measurement period (the peaks restart from what is held now).
   void reset_stats();
+  /// Goes on from `earlier`, the record of the period so far that the stage this one replaces kept
+  /// (the model cut anew at a drained point: earlier + this stage's own since).
+  void continue_stats(const stage_stats& earlier);
   std::size_t outstanding() const { return outstanding_.size(); }
   /// The micro-batch whose backward must come next (-1 when none is outstanding).
   int64_t next_backward_id() const { return outstanding_.empty() ? -1 : outstanding_.front().id; }
