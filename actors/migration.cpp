@@ -101,9 +101,17 @@ migration_done migrate_stage(actor_pipeline& pipeline, control_channel& control,
   const cut_part state = control.ask<cut_part>(pipeline.stages()[j], control_timeout, migrate_atom_v);
   for (const named_tensor& t : state.tensors) out.bytes += static_cast<int64_t>(t.value.bytes());
   out.checksum = state_checksum(state.tensors, state.meta);
+  // The actor's own clocks and counters of the running epoch (busy seconds, mailbox peak, messages
+  // upstream, the epoch's clock) go on in the new actor too; its record of computations travels
+  // in the state above, so none of that is carried twice.
+  stage_report clocks = control.ask<stage_report>(pipeline.stages()[j], control_timeout, report_atom_v);
+  clocks.stats = {};
+  const auto kept_at = std::chrono::steady_clock::now();
   pipeline.migrate(static_cast<int32_t>(j), to);
   config = placed_at(config, j, to);
   control.ask<restore_atom>(pipeline.stages()[j], control_timeout, restore_atom_v, state);
+  clocks.wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - kept_at).count();
+  control.ask<restore_atom>(pipeline.stages()[j], control_timeout, restore_atom_v, clocks);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // What the new actor holds now, taken as the old one's was: the same bytes, or the move lost something.
   const cut_part held = control.ask<cut_part>(pipeline.stages()[j], control_timeout, migrate_atom_v);

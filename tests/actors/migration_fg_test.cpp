@@ -69,3 +69,23 @@ TEST_CASE("migrate: async forward_gradient stages move with their heads, every m
   CHECK(lines[0]["bytes"] == lines[2]["bytes"]);  // stage 2 with its head, both ways
   fs::remove_all(dir);
 }
+
+TEST_CASE("migrate: a stage moved inside an epoch goes on counting that epoch's messages upstream") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  const fs::path dir = migration_scratch("fg-counts");
+  REQUIRE(train_migrating(migration_sets(dir, "still"), fg_sets) == 0);
+  std::vector<std::string> moved = fg_sets;
+  moved.push_back("pipeline.migrate=[\"48:3>sim:0\"]");  // inside epoch 2 (32 micro-batches each)
+  REQUIRE(train_migrating(migration_sets(dir, "moved"), moved) == 0);
+  const auto still = event_lines(dir / "still", "epoch");
+  const auto after = event_lines(dir / "moved", "epoch");
+  REQUIRE(still.size() == after.size());
+  REQUIRE(still.size() >= 2);
+  // The new actor goes on from the old one's counters (before: it counted from the move, 16 of 32).
+  const int64_t expected = still[1]["stages"][2].value("upstream_messages", int64_t{-1});
+  CHECK(expected > 0);
+  CHECK(after[1]["stages"][2].value("upstream_messages", int64_t{-2}) == expected);
+  CHECK(after[1]["stages"][2].value("upstream_bytes", int64_t{-2}) ==
+        still[1]["stages"][2].value("upstream_bytes", int64_t{-1}));
+  fs::remove_all(dir);
+}
