@@ -123,24 +123,6 @@ TEST_CASE("rebalance: moves inside epochs, lockstep = simulate epoch lines, each
     CHECK(moves[0]["position"] == 20);
     CHECK(moves[1]["position"] == 60);
     CHECK(event_lines(run, "partition").at(0)["stage_blocks"] == nlohmann::json::array({1, 2, 1, 1}));
-    // The epoch's seconds (stage 1's clock, epochs being evaluated by waves) cover the time before
-    // its move: at least from its first step line (a window stage 1 ended with a backward of the
-    // epoch) to the move's line (logged after the move).
-    const auto epochs = event_lines(run, "epoch");
-    const auto steps = event_lines(run, "step");
-    for (std::size_t i = 0; i < 2; ++i) {
-      CAPTURE(i);
-      double first_step = -1;
-      for (const auto& s : steps)
-        if (s["micro_batches"].get<int64_t>() > static_cast<int64_t>(32 * i)) {
-          first_step = s["seconds"].get<double>();
-          break;
-        }
-      REQUIRE(first_step >= 0);
-      const double before_move = moves[i]["seconds"].get<double>() - first_step;
-      CHECK(before_move > 0);
-      CHECK(epochs[i]["epoch_seconds"].get<double>() >= before_move);
-    }
   }
   // And both runtimes' stages count the same.
   const auto a = event_lines(dir / "simulate", "epoch"), b = event_lines(dir / "lockstep", "epoch");
@@ -166,11 +148,5 @@ TEST_CASE("rebalance: async moves inside epochs, each epoch line counts every mi
   CHECK(moves[0]["position"] == 20);
   CHECK(moves[1]["position"] == 52);
   for (const auto& m : moves) CHECK(m["restored_checksum"] == m["checksum"]);
-  // The epoch's seconds (the trainer's clock, epochs ending drained) cover the time before its move.
-  const auto epochs = event_lines(dir / "async", "epoch");
-  const auto steps = event_lines(dir / "async", "step");
-  REQUIRE(!steps.empty());
-  CHECK(epochs[0]["epoch_seconds"].get<double>() >=
-        moves[0]["seconds"].get<double>() - steps.front()["seconds"].get<double>());
   fs::remove_all(dir);
 }
