@@ -162,7 +162,6 @@ class actor_runtime : public pipeline_runtime {
         for (std::size_t j = 0; j < rest.size() && j < last.size(); ++j) last[j] += rest[j];
       }
       out.ticks = lockstep ? plan.ticks : 0;
-      first_stage_steps_ = out.stages.front().weight_version;
       report_late_messages();
       const int64_t first_id = static_cast<int64_t>(request.epoch) * per_epoch_ + request.first;
       if (trace_ && trace_->records(first_id))
@@ -203,7 +202,6 @@ class actor_runtime : public pipeline_runtime {
     const std::vector<stage_snapshot> states = stages_for(from, stage_sizes(config_));
     for (std::size_t j = 0; j < stages_; ++j)
       control_.ask<restore_atom>(pipeline_.stages()[j], control_timeout, restore_atom_v, states[j]);
-    first_stage_steps_ = from.stages.front().optimizer_steps;
   }
 
   // Drained: every stage's state by name, a new generation of actors on the new cut, each stage
@@ -252,7 +250,7 @@ class actor_runtime : public pipeline_runtime {
 
   void recover() override { pipeline_.recover(); }
 
-  double current_lr() override { return learning_rate(optimizer_, first_stage_steps_); }
+  double first_stage_lr(int64_t steps) override { return learning_rate(optimizer_, steps); }
 
   /// The timeline: this process's, and each node's shifted onto this clock (the offset from the
   /// fastest of a few pings, ± half its round trip).
@@ -327,7 +325,6 @@ class actor_runtime : public pipeline_runtime {
     }
     control_.ask<restore_atom>(pipeline_.loss(), control_timeout, restore_atom_v,
                                cut_part{-1, cut.tick, 0, {}, driver.at("loss").get<std::string>()});
-    first_stage_steps_ = cut.stages.front().state.optimizer_steps;
   }
 
   /// Fencing: the late messages of nodes declared lost (woken up after their stages were moved) that
@@ -369,7 +366,6 @@ class actor_runtime : public pipeline_runtime {
   std::size_t stages_;
   int64_t phase_ = 0;
   int64_t drained_proved_at_ = -1;  // the phase after which a migration last proved the pipeline drained
-  int64_t first_stage_steps_ = 0;
   int64_t open_at_resume_ = 0;
   int64_t late_reported_ = 0;  // late messages of lost nodes already on a fencing line
   int64_t cut_spacing_ = 1;  // the running phase's  // epochs open at the cut the running phase resumed from

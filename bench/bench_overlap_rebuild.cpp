@@ -1,8 +1,9 @@
-// The backward of a reversible stage of two couplings, the plain order against PaReprop's
+// The backward of a reversible stage of couplings (two by default), the plain order against PaReprop's
 // overlapped one (block i−1's input rebuilt on a second CPU backend while block i's gradients are
 // computed), on the default preset's coupling stage and on RevNet-18's widths. Median of `runs`.
-// Usage: bench_overlap_rebuild [runs=15] [threads=2] [batches=32,128] [all|main] (main: plain and
-// overlap +1 only, the pair whose bits agree, for the long cases)
+// Usage: bench_overlap_rebuild [runs=15] [threads=2] [batches=32,128] [all|main] [blocks=2] (main:
+// plain and overlap +1 only, the pair whose bits agree, for the long cases; blocks: couplings in the
+// stage, ≥ 2: with n blocks n − 1 rebuilds can hide behind gradients)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,7 +34,7 @@ struct schedule {
   int rebuild_threads;
 };
 
-/// A stage of two couplings of `width` channels run on one schedule, and its timed backwards.
+/// A stage of `blocks` couplings of `width` channels run on one schedule, and its timed backwards.
 struct timed_stage {
   std::unique_ptr<backend> be;
   std::unique_ptr<stage> st;
@@ -41,9 +42,10 @@ struct timed_stage {
   std::vector<double> seconds;
   int64_t id = 0;
 
-  timed_stage(const schedule& s, int width, int side, int batch) : be(make_cpu_backend(s.stage_threads)) {
+  timed_stage(const schedule& s, int width, int side, int batch, int n_blocks)
+      : be(make_cpu_backend(s.stage_threads)) {
     std::vector<std::unique_ptr<block>> blocks;
-    for (int b = 0; b < 2; ++b)
+    for (int b = 0; b < n_blocks; ++b)
       blocks.push_back(
           std::make_unique<coupling_block>(*be, "c" + std::to_string(b), conv_chain::basic(width), b));
     optimizer_settings opt;
@@ -83,6 +85,12 @@ int main(int argc, char** argv) {
     int width, side, batch;
   };
   const bool all_schedules = argc <= 4 || std::string(argv[4]) != "main";
+  const int n_blocks = argc > 5 ? std::stoi(argv[5]) : 2;
+  if (runs < 1 || threads < 1 || n_blocks < 2 || batches.empty()) {
+    std::fprintf(stderr,
+                 "bench_overlap_rebuild: runs and threads must be >= 1, blocks >= 2, batches not empty\n");
+    return 2;
+  }
   std::vector<stage_case> cases = {{"default preset g1 (16ch, 28²)", 16, 28, 64}};
   for (int batch : batches)
     for (auto [width, side] : {std::pair{64, 32}, {128, 16}, {256, 8}, {512, 4}})
@@ -96,7 +104,8 @@ int main(int argc, char** argv) {
                                      {"overlap +T", threads, threads},
                                      {"split", std::max(1, threads / 2), std::max(1, threads - threads / 2)}};
   if (!all_schedules) schedules.resize(2);
-  std::printf("backward of a 2-coupling stage, ms (median of %d), %d stage threads\n", runs, threads);
+  std::printf("backward of a %d-coupling stage, ms (median of %d), %d stage threads\n", n_blocks, runs,
+              threads);
   std::printf("| stage | micro-batch |");
   for (const schedule& s : schedules) std::printf(" %s |", s.name);
   std::printf("\n|---|---|");
@@ -106,7 +115,7 @@ int main(int argc, char** argv) {
     std::printf("| %s | %d |", c.name.c_str(), c.batch);
     std::vector<std::unique_ptr<timed_stage>> stages;
     for (const schedule& s : schedules)
-      stages.push_back(std::make_unique<timed_stage>(s, c.width, c.side, c.batch));
+      stages.push_back(std::make_unique<timed_stage>(s, c.width, c.side, c.batch, n_blocks));
     // Round-robin over the schedules, so that a shared machine's load falls on each alike.
     for (int i = 0; i < 2 + runs; ++i)
       for (auto& t : stages) t->run(i >= 2);

@@ -143,8 +143,10 @@ class pipeline_runtime {
     throw migration_refused(
         "this runtime has no stage actors to move (live migration needs runtime.mode lockstep)");
   }
-  /// The learning rate of the first stage now.
-  virtual double current_lr() = 0;
+  /// The learning rate stage 1 applies at its optimizer step `steps` (counted from 0): with
+  /// `steps` taken, the rate of its next one. An epoch's record gives the rate after the epoch's
+  /// last step, whenever the record arrives (without a drain: during the next epoch).
+  virtual double first_stage_lr(int64_t steps) = 0;
   /// Writes the run's timeline (output.trace) to `path`; a runtime that records none refuses the key.
   virtual void write_trace(const std::string& path) = 0;
 };

@@ -189,7 +189,9 @@ class simulate_runtime : public pipeline_runtime {
     }
   }
 
-  double current_lr() override { return stages_.front().compute->optimizer().current_lr(); }
+  double first_stage_lr(int64_t steps) override {
+    return learning_rate(stages_.front().compute->optimizer().settings(), steps);
+  }
 
   void write_trace(const std::string&) override {
     throw std::logic_error(

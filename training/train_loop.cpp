@@ -256,7 +256,9 @@ class run {
     line.test_accuracy = e.test.accuracy;
     line.images_per_s = images_per_s;
     line.epoch_seconds = seconds;
-    line.lr = p_.runtime->current_lr();
+    // Stage 1's rate after its epoch-end step count, not the live one: without a drain the record
+    // arrives during the next epoch, and an actor runtime learns stage 1's count only at a phase end.
+    if (!e.stages.empty()) line.lr = p_.runtime->first_stage_lr(e.stages.front().weight_version);
     line.loader_wait_seconds = waited - waited_before_;
     line.bad_images = p_.data.bad_image_count();
     dir_.log(json_record::write(line));

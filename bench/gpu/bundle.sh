@@ -4,7 +4,8 @@
 # bench/gpu/run.sh runs on a bare GPU machine (driver, CUDA toolkit, PyTorch; none of our Debian
 # packages). Two parts:
 #   <build>/bundle/   the bundle, unpacked (usable here: source its env.sh, run its bin/petra):
-#     bin/        petra, petra_tests_{cuda,actors,sim}, bench_gpu_step, bench_handoff (stripped)
+#     bin/        petra, petra_tests_{cuda,actors,sim}, bench_gpu_step, bench_handoff,
+#                 bench_overlap_rebuild (stripped)
 #     lib/        every shared library they load that the GPU machine may lack (via
 #                 /work/shared/tools/bundle-for-gpu; never the CUDA, cuDNN or cuBLAS ones)
 #     env.sh      `source` it: loader path, PETRA_PRESETS, PETRA_BINARY, PETRA_FASHION_MNIST, PATH
@@ -37,7 +38,7 @@ for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-
   [ -f "$fashion/$f" ] || fail "$fashion/$f is missing (apt-get install dataset-fashion-mnist)"
 done
 
-targets=(petra petra_tests_cuda petra_tests_actors petra_tests_sim bench_gpu_step bench_handoff)
+targets=(petra petra_tests_cuda petra_tests_actors petra_tests_sim bench_gpu_step bench_handoff bench_overlap_rebuild)
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPETRA_CUDA=ON -DPETRA_PORTABLE=ON >"$build/configure.log" 2>&1 ||
   fail "configure failed: see $build/configure.log"
@@ -46,7 +47,7 @@ nice -n 10 cmake --build "$build" -j"$jobs" --target "${targets[@]}"
 stage=$build/bundle
 rm -rf "$stage" "$out"
 "$bundler" "$stage" "$build/petra" "$build/petra_tests_cuda" "$build/petra_tests_actors" "$build/petra_tests_sim" \
-  "$build/bench/bench_gpu_step" "$build/bench/bench_handoff"
+  "$build/bench/bench_gpu_step" "$build/bench/bench_handoff" "$build/bench/bench_overlap_rebuild"
 strip --strip-unneeded "$stage"/bin/*
 mkdir -p "$stage/presets" "$stage/data" "$stage/bench/gpu" "$stage/bench/peer" "$out/fashion-mnist"
 cp "$root"/config/presets/*.yaml "$stage/presets/"

@@ -15,9 +15,15 @@
 #                     stage's backward, plain vs overlapped rebuild (fp32 and bf16); bench_handoff's
 #                     hand-over costs on the GPU
 #   run.sh profile    ncu over two petra training steps: the kernels where a step's time goes
-#   run.sh fg         the default recipe for FG_EPOCHS (10) epochs on [cuda:0 ×8], lockstep (≡
-#                     simulate): forward gradients (local guess, global target), random guess, local
-#                     learning (local target), PETRA; test accuracy per epoch (issue 27's table)
+#   run.sh fg         the default recipe for FG_EPOCHS (10) epochs on [cuda:0 ×8], FG_MODE (lockstep,
+#                     or simulate: the same weights bit for bit, plus the cosine diagnostic):
+#                     forward gradients (local guess, global target), random guess, local learning
+#                     (local target), PETRA; test accuracy per epoch (issue 27's table) and, in
+#                     simulate, each epoch's cos(ĝ_j, ∇_{z_j} L) per stage
+#   run.sh overlap    no GPU needed: PaReprop's overlapped rebuild on the CPU backend where cores are
+#                     to spare (the GPU machine's), bench_overlap_rebuild's plain vs overlapped
+#                     backward of a reversible stage of OVERLAP_BLOCKS (3) couplings, for each
+#                     of OVERLAP_THREADS (2 4) stage threads
 #
 # Several sub-commands may share a call (run.sh parity train). Per sub-command, $OUT (the device
 # tool's output folder; /tmp/petra-gpu-out elsewhere) gets <cmd>.log (everything printed, the
@@ -33,15 +39,17 @@
 # (python3), CIFAR10_DIR, SAN_TOOLS (default "memcheck racecheck synccheck"), SAN_SETS (default
 # "actors-gpu cuda"), time limits (seconds): CASE_S, SAN_ACTORS_S, SAN_CUDA_S, TRAIN_S,
 # REVNET_S, PEER_S, FG_S (each fg run); REVNET_IMAGES (images per epoch of the RevNet-18 runs,
-# default 25600); FG_EPOCHS (10), FG_RUNS (which fg runs, default "fg-local fg-random local petra").
+# default 25600); FG_EPOCHS (10), FG_RUNS (which fg runs, default "fg-local fg-random local petra"),
+# FG_MODE (lockstep or simulate, default lockstep); OVERLAP_RUNS (11), OVERLAP_BLOCKS (3),
+# OVERLAP_THREADS ("2 4"), OVERLAP_BATCHES (32,128), OVERLAP_S (each bench run, 300).
 set -uo pipefail
 
 [ $# -gt 0 ] || set -- parity
 for cmd in "$@"; do
   case $cmd in
-    parity | sanitize | train | revnet | speed | profile | fg) ;;
+    parity | sanitize | train | revnet | speed | profile | fg | overlap) ;;
     *)
-      echo "run.sh: unknown sub-command '$cmd' (parity, sanitize, train, revnet, speed, profile, fg)" >&2
+      echo "run.sh: unknown sub-command '$cmd' (parity, sanitize, train, revnet, speed, profile, fg, overlap)" >&2
       exit 2
       ;;
   esac
@@ -343,15 +351,40 @@ for path in sys.argv[1:]:
     accuracies = " / ".join("%.2f" % (100 * e["test_accuracy"]) for e in epochs) or "(no epoch finished)"
     rates = " / ".join("%.0f" % e["images_per_s"] for e in epochs)
     print("| %s | %s | %s | %.0f |" % (name, accuracies, rates, summary.get("images_per_s", 0)))
+# The cosine diagnostic (simulate only): each epoch's mean cos(ĝ_j, ∇_{z_j} L) per stage j < J.
+cosines = []
+for path in sys.argv[1:]:
+    name = path.split("/")[-1].replace("-metrics.jsonl", "")
+    try:
+        rows = [json.loads(l) for l in open(path)]
+    except OSError:
+        continue
+    for e in (r for r in rows if r.get("event") == "epoch"):
+        means = [s.get("diagnostic_gradient_cosine_mean") for s in e.get("stages", [])]
+        if any(m is not None for m in means):
+            cosines.append("| %s | %d | %s |" % (name, e["epoch"], " ".join(
+                "%.3f" % m if m is not None else "—" for m in means)))
+if cosines:
+    print("\n| run | epoch | cos(ĝ_j, ∇_{z_j} L) per stage (diagnostic, sampled micro-batches) |")
+    print("|---|---:|---|")
+    print("\n".join(cosines))
 PY
 }
 
 cmd_fg() {
-  local epochs=${FG_EPOCHS:-10} run files=()
-  echo "## fg: petra train default, lockstep, $epochs epochs, every stage on $dev" >"$summary"
+  local epochs=${FG_EPOCHS:-10} mode=${FG_MODE:-lockstep} run files=()
+  case $mode in
+    lockstep | simulate) ;;
+    *)
+      echo "run.sh fg: FG_MODE must be lockstep or simulate, not '$mode'" >&2
+      failures=$((failures + 1))
+      return
+      ;;
+  esac
+  echo "## fg: petra train default, $mode, $epochs epochs, every stage on $dev" >"$summary"
   echo "" >>"$summary"
   [ "$gpu" = 0 ] && echo "dry run on the CPU (no GPU): 256 images, 1 epoch — checks the command lines, not a measurement" >>"$summary"
-  local common=(--set runtime.mode=lockstep --set "training.epochs=$epochs" --set "data.path=$PETRA_FASHION_MNIST"
+  local common=(--set "runtime.mode=$mode" --set "training.epochs=$epochs" --set "data.path=$PETRA_FASHION_MNIST"
     --set "pipeline.devices=$(repeat "$dev" 8)")
   echo "| run | epochs | test accuracy | images/s epoch 1 | images/s last epoch | images/s run |" >>"$summary"
   echo "|---|---:|---:|---:|---:|---:|" >>"$summary"
@@ -376,6 +409,27 @@ cmd_fg() {
   echo "| run | test accuracy per epoch (%) | images/s per epoch | images/s run |" >>"$summary"
   echo "|---|---|---|---:|" >>"$summary"
   summarize_epochs "${files[@]}"
+}
+
+# The overlapped rebuild on the CPU backend of a machine with cores to spare (issue 26: the 2-core
+# build machine has none); the GPU is not used.
+cmd_overlap() {
+  local blocks=${OVERLAP_BLOCKS:-3} runs=${OVERLAP_RUNS:-11} batches=${OVERLAP_BATCHES:-32,128} t rc
+  [ "$gpu" = 0 ] && runs=1 batches=8
+  echo "## overlap: bench_overlap_rebuild, the CPU backend, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >"$summary"
+  [ "$gpu" = 0 ] && echo "dry run (no GPU machine): 1 run at micro-batch 8 — checks the command lines, not a measurement" >>"$summary"
+  for t in ${OVERLAP_THREADS:-2 4}; do
+    echo "-- bench_overlap_rebuild $runs $t $batches main $blocks (at most ${OVERLAP_S:-300} s)"
+    echo "" >>"$summary"
+    timeout -k 10 "${OVERLAP_S:-300}" "$bundle/bin/bench_overlap_rebuild" "$runs" "$t" "$batches" main "$blocks" |
+      tee "$details/overlap-$t.md"
+    rc=${PIPESTATUS[0]}
+    cat "$details/overlap-$t.md" >>"$summary"
+    if [ "$rc" != 0 ]; then
+      failures=$((failures + 1))
+      echo "(exit $rc: the rows above are the cases that finished)" >>"$summary"
+    fi
+  done
 }
 
 # bench_gpu_step's runs: fp32 (with PETRA vs backprop and the overlap), TF32, bf16 on tensor cores

@@ -126,7 +126,14 @@ TEST_CASE("continuous epochs: lockstep = simulate bit for bit, the per-epoch tes
       CHECK(epochs["lockstep"][e][key] == epochs["simulate"][e][key]);
     CHECK(epochs["async"][e]["evaluated"] == "live weights (evaluation wave)");
     CHECK(epochs["async"][e]["test_loss"].get<double>() > 0);
+    // The learning rate after the epoch's last step of stage 1, the same in every runtime (before:
+    // the actor runtimes wrote the rate of step 0, their count of stage 1's steps being read only
+    // at a phase's end).
+    CHECK(epochs["lockstep"][e]["lr"] == epochs["simulate"][e]["lr"]);
+    CHECK(epochs["async"][e]["lr"] == epochs["simulate"][e]["lr"]);
   }
+  // The cosine schedule moves between the two epoch ends.
+  CHECK(epochs["simulate"][1]["lr"].get<double>() < epochs["simulate"][0]["lr"].get<double>());
   std::filesystem::remove_all(root);
 }
 
