@@ -205,6 +205,17 @@ TEST_CASE("random guesses: N(0, 1), the same for the same (seed, stage, micro-ba
     for (int64_t e = 0; e < t.numel(); ++e) sum += t.data()[e];
   CHECK(std::abs(sum / n) < 0.03);
   CHECK(dot(a, a) / n == doctest::Approx(1.0).epsilon(0.05));
+  // Normal, not merely unit variance: the shares within 1 and 2 standard deviations, and the two
+  // streams drawn apart (not the same values twice).
+  double within1 = 0, within2 = 0;
+  for (const tensor& t : {a.x1, a.x2})
+    for (int64_t e = 0; e < t.numel(); ++e) {
+      within1 += std::abs(t.data()[e]) < 1.f;
+      within2 += std::abs(t.data()[e]) < 2.f;
+    }
+  CHECK(within1 / n == doctest::Approx(0.6827).epsilon(0.03));
+  CHECK(within2 / n == doctest::Approx(0.9545).epsilon(0.01));
+  CHECK_FALSE(bit_identical({a.x1}, {a.x2}));
 }
 
 TEST_CASE("projection: ĝ_n = (d_n / ‖G̃_n‖²) G̃_n per sample") {
