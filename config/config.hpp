@@ -230,6 +230,10 @@ struct runtime_config {
   // Reversible stages of several blocks: rebuild block i−1's input on a second stream while block i's
   // gradients are computed (PaReprop); the same bits either way. Default measured (README, Results).
   bool overlap_rebuild = false;
+  // CPU stages with overlap_rebuild: the rebuild's threads; 0 = as many as the stage's own
+  // (pipeline.threads[j]). Measured (README, PaReprop): a rebuild on fewer threads than the
+  // gradients makes them wait for it, one on as many gains where cores are spare.
+  int overlap_rebuild_threads = 0;
   // Remote nodes: one silent (no heartbeat answer) this long is lost, like a crashed one. 10 s: the
   // answer comes from a thread of its own on each side, so busy compute threads and GPU kernels do
   // not delay it; only a loaded machine's scheduling and a large tensor ahead of it on the link do

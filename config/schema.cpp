@@ -96,6 +96,7 @@ section schema(run_config& config) {
             {"sim_latency_us", &runtime.sim_latency_us},
             {"sim_skip_import_wait", &runtime.sim_skip_import_wait},
             {"overlap_rebuild", &runtime.overlap_rebuild},
+            {"overlap_rebuild_threads", &runtime.overlap_rebuild_threads},
             {"heartbeat_timeout", &runtime.heartbeat_timeout}},
            {}},
           {"tls", {{"cert", &config.tls.cert}, {"key", &config.tls.key}, {"ca", &config.tls.ca}}, {}},

@@ -248,6 +248,8 @@ void validate_runtime(const runtime_config& runtime, const checker& check) {
                  "0 means 2J - 1, else the most micro-batches in flight");
   check.at_least("runtime.inversion_sample_every", runtime.inversion_sample_every, 0, "0 means never");
   check.at_least("runtime.sim_latency_us", runtime.sim_latency_us, 0, "0 means no added latency");
+  check.at_least("runtime.overlap_rebuild_threads", runtime.overlap_rebuild_threads, 0,
+                 "0 means as many as the stage's own threads, else the rebuild's threads");
   if (!(runtime.heartbeat_timeout > 0) || !std::isfinite(runtime.heartbeat_timeout))
     check.fail("runtime.heartbeat_timeout",
                "got " + show(runtime.heartbeat_timeout) +

@@ -173,10 +173,10 @@ std::vector<placed_stage> build_placed_stages(const config::run_config& c,
     options.max_inversion_error = c.training.max_inversion_error;
     placed[j].compute = std::make_shared<stage>(static_cast<int>(j), std::move(groups[j]), *placed[j].device,
                                                 optimizer, options);
-    // The rebuild's stream: another of the stage's device. Its ops' bits do not depend on their
-    // thread count, so one thread keeps the stage's own threads for the gradients.
+    // The rebuild's stream: another of the stage's device, on runtime.overlap_rebuild_threads
+    // threads of its own (0: the stage's count). Its ops' bits do not depend on their thread count.
     if (c.runtime.overlap_rebuild && placed[j].compute->can_overlap_rebuild())
-      placed[j].compute->overlap_rebuild(make_stage_backend(c, j, sim, 1));
+      placed[j].compute->overlap_rebuild(make_stage_backend(c, j, sim, c.runtime.overlap_rebuild_threads));
   }
   return placed;
 }

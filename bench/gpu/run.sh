@@ -41,7 +41,9 @@
 # REVNET_S, PEER_S, FG_S (each fg run); REVNET_IMAGES (images per epoch of the RevNet-18 runs,
 # default 25600); FG_EPOCHS (10), FG_RUNS (which fg runs, default "fg-local fg-random local petra"),
 # FG_MODE (lockstep or simulate, default lockstep); OVERLAP_RUNS (11), OVERLAP_BLOCKS (3),
-# OVERLAP_THREADS ("2 4"), OVERLAP_BATCHES (32,128), OVERLAP_S (each bench run, 300).
+# OVERLAP_THREADS ("2 4"), OVERLAP_BATCHES (32,128), OVERLAP_SCHEDULES (main: plain and overlap +1;
+# all: also the rebuild on as many threads as the stage, "+T", and the stage's threads split),
+# OVERLAP_S (each bench run, 300).
 set -uo pipefail
 
 [ $# -gt 0 ] || set -- parity
@@ -415,13 +417,22 @@ cmd_fg() {
 # build machine has none); the GPU is not used.
 cmd_overlap() {
   local blocks=${OVERLAP_BLOCKS:-3} runs=${OVERLAP_RUNS:-11} batches=${OVERLAP_BATCHES:-32,128} t rc
+  local schedules=${OVERLAP_SCHEDULES:-main}
+  case $schedules in
+    main | all) ;;
+    *)
+      echo "run.sh overlap: OVERLAP_SCHEDULES must be main or all, not '$schedules'" >&2
+      failures=$((failures + 1))
+      return
+      ;;
+  esac
   [ "$gpu" = 0 ] && runs=1 batches=8
   echo "## overlap: bench_overlap_rebuild, the CPU backend, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >"$summary"
   [ "$gpu" = 0 ] && echo "dry run (no GPU machine): 1 run at micro-batch 8 — checks the command lines, not a measurement" >>"$summary"
   for t in ${OVERLAP_THREADS:-2 4}; do
-    echo "-- bench_overlap_rebuild $runs $t $batches main $blocks (at most ${OVERLAP_S:-300} s)"
+    echo "-- bench_overlap_rebuild $runs $t $batches $schedules $blocks (at most ${OVERLAP_S:-300} s)"
     echo "" >>"$summary"
-    timeout -k 10 "${OVERLAP_S:-300}" "$bundle/bin/bench_overlap_rebuild" "$runs" "$t" "$batches" main "$blocks" |
+    timeout -k 10 "${OVERLAP_S:-300}" "$bundle/bin/bench_overlap_rebuild" "$runs" "$t" "$batches" "$schedules" "$blocks" |
       tee "$details/overlap-$t.md"
     rc=${PIPESTATUS[0]}
     cat "$details/overlap-$t.md" >>"$summary"

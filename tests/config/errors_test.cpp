@@ -99,6 +99,7 @@ TEST_CASE("bad values name the path, the line and the accepted values") {
       {"runtime:\n  threads: 0\n", "runtime.threads at runs/x.yaml:2"},
       {"runtime:\n  inversion_sample_every: -1\n", "runtime.inversion_sample_every at runs/x.yaml:2"},
       {"runtime:\n  heartbeat_timeout: 0\n", "runtime.heartbeat_timeout at runs/x.yaml:2"},
+      {"runtime:\n  overlap_rebuild_threads: -1\n", "runtime.overlap_rebuild_threads at runs/x.yaml:2"},
       {"runtime:\n  heartbeat_timeout: -2.5\n", "runtime.heartbeat_timeout at runs/x.yaml:2: got -2.5"},
       {"runtime:\n  heartbeat_timeout: soon\n", "runtime.heartbeat_timeout at runs/x.yaml:2"},
       {"output:\n  dir: ''\n", "output.dir at runs/x.yaml:2"},

@@ -57,6 +57,7 @@ void check_same(const run_config& a, const run_config& b) {
   CHECK(a.runtime.threads == b.runtime.threads);
   CHECK(a.runtime.inversion_sample_every == b.runtime.inversion_sample_every);
   CHECK(a.runtime.overlap_rebuild == b.runtime.overlap_rebuild);
+  CHECK(a.runtime.overlap_rebuild_threads == b.runtime.overlap_rebuild_threads);
   CHECK(a.runtime.heartbeat_timeout == b.runtime.heartbeat_timeout);
 
   CHECK(a.output.dir == b.output.dir);
@@ -100,6 +101,7 @@ run_config everything_changed() {
   c.runtime.threads = 16;
   c.runtime.inversion_sample_every = 0;
   c.runtime.overlap_rebuild = !runtime_config{}.overlap_rebuild;
+  c.runtime.overlap_rebuild_threads = 3;
   c.runtime.heartbeat_timeout = 0.1 + 0.2;  // a fraction of a second, not a round decimal
   c.output.dir = "";                        // reset below: dir must be non-empty
   c.output.dir = " runs with spaces ";
