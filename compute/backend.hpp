@@ -51,6 +51,10 @@ class backend {
   /// dst ← src, same shape, same device.
   void copy(const tensor& src, tensor& dst);
   void fill_zero(tensor& t);
+  /// A tensor of `shape` holding the first values of the standard normal stream `key`
+  /// (compute/gaussian.hpp: counter-based, so every backend draws the same values, a GPU's up to
+  /// the last bits of its float log, sin and cos). Forward gradients' random guesses.
+  tensor gaussian(const shape_t& shape, uint64_t key);
   /// The host waits for everything this backend has queued (a no-op on the CPU).
   void synchronize();
   /// Bytes held now by the live tensors of this backend's device, every stream of it: a sim
@@ -163,6 +167,8 @@ class backend {
   virtual tensor to_host_impl(const tensor& t) = 0;
   virtual void copy_impl(const tensor& src, tensor& dst) = 0;
   virtual void fill_zero_impl(tensor& t) = 0;
+  /// By default drawn on the host and copied here (from_host).
+  virtual tensor gaussian_impl(const shape_t& shape, uint64_t key);
   virtual void synchronize_impl() = 0;
   virtual tensor export_for_impl(const tensor& t, const device& consumer) = 0;
   virtual tensor import_impl(const tensor& t) = 0;

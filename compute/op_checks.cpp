@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "compute/gaussian.hpp"
+
 namespace petra {
 
 void fail_op(const char* op, const std::string& what) {
@@ -107,6 +109,20 @@ void backend::copy(const tensor& src, tensor& dst) {
 void backend::fill_zero(tensor& t) {
   require("fill_zero", "t", t);
   fill_zero_impl(t);
+}
+
+tensor backend::gaussian(const shape_t& shape, uint64_t key) {
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] < 0)
+      fail_op("gaussian", "dimension " + std::to_string(i) + " of the shape is " + std::to_string(shape[i]) +
+                              ": sizes must not be negative");
+  return gaussian_impl(shape, key);
+}
+
+tensor backend::gaussian_impl(const shape_t& shape, uint64_t key) {
+  tensor host = tensor::empty(shape);
+  fill_gaussian(host.data(), host.numel(), key);
+  return from_host(host);
 }
 
 void backend::synchronize() { synchronize_impl(); }

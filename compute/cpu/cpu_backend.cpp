@@ -6,6 +6,8 @@
 
 #include "compute/cpu/conv2d_engine.hpp"
 #include "compute/cpu/host_pool.hpp"
+#include "compute/cpu/parallel.hpp"
+#include "compute/gaussian.hpp"
 #include "compute/op_checks.hpp"
 
 namespace petra {
@@ -65,6 +67,22 @@ void cpu_backend::copy_impl(const tensor& src, tensor& dst) {
 void cpu_backend::fill_zero_impl(tensor& t) {
   forget_staged_dy();
   if (t.numel()) std::memset(t.data(), 0, t.bytes());
+}
+
+// The pairs are independent (compute/gaussian.hpp): any split over the threads draws the same bits.
+tensor cpu_backend::gaussian_impl(const shape_t& shape, uint64_t key) {
+  tensor t = empty_impl(shape);
+  float* x = t.data();
+  const int64_t n = t.numel(), pairs = (n + 1) / 2;
+  // A pair costs about as much as 16 elements of an elementwise loop (a hash, a log, a sine, a cosine).
+#pragma omp parallel for num_threads(cpu::team_for(16 * pairs, threads_)) schedule(static)
+  for (int64_t k = 0; k < pairs; ++k) {
+    float first, second;
+    gaussian_pair(key, k, first, second);
+    x[2 * k] = first;
+    if (2 * k + 1 < n) x[2 * k + 1] = second;
+  }
+  return t;
 }
 
 void cpu_backend::synchronize_impl() {}

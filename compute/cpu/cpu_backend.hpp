@@ -33,6 +33,7 @@ class cpu_backend final : public backend {
   tensor to_host_impl(const tensor& t) override;
   void copy_impl(const tensor& src, tensor& dst) override;
   void fill_zero_impl(tensor& t) override;
+  tensor gaussian_impl(const shape_t& shape, uint64_t key) override;
   void synchronize_impl() override;
   tensor export_for_impl(const tensor& t, const device& consumer) override;
   tensor import_impl(const tensor& t) override;

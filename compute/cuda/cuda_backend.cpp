@@ -4,6 +4,7 @@
 #include "compute/cuda/checks.hpp"
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
+#include "compute/cuda/kernels.hpp"
 
 namespace petra {
 
@@ -77,6 +78,13 @@ void cuda_backend::copy_impl(const tensor& src, tensor& dst) {
 void cuda_backend::fill_zero_impl(tensor& t) {
   enter();
   if (t.numel()) PETRA_CUDA_CHECK(cudaMemsetAsync(t.data(), 0, t.bytes(), stream()));
+}
+
+tensor cuda_backend::gaussian_impl(const shape_t& shape, uint64_t key) {
+  enter();
+  tensor t = output(shape);
+  cuda::kernels::gaussian(t.data(), t.numel(), key, stream());
+  return t;
 }
 
 std::unique_ptr<backend> make_cuda_backend(int device_index, math_precision precision, bool deterministic) {

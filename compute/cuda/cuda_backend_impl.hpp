@@ -52,6 +52,7 @@ class cuda_backend final : public backend {
   tensor zeros_impl(const shape_t& shape) override;
   void copy_impl(const tensor& src, tensor& dst) override;
   void fill_zero_impl(tensor& t) override;
+  tensor gaussian_impl(const shape_t& shape, uint64_t key) override;
   void synchronize_impl() override;
 
   // handover.cpp: every copy between this GPU and anything else

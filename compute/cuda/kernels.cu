@@ -5,10 +5,20 @@
 #include "compute/cuda/checks.hpp"
 #include "compute/cuda/kernels.hpp"
 #include "compute/cuda/launch.cuh"
+#include "compute/gaussian.hpp"
 
 namespace petra::cuda::kernels {
 
 namespace {
+
+__global__ void gaussian_kernel(float* out, int64_t count, uint64_t key) {
+  PETRA_GRID_STRIDE(k, (count + 1) / 2) {
+    float first, second;
+    gaussian_pair(key, k, first, second);
+    out[2 * k] = first;
+    if (2 * k + 1 < count) out[2 * k + 1] = second;
+  }
+}
 
 __global__ void relu_forward_kernel(const float* x, float* y, int64_t count) {
   PETRA_GRID_STRIDE(i, count) y[i] = x[i] > 0.f ? x[i] : 0.f;
@@ -168,6 +178,12 @@ __global__ void sgd_momentum_kernel(float* w, const float* grad, float* buffer, 
 #undef PETRA_GRID_STRIDE
 
 }  // namespace
+
+void gaussian(float* out, int64_t count, uint64_t key, cudaStream_t stream) {
+  if (count == 0) return;
+  gaussian_kernel<<<blocks_for((count + 1) / 2), threads_per_block, 0, stream>>>(out, count, key);
+  check_launch("gaussian");
+}
 
 void relu_forward(const float* x, float* y, int64_t count, cudaStream_t stream) {
   if (count == 0) return;

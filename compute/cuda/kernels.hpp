@@ -9,6 +9,8 @@
 namespace petra::cuda::kernels {
 
 // --- pointwise -------------------------------------------------------------
+/// out[0, count) ← the first values of the standard normal stream `key` (compute/gaussian.hpp).
+void gaussian(float* out, int64_t count, uint64_t key, cudaStream_t stream);
 /// y = max(x, 0).
 void relu_forward(const float* x, float* y, int64_t count, cudaStream_t stream);
 /// dx = dy · [y > 0].

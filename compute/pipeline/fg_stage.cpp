@@ -6,19 +6,14 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "compute/gaussian.hpp"
+
 namespace petra {
 namespace {
 
 /// The streams of `a` as host tensors (undefined: a zero stream, as forward mode may leave one).
 std::vector<tensor> host_streams(backend& be, const activation& a) {
   return {a.x1.defined() ? be.to_host(a.x1) : tensor{}, a.x2.defined() ? be.to_host(a.x2) : tensor{}};
-}
-
-uint64_t splitmix(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
 }
 
 }  // namespace
@@ -93,31 +88,16 @@ std::vector<std::vector<float>> loss_derivatives_per_tangent(backend& be, const 
 
 activation gaussian_guess(backend& be, const activation& like, uint64_t seed, int stage, int64_t id) {
   uint64_t state = seed;
-  state = splitmix(state) ^ (static_cast<uint64_t>(stage) + 1) * 0xd1b54a32d192ed03ULL;
-  state = splitmix(state) ^ static_cast<uint64_t>(id) * 0x8cb92ba72f3d8dd7ULL;
+  state = splitmix64(state) ^ (static_cast<uint64_t>(stage) + 1) * 0xd1b54a32d192ed03ULL;
+  state = splitmix64(state) ^ static_cast<uint64_t>(id) * 0x8cb92ba72f3d8dd7ULL;
   int stream = 0;
   auto draw = [&](const tensor& shape_of) {
     ++stream;
     if (!shape_of.defined()) return tensor{};
-    tensor host = tensor::empty(shape_of.shape());
-    float* x = host.data();
-    const int64_t n = host.numel();
-    // Counter-based: pair k of a stream is a function of (key, k) alone, one 64-bit hash giving its
-    // two uniforms (24 bits each, in (0, 1)), Box–Muller in float: a few nanoseconds a value where a
-    // sequential double-precision draw took tens (it bounded a random-guess run's images/s).
-    const uint64_t key = state ^ static_cast<uint64_t>(stream) * 0x9e3779b97f4a7c15ULL;
-    constexpr float scale = 1.0f / 16777216.0f;
-    for (int64_t k = 0; 2 * k < n; ++k) {
-      uint64_t h = key + static_cast<uint64_t>(k) * 0xda942042e4dd58b5ULL;
-      const uint64_t bits = splitmix(h);
-      const float u1 = (static_cast<float>(bits >> 40) + 0.5f) * scale;
-      const float u2 = (static_cast<float>((bits >> 16) & 0xffffffULL) + 0.5f) * scale;
-      const float r = std::sqrt(-2.0f * std::log(u1));
-      const float angle = 6.2831853f * u2;
-      x[2 * k] = r * std::cos(angle);
-      if (2 * k + 1 < n) x[2 * k + 1] = r * std::sin(angle);
-    }
-    return be.from_host(host);
+    // Counter-based (compute/gaussian.hpp), drawn where the stage computes: on a GPU by a kernel,
+    // on the CPU by the stage's threads; a sequential double-precision draw on the host bounded a
+    // random-guess run's images/s.
+    return be.gaussian(shape_of.shape(), state ^ static_cast<uint64_t>(stream) * 0x9e3779b97f4a7c15ULL);
   };
   return {draw(like.x1), draw(like.x2)};
 }

@@ -3,6 +3,8 @@
 // tensors and bad shapes with the CPU's messages.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -66,4 +68,34 @@ TEST_CASE("GPU ops reject host tensors, bad shapes and bad labels with the CPU t
   const std::vector<int32_t> bad{0, 10};
   CHECK_THROWS_WITH_AS(be.gpu->softmax_cross_entropy(be.gpu->zeros({2, 10}), bad, nullptr, nullptr),
                        doctest::Contains("labels[1] = 10 is outside [0, 10)"), std::invalid_argument);
+}
+
+// The random guesses' draw (compute/gaussian.hpp) on the GPU: the same pairs from the same
+// counters, through CUDA's logf (1 ulp), sinf and cosf (2 ulp each; the CUDA C++ Programming Guide's
+// bounds, no fast-math) where the CPU uses glibc's (≤ 1 ulp). A value r·cos(θ) with r ≤ 5.9 (the
+// smallest uniform is 2^-25) then differs by at most about 6 · 3 ulp(1) + |value| · 2 ulp ≈ 2.2e-6
+// + 2.4e-7·|value|: the bound below is 4e-6·(1 + |value|).
+TEST_CASE("GPU gaussian draws equal the CPU's to a few ulps, odd counts included") {
+  std::string why;
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
+  cpu_and_gpu be;
+  for (const shape_t& shape : {shape_t{3, 5, 7, 9}, shape_t{64, 16, 28, 28}}) {
+    CAPTURE(shape.size());
+    const uint64_t key = 0x5deece66dULL;
+    const tensor cpu = be.cpu->gaussian(shape, key);
+    const tensor gpu = be.gpu->to_host(be.gpu->gaussian(shape, key));
+    REQUIRE(gpu.shape() == cpu.shape());
+    int64_t beyond = 0, equal = 0;
+    double worst = 0;
+    for (int64_t i = 0; i < cpu.numel(); ++i) {
+      const double d = std::abs(static_cast<double>(gpu.data()[i]) - cpu.data()[i]);
+      beyond += d > 4e-6 * (1.0 + std::abs(cpu.data()[i]));
+      equal += d == 0;
+      worst = std::max(worst, d);
+    }
+    MESSAGE("gaussian on the GPU: " << equal << " of " << cpu.numel()
+                                    << " values bit-equal, largest difference " << worst);
+    CHECK(beyond == 0);  // other pairs than the CPU's would differ by O(1)
+  }
+  CHECK(be.gpu->gaussian({0}, 1).numel() == 0);
 }
