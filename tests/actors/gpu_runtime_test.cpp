@@ -209,8 +209,8 @@ TEST_CASE("GPU: async on cuda:0 completes with bounded mailboxes and returns eve
 // auxiliary heads and the projection run on cuda:0. With deterministic math simulate and lockstep
 // run each stage's ops in the same order on the same data, so they agree bit for bit as on the
 // CPU; and the run follows the all-CPU one within the CPU's own spread between thread counts, as
-// PETRA's does. The random guess is drawn on the host by a counter-based stream, the same guess
-// on every backend.
+// PETRA's does. The random guess is drawn by each stage's backend from the same counters
+// (backend::gaussian): on the GPU the CPU's values to a few ulps.
 TEST_CASE(
     "GPU: forward gradients on cuda:0 (local and random guess) follow the all-CPU run, and simulate "
     "equals lockstep") {
