@@ -45,7 +45,8 @@ bool run_step(async_self self) {
     backward_data in = std::move(b->second);
     st.backwards.erase(b);
     bool slowed = false;
-    stage::backward_result r = timed_backward(c, in.rebuilt, in.grad, in.s.micro_batch, slowed);
+    stage::backward_result r = timed_backward(c, in.rebuilt, in.grad, in.s.micro_batch, slowed,
+                                              ahead_sender(self, c, in.s.micro_batch, -1));
     count_slowed(self, c, slowed);
     after_backward(self, c, r, in.s.micro_batch);
     send_backward(self, in.s.micro_batch, r.input, r.input_grad);
@@ -174,6 +175,7 @@ void on_forward(async_self self, forward_data in) {
 
 void on_backward(async_self self, backward_data in) {
   async_state& st = self->state;
+  if (is_sent_ahead(in)) return take_ahead(st.core, std::move(in));  // no link's message: nothing to record
   if (!admit(self, st.core, in, st.core.early_backward)) return;
   if (is_marker(in)) {  // the next stage took its part of the cut: the link's recording ends
     if (in.s.tick <= st.core.recovery.abandoned_cuts) return;
@@ -203,7 +205,8 @@ void on_loss(async_self self, loss_data in) {
   try {
     record_loss_answer(self, in);
     bool slowed = false;
-    stage::backward_result r = timed_backward(c, c.logits, activation{in.dlogits, {}}, c.logits_id, slowed);
+    stage::backward_result r = timed_backward(c, c.logits, activation{in.dlogits, {}}, c.logits_id, slowed,
+                                              c.ctx.fg ? nullptr : ahead_sender(self, c, c.logits_id, -1));
     count_slowed(self, c, slowed);
     after_backward(self, c, r, c.logits_id);
     c.logits = activation{};

@@ -41,6 +41,7 @@ void begin_phase(stage_core& c, const phase_plan& plan) {
   c.fault_events = 0;
   c.last_forwarded = -1;
   c.epoch_reported = -1;
+  c.ahead.clear();
   c.recovery.restart();
   c.phase_start = clock_type::now();
   if (c.epoch_start == clock_type::time_point{}) c.epoch_start = c.phase_start;
@@ -56,14 +57,39 @@ activation timed_forward(stage_core& c, const activation& x, int64_t id, bool& s
 }
 
 stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, const activation& grad,
-                                      int64_t id, bool& slowed) {
+                                      int64_t id, bool& slowed,
+                                      const std::function<void(const activation&)>& input_ready) {
   clock_type::time_point begin, end;
   stage::backward_result r = timed(c, slowed, begin, end, [&] {
-    return c.ctx.compute->backward(take_in(c, rebuilt), take_in(c, grad), id, c.tick);
+    return c.ctx.compute->backward(take_in(c, rebuilt), take_in(c, grad), id, c.tick, input_ready);
   });
   ++c.backwards_in_phase;
   trace_backward(c, r, id, begin, end);
   return r;
+}
+
+bool is_sent_ahead(const backward_data& b) { return b.rebuilt.defined() && !b.grad.defined(); }
+
+void take_ahead(stage_core& c, backward_data in) {
+  if (!c.ctx.compute->overlaps_rebuild() || classify(c, in.s) != arrival::current) return;  // of no use
+  const int64_t id = in.s.micro_batch;
+  c.ahead[id] = std::move(in);
+  try_rebuild_ahead(c);
+}
+
+void try_rebuild_ahead(stage_core& c) {
+  if (c.ahead.empty()) return;
+  stage& s = *c.ctx.compute;
+  const std::vector<int64_t> waiting = s.outstanding_ids();
+  for (auto it = c.ahead.begin(); it != c.ahead.end();)
+    if (std::find(waiting.begin(), waiting.end(), it->first) == waiting.end())
+      it = c.ahead.erase(it);
+    else
+      ++it;
+  const auto next = c.ahead.find(s.next_backward_id());
+  if (next == c.ahead.end()) return;
+  s.rebuild_ahead(take_in(c, next->second.rebuilt), next->first);
+  c.ahead.erase(next);
 }
 
 stage_report make_report(stage_core& c) {

@@ -6,6 +6,8 @@
 
 #include <caf/all.hpp>
 #include <chrono>
+#include <functional>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -49,6 +51,9 @@ struct stage_core {
   std::vector<stage_epoch_report> held_epoch_reports;  // made since the latest pending cut
   std::vector<forward_data> early_forward;             // for a phase not planned here yet
   std::vector<backward_data> early_backward;
+  // Rebuilt outputs sent ahead of their gradients, for backwards not next yet, by micro-batch (the
+  // tensors the backward messages that follow will carry too: nothing more is held).
+  std::map<int64_t, backward_data> ahead;
   int64_t last_forwarded = -1;  // the highest training micro-batch id this stage forwarded
   recovery_marks recovery;      // stage-local recovery (DESIGN.md §6)
   int32_t epoch_reported = -1;  // the phase's latest epoch this stage reported (a re-issue of its last
@@ -73,9 +78,23 @@ void begin_phase(stage_core& c, const phase_plan& plan);
 /// The forward of micro-batch `id` at the stage's current tick, timed (busy time, the timeline's
 /// span and message flows) and slowed down as faults.slow asks; true in `slowed` when it was.
 activation timed_forward(stage_core& c, const activation& x, int64_t id, bool& slowed);
-/// The backward of micro-batch `id` at the stage's current tick, timed and slowed down likewise.
+/// The backward of micro-batch `id` at the stage's current tick, timed and slowed down likewise;
+/// `input_ready` as stage::backward's.
 stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, const activation& grad,
-                                      int64_t id, bool& slowed);
+                                      int64_t id, bool& slowed,
+                                      const std::function<void(const activation&)>& input_ready = {});
+
+/// PaReprop across stages (runtime.overlap_rebuild): a backward message with a rebuilt output and
+/// no gradient is that output sent ahead, so that the stage starts its last block's rebuild while
+/// the stage after computes its first block's gradients. Only between stages of one process on one
+/// device (a handle: no copy, no link), and never through the link's faults: the backward that
+/// follows still carries both, and takes the rebuild only when it carries the same tensors.
+bool is_sent_ahead(const backward_data& b);
+/// Keeps `in` and starts its rebuild when its backward is the stage's next.
+void take_ahead(stage_core& c, backward_data in);
+/// Starts the rebuild of an output kept by take_ahead once its backward is next (after each
+/// backward); forgets those whose micro-batch is no longer outstanding here.
+void try_rebuild_ahead(stage_core& c);
 
 /// An evaluation batch (running BN statistics, the weights the stage has now), timed.
 activation timed_evaluate(stage_core& c, const activation& x, int64_t index);
@@ -142,10 +161,25 @@ stage_report take_epoch_report(stage_core& c);
 /// now.
 void continue_record(stage_core& c, const stage_report& earlier);
 
+/// What sends micro-batch `id`'s rebuilt input ahead to the stage before (stamped for `tick_for`),
+/// where that can help: this stage overlaps its rebuilds, the stage before is in this process and on
+/// this device. Empty otherwise.
+template <class Self>
+std::function<void(const activation&)> ahead_sender(Self* self, stage_core& c, int64_t id, int64_t tick_for) {
+  if (c.is_first() || !c.ctx.compute->overlaps_rebuild() || !(c.links.prev_device == c.ctx.device->where()) ||
+      !c.links.prev || c.links.prev.node() != self->node())
+    return {};
+  return [self, &c, id, tick_for](const activation& x) {
+    self->send(c.links.prev,
+               backward_data{c.stamp_for(id, tick_for), hand_out(c, x, c.links.prev_device, id), {}});
+  };
+}
+
 /// After the backward of micro-batch `id`: per-step metrics every N optimizer steps of this stage,
 /// and the epoch's report when `id` was its epoch's last micro-batch.
 template <class Self>
 void after_backward(Self* self, stage_core& c, const stage::backward_result& r, int64_t id) {
+  try_rebuild_ahead(c);
   const int every = c.ctx.metrics_every;
   if (every > 0 && r.stepped && c.ctx.compute->weight_version() % every == 0) {
     const stage_window w = c.window.take(*c.ctx.compute);

@@ -60,7 +60,8 @@ void backward_half(lockstep_self self, const backward_data& in) {
   const int64_t t = c.tick;
   if (!in.grad.defined()) return send_backward(self, -1, t, {}, {});
   bool slowed = false;
-  stage::backward_result r = timed_backward(c, in.rebuilt, in.grad, in.s.micro_batch, slowed);
+  stage::backward_result r = timed_backward(c, in.rebuilt, in.grad, in.s.micro_batch, slowed,
+                                            ahead_sender(self, c, in.s.micro_batch, t));
   count_slowed(self, c, slowed);
   after_backward(self, c, r, in.s.micro_batch);
   send_backward(self, in.s.micro_batch, t, r.input, r.input_grad);
@@ -229,6 +230,7 @@ void on_forward(lockstep_self self, forward_data in) {
 
 void on_backward(lockstep_self self, backward_data in) {
   lockstep_state& st = self->state;
+  if (is_sent_ahead(in)) return take_ahead(st.core, std::move(in));  // not the tick's input: a head start
   if (!admit(self, st.core, in, st.core.early_backward)) return;
   if (st.core.ctx.fg) count_upstream(self, st.core, in);  // forward gradients send none: shown if one comes
   const int64_t t = in.s.tick;
@@ -244,7 +246,9 @@ void on_loss(lockstep_self self, loss_data in) {
   c.awaiting_loss = false;
   try {
     bool slowed = false;
-    stage::backward_result r = timed_backward(c, c.logits, activation{in.dlogits, {}}, c.logits_id, slowed);
+    stage::backward_result r =
+        timed_backward(c, c.logits, activation{in.dlogits, {}}, c.logits_id, slowed,
+                       c.ctx.fg ? nullptr : ahead_sender(self, c, c.logits_id, c.tick));
     count_slowed(self, c, slowed);
     after_backward(self, c, r, c.logits_id);
     c.logits = activation{};

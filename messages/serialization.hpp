@@ -43,7 +43,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_stats& x) {
   return f(caf::meta::type_name("stage_stats"), x.forwards, x.backwards, x.delay_ticks, x.staleness_steps,
            x.fifo_peak, x.fifo_peak_bytes, x.stash_peak, x.stash_peak_bytes, x.inversion_samples,
-           x.inversion_error_sum, x.inversion_error_max, x.fallback_forwards, x.fallback_switches);
+           x.inversion_error_sum, x.inversion_error_max, x.fallback_forwards, x.fallback_switches,
+           x.rebuilds_ahead);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_report& x) {

@@ -26,6 +26,7 @@ void describe(Fields& f, stage_stats& s) {
   f("inversion_error_max", s.inversion_error_max);
   f("fallback_forwards", s.fallback_forwards, json_record::presence::optional);  // absent before the fallback
   f("fallback_switches", s.fallback_switches, json_record::presence::optional);
+  f("rebuilds_ahead", s.rebuilds_ahead, json_record::presence::optional);  // absent before it existed
 }
 
 template <class Fields>

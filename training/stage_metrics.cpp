@@ -93,6 +93,7 @@ stage_record stage_line(const stage_report& r, const fault_counts& faults, const
     out.fallback_forwards = s.fallback_forwards;
     out.fallback_switches = s.fallback_switches;
   }
+  if (s.rebuilds_ahead > 0) out.rebuilds_ahead = s.rebuilds_ahead;
   if (r.gradient_cosine_samples > 0) {
     out.diagnostic_gradient_cosine_samples = r.gradient_cosine_samples;
     out.diagnostic_gradient_cosine_mean =

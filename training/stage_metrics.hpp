@@ -53,6 +53,9 @@ struct stage_record {
   // With training.max_inversion_error, at the stages that rebuild: forwards taken keeping their input
   // (the others rebuilt) and the switches between the two modes.
   std::optional<int64_t> fallback_forwards, fallback_switches;
+  // runtime.overlap_rebuild in the actor runtimes: backwards whose last block's rebuild began ahead,
+  // from the rebuilt output the stage after sent before its gradient (absent when none did).
+  std::optional<int64_t> rebuilds_ahead;
   // forward_gradient: cos(ĝ_j, true ∇_{z_j} L), a diagnostic computed by an extra true backward
   std::optional<int64_t> diagnostic_gradient_cosine_samples;
   std::optional<double> diagnostic_gradient_cosine_mean, diagnostic_gradient_cosine_min;
@@ -92,6 +95,7 @@ void describe(Fields& f, stage_record& s) {
   f("inversion_error_max", s.inversion_error_max, presence::omitted);
   f("fallback_forwards", s.fallback_forwards, presence::omitted);
   f("fallback_switches", s.fallback_switches, presence::omitted);
+  f("rebuilds_ahead", s.rebuilds_ahead, presence::omitted);
   f("diagnostic_gradient_cosine_samples", s.diagnostic_gradient_cosine_samples, presence::omitted);
   f("diagnostic_gradient_cosine_mean", s.diagnostic_gradient_cosine_mean, presence::omitted);
   f("diagnostic_gradient_cosine_min", s.diagnostic_gradient_cosine_min, presence::omitted);

@@ -40,27 +40,51 @@ class lane_guard {
   bool armed_ = true;
 };
 
-}  // namespace
-
-std::pair<activation, activation> overlapped_backward(const std::vector<std::unique_ptr<block>>& blocks,
-                                                      backend& be, rebuild_lane& lane, const activation& y,
-                                                      const activation& dy) {
-  if (blocks.empty()) throw std::invalid_argument("overlapped_backward: no blocks");
-  backend& rb = lane.compute();
-  // The lane reads the weights as the stage's stream left them (after its last optimizer step, a
-  // swapped-in stash): a fresh point of the stage's stream makes it wait for all that, and importing
-  // each weight lets the lane's stream use it (a sim device checks; elsewhere it is the same tensor).
+/// The lane reads the weights as the stage's stream left them (after its last optimizer step, a
+/// swapped-in stash): a fresh point of the stage's stream makes it wait for all that, and importing
+/// each weight lets the lane's stream use it (a sim device checks; elsewhere it is the same tensor).
+void hand_weights_to_lane(const std::vector<std::unique_ptr<block>>& blocks, backend& be, backend& rb) {
   hand_over(be, rb, be.empty({1}));
   for (const auto& b : blocks)
     for (parameter* p : b->parameters()) hand_over(be, rb, p->value);
+}
 
+}  // namespace
+
+void start_last_rebuild(const std::vector<std::unique_ptr<block>>& blocks, backend& be, rebuild_lane& lane,
+                        const activation& y, rebuild_started& out) {
+  if (blocks.empty()) throw std::invalid_argument("start_last_rebuild: no blocks");
+  backend& rb = lane.compute();
+  hand_weights_to_lane(blocks, be, rb);
+  const activation y_lane = hand_over(be, rb, y);
+  block& last = *blocks.back();
+  lane.launch([&out, &last, &rb, y_lane] { out.input = last.rebuild_input(rb, y_lane, out.taped); });
+}
+
+std::pair<activation, activation> overlapped_backward(
+    const std::vector<std::unique_ptr<block>>& blocks, backend& be, rebuild_lane& lane, const activation& y,
+    const activation& dy, rebuild_started* started,
+    const std::function<void(const activation&)>& input_ready) {
+  if (blocks.empty()) throw std::invalid_argument("overlapped_backward: no blocks");
+  backend& rb = lane.compute();
   const std::size_t n = blocks.size();
   std::vector<tape> tapes(n);
   std::vector<activation> inputs(n);  // inputs[i]: block i's rebuilt input, on the lane's stream
-  inputs[n - 1] = blocks[n - 1]->rebuild_input(rb, hand_over(be, rb, y), tapes[n - 1]);
-  activation d = dy;
+  if (started) {
+    lane.wait();  // the task began with the weights this backward reads (the caller's word)
+    tapes[n - 1] = std::move(started->taped);
+    inputs[n - 1] = std::move(started->input);
+  } else {
+    hand_weights_to_lane(blocks, be, rb);
+    inputs[n - 1] = blocks[n - 1]->rebuild_input(rb, hand_over(be, rb, y), tapes[n - 1]);
+  }
+  activation d = dy, x;
   for (std::size_t i = n; i-- > 0;) {
     tapes[i].remap([&](const tensor& t) { return hand_over(rb, be, t); });
+    if (i == 0) {
+      x = hand_over(rb, be, inputs[0]);
+      if (input_ready) input_ready(x);
+    }
     lane_guard guard(lane);
     if (i > 0)
       lane.launch([&, i] { inputs[i - 1] = blocks[i - 1]->rebuild_input(rb, inputs[i], tapes[i - 1]); });
@@ -71,7 +95,7 @@ std::pair<activation, activation> overlapped_backward(const std::vector<std::uni
                              " tape entries of its rebuild");
     if (i > 0) inputs[i] = activation{};  // the rebuild of the block before was its last reader
   }
-  return {hand_over(rb, be, inputs[0]), d};
+  return {x, d};
 }
 
 }  // namespace petra

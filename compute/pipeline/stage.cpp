@@ -41,6 +41,13 @@ stage::stage(int index, std::vector<std::unique_ptr<block>> blocks, backend& be,
   if (!options_.keep_inputs && !options_.taped) fallback_ = fallback_policy(options_.max_inversion_error);
 }
 
+stage::~stage() {
+  try {
+    cancel_rebuild_ahead();
+  } catch (...) {  // its error belongs to a backward that will not come
+  }
+}
+
 activation stage::forward(const activation& x, int64_t id, int64_t tick) {
   if (options_.taped) {
     if (!outstanding_.empty())
@@ -77,7 +84,18 @@ activation stage::forward_with(const activation& x, int64_t id, int64_t tick,
 }
 
 stage::backward_result stage::backward(const activation& output, const activation& output_grad, int64_t id,
-                                       int64_t tick) {
+                                       int64_t tick,
+                                       const std::function<void(const activation&)>& input_ready) {
+  // A rebuild started ahead is this backward's when it began from these tensors for this id with
+  // the weights of now; any other is dropped before anything else runs.
+  ahead_taken ahead{lane_.get(), nullptr};
+  if (ahead_ && ahead_->id == id && ahead_->version == weight_version() &&
+      output.x1.shares_storage_with(ahead_->output.x1) &&
+      (!output.x2.defined() ? !ahead_->output.x2.defined()
+                            : output.x2.shares_storage_with(ahead_->output.x2)))
+    ahead.state = std::move(ahead_);
+  else
+    cancel_rebuild_ahead();
   if (outstanding_.empty())
     throw std::logic_error("stage " + std::to_string(index_) + ": backward of micro-batch " +
                            std::to_string(id) + " but no forward is outstanding");
@@ -115,7 +133,10 @@ stage::backward_result stage::backward(const activation& output, const activatio
     }
   } else {
     if (lane_) {
-      std::tie(r.input, r.input_grad) = overlapped_backward(blocks_, be_, *lane_, output, output_grad);
+      if (ahead.state) ++stats_.rebuilds_ahead;
+      std::tie(r.input, r.input_grad) =
+          overlapped_backward(blocks_, be_, *lane_, output, output_grad,
+                              ahead.state ? &ahead.state->started : nullptr, input_ready);
     } else {
       activation y = output, d = output_grad;
       for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
@@ -135,13 +156,42 @@ stage::backward_result stage::backward(const activation& output, const activatio
 }
 
 void stage::overlap_rebuild(std::unique_ptr<backend> rebuild) {
+  cancel_rebuild_ahead();
   if (!can_overlap_rebuild())
-    throw std::logic_error("stage " + std::to_string(index_) +
-                           ": only a stage that rebuilds two blocks or more can overlap its rebuilds");
+    throw std::logic_error(
+        "stage " + std::to_string(index_) +
+        ": only a stage that rebuilds its input can overlap its rebuilds (this one keeps its inputs)");
   if (!rebuild || rebuild->where() != be_.where())
     throw std::invalid_argument("stage " + std::to_string(index_) + ": the rebuild stream must be on " +
                                 be_.where().str() + ", the stage's device");
   lane_ = std::make_unique<rebuild_lane>(std::move(rebuild));
+}
+
+bool stage::rebuild_ahead(const activation& output, int64_t id) {
+  if (!lane_ || ahead_ || options_.stash_weights || !output.defined() || outstanding_.empty() ||
+      outstanding_.front().id != id || outstanding_.front().kept)
+    return false;
+  auto a = std::make_unique<ahead_state>();
+  a->id = id;
+  a->version = weight_version();
+  a->output = output;
+  start_last_rebuild(blocks_, be_, *lane_, output, a->started);
+  ahead_ = std::move(a);
+  return true;
+}
+
+stage::ahead_taken::~ahead_taken() {
+  if (!state) return;
+  try {
+    lane->wait();  // its task writes into `state`: done before it goes (at once after the backward's wait)
+  } catch (...) {  // an error on the way out: the one already thrown is reported
+  }
+}
+
+void stage::cancel_rebuild_ahead() {
+  if (!ahead_) return;
+  const std::unique_ptr<ahead_state> dropped = std::move(ahead_);  // goes after the wait, whatever it throws
+  lane_->wait();
 }
 
 activation stage::forward_taped(const activation& x) {
@@ -219,6 +269,7 @@ std::vector<int64_t> stage::outstanding_ids() const {
 }
 
 std::vector<int64_t> stage::drop(const std::function<bool(int64_t)>& lost) {
+  cancel_rebuild_ahead();
   std::vector<int64_t> dropped;
   std::deque<pending> kept;
   for (pending& p : outstanding_) {
@@ -259,6 +310,7 @@ void stage_stats::add(const stage_stats& later) {
   inversion_error_max = std::max(inversion_error_max, later.inversion_error_max);
   fallback_forwards += later.fallback_forwards;
   fallback_switches += later.fallback_switches;
+  rebuilds_ahead += later.rebuilds_ahead;
 }
 
 void stage::continue_stats(const stage_stats& earlier) {

@@ -13,6 +13,7 @@
 #include "compute/blocks/block.hpp"
 #include "compute/optimizer.hpp"
 #include "compute/pipeline/fallback_policy.hpp"
+#include "compute/pipeline/overlapped_backward.hpp"
 #include "compute/pipeline/rebuild_lane.hpp"
 
 namespace petra {
@@ -43,6 +44,7 @@ struct stage_stats {
   double inversion_error_max = 0.0;
   int64_t fallback_forwards = 0;  // forwards of a rebuilding stage that kept their input (fallback)
   int64_t fallback_switches = 0;  // fallback mode changes, into keeping inputs and back
+  int64_t rebuilds_ahead = 0;     // backwards whose last block's rebuild began ahead (rebuild_ahead)
   /// Adds a later period's record of the same stage: counts and histograms add, peaks take the maximum.
   void add(const stage_stats& later);
 };
@@ -51,6 +53,9 @@ class stage {
  public:
   stage(int index, std::vector<std::unique_ptr<block>> blocks, backend& be,
         const optimizer_settings& optimizer, stage_options options);
+  ~stage();  // waits for a rebuild started ahead
+  stage(const stage&) = delete;
+  stage& operator=(const stage&) = delete;
 
   int index() const { return index_; }
   /// The backend this stage computes on (its device and stream).
@@ -85,23 +90,44 @@ class stage {
   /// The backward of micro-batch `id` at `tick`, which must be the oldest outstanding one: rebuild
   /// (or pop) the input, differentiate at it, accumulate Δ; after every k-th backward, an optimizer
   /// step. Records delay = tick − forward tick and staleness = steps taken since the forward.
-  backward_result backward(const activation& output, const activation& output_grad, int64_t id, int64_t tick);
+  /// `input_ready`: an overlapping stage calls it with the rebuilt input (the tensors of
+  /// backward_result::input) as soon as it has it, before its first block's gradients, so that the
+  /// stage before can start its own rebuild from it (rebuild_ahead) while these are computed.
+  backward_result backward(const activation& output, const activation& output_grad, int64_t id, int64_t tick,
+                           const std::function<void(const activation&)>& input_ready = {});
 
   /// A backward that rebuilds its input block by block could overlap those rebuilds with the
-  /// gradients (not a stage that keeps inputs or a tape, nor one of a single block).
-  bool can_overlap_rebuild() const { return !options_.keep_inputs && !options_.taped && blocks_.size() > 1; }
+  /// gradients (not a stage that keeps inputs or a tape). With one block there is nothing to overlap
+  /// inside the stage, but its rebuild can start ahead (rebuild_ahead) and its input go ahead.
+  bool can_overlap_rebuild() const { return !options_.keep_inputs && !options_.taped; }
   /// From now on the backward rebuilds block i−1's input on `rebuild` (a second stream of this
   /// stage's device) while it computes block i's gradients (PaReprop): the same ops on the same data.
   void overlap_rebuild(std::unique_ptr<backend> rebuild);
   bool overlaps_rebuild() const { return lane_ != nullptr; }
+  /// PaReprop across stages: `output`, the rebuilt output of micro-batch `id`'s backward, sent ahead
+  /// of its gradient by the stage after this one. An overlapping stage whose next backward is `id`'s
+  /// (and rebuilds) starts its last block's rebuild from it now, on its second stream, with the
+  /// weights it has now; returns whether it did. The backward of `id` then takes that rebuild when
+  /// its output is these same tensors and no optimizer step came between (the same ops on the same
+  /// data: the same bits); otherwise it drops it. Anything that may write the weights or change what
+  /// is outstanding (parameters(), buffers(), blocks(), optimizer(), drop, import_inflight) drops it too.
+  bool rebuild_ahead(const activation& output, int64_t id);
+  /// Whether a rebuild started ahead is waiting for its backward.
+  bool has_rebuild_ahead() const { return ahead_ != nullptr; }
 
   /// Evaluation forward (running statistics, nothing kept).
   activation evaluate(const activation& x);
 
   std::vector<parameter*> parameters();
   std::vector<buffer_ref> buffers();
-  std::vector<std::unique_ptr<block>>& blocks() { return blocks_; }
-  sgd_optimizer& optimizer() { return optimizer_; }
+  std::vector<std::unique_ptr<block>>& blocks() {
+    cancel_rebuild_ahead();
+    return blocks_;
+  }
+  sgd_optimizer& optimizer() {
+    cancel_rebuild_ahead();
+    return optimizer_;
+  }
   const stage_stats& stats() const { return stats_; }
   /// Starts a new measurement period (the peaks restart from what is held now).
   void reset_stats();
@@ -184,7 +210,23 @@ class stage {
   tape taped_;                                    // the backprop tape (one micro-batch)
   int64_t accumulated_ = 0;                       // backwards since the last optimizer step
   stage_stats stats_;
+  /// Drops a rebuild started ahead (waits for the lane: its task reads `ahead_`).
+  void cancel_rebuild_ahead();
+
+  struct ahead_state {
+    int64_t id = -1;
+    int64_t version = 0;  // the weights it read
+    activation output;    // the tensors it started from
+    rebuild_started started;
+  };
+  /// A rebuild started ahead, taken by its backward: the lane is waited for before it goes.
+  struct ahead_taken {
+    rebuild_lane* lane;
+    std::unique_ptr<ahead_state> state;
+    ~ahead_taken();
+  };
   std::unique_ptr<rebuild_lane> lane_;  // set by overlap_rebuild
+  std::unique_ptr<ahead_state> ahead_;  // set by rebuild_ahead, taken by the backward of its id
   fallback_policy fallback_;
 };
 

@@ -35,6 +35,7 @@ stage::inflight stage::export_inflight() {
 }
 
 void stage::import_inflight(const inflight& from) {
+  cancel_rebuild_ahead();
   auto device = [&](const tensor& t) { return t.defined() ? be_.from_host(t) : tensor{}; };
   outstanding_.clear();
   for (const auto& e : from.outstanding) {
@@ -82,9 +83,13 @@ void stage::import_inflight(const inflight& from) {
   if (fallback_.enabled()) fallback_.restore(from.fallback);
 }
 
-std::vector<parameter*> stage::parameters() { return params_; }
+std::vector<parameter*> stage::parameters() {
+  cancel_rebuild_ahead();  // the caller may write the weights
+  return params_;
+}
 
 std::vector<buffer_ref> stage::buffers() {
+  cancel_rebuild_ahead();
   std::vector<buffer_ref> out;
   for (auto& b : blocks_)
     for (const buffer_ref& r : b->buffers()) out.push_back(r);

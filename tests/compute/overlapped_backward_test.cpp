@@ -51,13 +51,20 @@ TEST_CASE("overlapped backward, sim device: two streams with events, bit for bit
   }
 }
 
-TEST_CASE("overlap_rebuild is refused where there is nothing to overlap or the stream is elsewhere") {
+TEST_CASE("overlap_rebuild is refused where nothing is rebuilt or the stream is elsewhere") {
   auto be = make_cpu_backend(1);
   std::vector<std::unique_ptr<block>> one;
   one.push_back(std::make_unique<coupling_block>(*be, "c", conv_chain::basic(2), 1));
-  stage single(1, std::move(one), *be, optimizer_settings{}, stage_options{});
-  CHECK_FALSE(single.can_overlap_rebuild());
-  CHECK_THROWS_AS(single.overlap_rebuild(make_cpu_backend(1)), std::logic_error);
+  stage_options keeping;
+  keeping.keep_inputs = true;
+  stage kept(1, std::move(one), *be, optimizer_settings{}, keeping);
+  CHECK_FALSE(kept.can_overlap_rebuild());
+  CHECK_THROWS_AS(kept.overlap_rebuild(make_cpu_backend(1)), std::logic_error);
+  // One coupling that rebuilds: nothing to overlap inside it, but its rebuild can start ahead.
+  std::vector<std::unique_ptr<block>> lone;
+  lone.push_back(std::make_unique<coupling_block>(*be, "c", conv_chain::basic(2), 1));
+  stage single(1, std::move(lone), *be, optimizer_settings{}, stage_options{});
+  CHECK(single.can_overlap_rebuild());
 
   std::vector<std::unique_ptr<block>> two;
   for (int b = 0; b < 2; ++b)
@@ -68,4 +75,135 @@ TEST_CASE("overlap_rebuild is refused where there is nothing to overlap or the s
   o.sim = devices;
   CHECK_THROWS_AS(pair.overlap_rebuild(make_backend(device{device_type::sim, 0}, o)), std::invalid_argument);
   CHECK_FALSE(pair.overlaps_rebuild());
+}
+
+namespace {
+
+/// How a pipelined run starts its backwards' last rebuilds: not ahead, ahead from the output the
+/// backward then gets, ahead from a copy of it (other tensors: never taken), or ahead and then the
+/// weights handed out (parameters(): may be written, so dropped).
+enum class ahead_mode { none, ahead, from_copy, weights_read };
+
+struct pipelined_bits {
+  std::vector<activation> inputs, input_grads;  // of every backward, on the host
+  std::vector<tensor> weights;                  // after the run
+  int64_t taken = 0;                            // stats().rebuilds_ahead
+  int64_t ready_calls = 0;                      // input_ready calls that gave the backward's own input
+};
+
+/// `blocks` couplings (k = 2) run as a stage in a pipeline: forwards 0 and 1, then for each id the
+/// backward's last rebuild started ahead (by `mode`), the next forward while it runs, the backward.
+pipelined_bits run_pipelined(backend& be, std::unique_ptr<backend> rebuild, ahead_mode mode, int blocks = 4) {
+  std::vector<std::unique_ptr<block>> chain;
+  for (int b = 0; b < blocks; ++b)
+    chain.push_back(std::make_unique<coupling_block>(be, "c" + std::to_string(b), conv_chain::basic(8),
+                                                     200 + static_cast<uint64_t>(b)));
+  optimizer_settings opt;
+  opt.accumulation = 2;
+  opt.total_steps = 10;
+  stage s(1, std::move(chain), be, opt, stage_options{});
+  if (rebuild) s.overlap_rebuild(std::move(rebuild));
+  std::mt19937 rng(11);
+  const activation_shape shape{{4, 8, 6, 6}, {4, 8, 6, 6}};
+  auto draw = [&] {
+    const activation a = random_activation(shape, rng);
+    return activation{be.import(a.x1), be.import(a.x2)};
+  };
+  const int n = 5;
+  std::vector<activation> ys(n), dys(n);
+  for (int id = 0; id < n; ++id) dys[id] = draw();
+  ys[0] = s.forward(draw(), 0, 0);
+  ys[1] = s.forward(draw(), 1, 1);
+  pipelined_bits out;
+  for (int id = 0; id < n; ++id) {
+    if (mode != ahead_mode::none) {
+      CHECK_FALSE(s.rebuild_ahead(ys[id], id + 1));  // not the backward that comes next
+      activation from = ys[id];
+      if (mode == ahead_mode::from_copy) {
+        from = {be.empty(ys[id].x1.shape()), be.empty(ys[id].x2.shape())};
+        be.copy(ys[id].x1, from.x1);
+        be.copy(ys[id].x2, from.x2);
+      }
+      CHECK(s.rebuild_ahead(from, id) == s.overlaps_rebuild());
+      CHECK_FALSE(s.rebuild_ahead(from, id));  // one at a time
+    }
+    if (id + 2 < n) ys[id + 2] = s.forward(draw(), id + 2, id + 2);  // beside the rebuild started ahead
+    if (mode == ahead_mode::weights_read) {
+      CHECK(s.has_rebuild_ahead() == s.overlaps_rebuild());
+      CHECK_FALSE(s.parameters().empty());
+      CHECK_FALSE(s.has_rebuild_ahead());
+    }
+    activation ready;
+    const stage::backward_result r =
+        s.backward(ys[id], dys[id], id, id + 2, [&](const activation& x) { ready = x; });
+    if (ready.defined() && ready.x1.shares_storage_with(r.input.x1) &&
+        ready.x2.shares_storage_with(r.input.x2))
+      ++out.ready_calls;
+    out.inputs.push_back(host_copy(be, r.input));
+    out.input_grads.push_back(host_copy(be, r.input_grad));
+  }
+  for (parameter* p : s.parameters()) out.weights.push_back(be.to_host(p->value));
+  out.taken = s.stats().rebuilds_ahead;
+  return out;
+}
+
+void check_same_bits(const pipelined_bits& a, const pipelined_bits& b) {
+  REQUIRE(a.inputs.size() == b.inputs.size());
+  for (std::size_t i = 0; i < a.inputs.size(); ++i) {
+    CAPTURE(i);
+    CHECK(same_bits(a.inputs[i].x1, b.inputs[i].x1));
+    CHECK(same_bits(a.inputs[i].x2, b.inputs[i].x2));
+    CHECK(same_bits(a.input_grads[i].x1, b.input_grads[i].x1));
+    CHECK(same_bits(a.input_grads[i].x2, b.input_grads[i].x2));
+  }
+  REQUIRE(a.weights.size() == b.weights.size());
+  for (std::size_t i = 0; i < a.weights.size(); ++i) CHECK(same_bits(a.weights[i], b.weights[i]));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "rebuild started ahead (PaReprop across stages), CPU: taken by its backward, bit for bit the plain "
+    "order") {
+  for (int blocks : {4, 1}) {  // one coupling: nothing to overlap inside, its one rebuild ahead
+    CAPTURE(blocks);
+    auto plain_be = make_cpu_backend(2);
+    const pipelined_bits plain = run_pipelined(*plain_be, nullptr, ahead_mode::none, blocks);
+    CHECK(plain.taken == 0);
+    CHECK(plain.ready_calls == 0);  // a stage that does not overlap has its input only at the end
+    // Without a second stream there is nothing to start ahead: refused, the same bits.
+    auto lone_be = make_cpu_backend(2);
+    const pipelined_bits lone = run_pipelined(*lone_be, nullptr, ahead_mode::ahead, blocks);
+    CHECK(lone.taken == 0);
+    check_same_bits(plain, lone);
+    for (ahead_mode mode :
+         {ahead_mode::none, ahead_mode::ahead, ahead_mode::from_copy, ahead_mode::weights_read}) {
+      CAPTURE(static_cast<int>(mode));
+      auto be = make_cpu_backend(2);
+      const pipelined_bits run = run_pipelined(*be, make_cpu_backend(2), mode, blocks);
+      check_same_bits(plain, run);
+      CHECK(run.ready_calls == 5);  // the input before the first block's gradients, every backward
+      CHECK(run.taken == (mode == ahead_mode::ahead ? 5 : 0));
+    }
+  }
+}
+
+TEST_CASE("rebuild started ahead, sim device: the second stream waits for the weights, bit for bit") {
+  auto devices = std::make_shared<sim_devices>();
+  auto sim_backend = [&](int latency_us) {
+    backend_options o;
+    o.sim = devices;
+    o.sim_latency_us = latency_us;
+    return make_backend(device{device_type::sim, 0}, o);
+  };
+  auto cpu = make_cpu_backend(1);
+  const pipelined_bits reference = run_pipelined(*cpu, nullptr, ahead_mode::none);
+  for (auto [stage_latency, rebuild_latency] : {std::pair{0, 0}, {0, 300}, {300, 0}}) {
+    CAPTURE(stage_latency);
+    CAPTURE(rebuild_latency);
+    auto be = sim_backend(stage_latency);
+    const pipelined_bits run = run_pipelined(*be, sim_backend(rebuild_latency), ahead_mode::ahead);
+    check_same_bits(reference, run);
+    CHECK(run.taken == 5);
+  }
 }
