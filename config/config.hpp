@@ -227,8 +227,9 @@ struct runtime_config {
   int inversion_sample_every = 50;  // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches; 0 = never
   int sim_latency_us = 0;  // sim:N stages: each op waits this long before it runs (shows a missing wait)
   bool sim_skip_import_wait = false;  // sim:N stages, tests only: a received tensor is used without waiting
-  // Reversible stages of several blocks: rebuild block i−1's input on a second stream while block i's
-  // gradients are computed (PaReprop); the same bits either way. Default measured (README, Results).
+  // Reversible stages: rebuild block i−1's input on a second stream while block i's gradients are
+  // computed (PaReprop), and (lockstep, async) start the last block's rebuild from the rebuilt output
+  // the stage after sends ahead of its gradient; the same bits either way. Default measured (README).
   bool overlap_rebuild = false;
   // CPU stages with overlap_rebuild: the rebuild's threads; 0 = as many as the stage's own
   // (pipeline.threads[j]). Measured (README, PaReprop): a rebuild on fewer threads than the

@@ -49,9 +49,9 @@ set -uo pipefail
 [ $# -gt 0 ] || set -- parity
 for cmd in "$@"; do
   case $cmd in
-    parity | sanitize | train | revnet | speed | profile | fg | overlap) ;;
+    parity | sanitize | train | revnet | speed | profile | fg | overlap | ahead) ;;
     *)
-      echo "run.sh: unknown sub-command '$cmd' (parity, sanitize, train, revnet, speed, profile, fg, overlap)" >&2
+      echo "run.sh: unknown sub-command '$cmd' (parity, sanitize, train, revnet, speed, profile, fg, overlap, ahead)" >&2
       exit 2
       ;;
   esac
@@ -411,6 +411,48 @@ cmd_fg() {
   echo "| run | test accuracy per epoch (%) | images/s per epoch | images/s run |" >>"$summary"
   echo "|---|---|---|---:|" >>"$summary"
   summarize_epochs "${files[@]}"
+}
+
+# PaReprop across stages: the default preset in lockstep with every stage on $dev, overlap_rebuild
+# off and on in turn (AHEAD_RUNS pairs, one epoch of AHEAD_IMAGES): images/s, and stage 2's busy
+# seconds and backwards whose rebuild started ahead (stage 3 sends it its rebuilt input early).
+cmd_ahead() {
+  local pairs=${AHEAD_RUNS:-3} images=${AHEAD_IMAGES:-30000} i ov files=()
+  [ "$gpu" = 0 ] && pairs=1 images=512
+  echo "## ahead: petra train default, lockstep, every stage on $dev, overlap_rebuild false/true, $images images" >"$summary"
+  echo "" >>"$summary"
+  [ "$gpu" = 0 ] && echo "dry run on the CPU (no GPU): 512 images — checks the command lines, not a measurement" >>"$summary"
+  for ((i = 1; i <= pairs; i++)); do
+    for ov in false true; do
+      train_run "ahead-$ov-$i" "${AHEAD_S:-120}" train default --set runtime.mode=lockstep --set training.epochs=1 \
+        --set "data.train_limit=$images" --set data.test_limit=256 --set "data.path=$PETRA_FASHION_MNIST" \
+        --set "pipeline.devices=$(repeat "$dev" 8)" --set "runtime.overlap_rebuild=$ov"
+      files+=("$details/ahead-$ov-$i-metrics.jsonl")
+    done
+  done
+  echo "" >>"$summary"
+  "$python" - "${files[@]}" >>"$summary" <<'PY'
+import json, statistics, sys
+rows = {}
+for path in sys.argv[1:]:
+    overlap = "-true-" in path
+    try:
+        lines = [json.loads(l) for l in open(path)]
+    except OSError:
+        continue
+    for d in lines:
+        if "stages" in d and d.get("event", "epoch") == "epoch":
+            s2 = d["stages"][1]
+            rows.setdefault(overlap, []).append(
+                (d.get("images_per_s", 0), s2.get("busy_seconds", 0), s2.get("rebuilds_ahead", 0)))
+print("| overlap_rebuild | runs | images/s (median) | stage 2 busy s (median) | stage 2 rebuilds ahead |")
+print("|---|---:|---:|---:|---|")
+for overlap in (False, True):
+    r = rows.get(overlap, [])
+    if r:
+        print("| %s | %d | %.0f | %.3f | %s |" % (str(overlap).lower(), len(r), statistics.median(x[0] for x in r),
+                                               statistics.median(x[1] for x in r), ", ".join(str(x[2]) for x in r)))
+PY
 }
 
 # The overlapped rebuild on the CPU backend of a machine with cores to spare (issue 26: the 2-core
