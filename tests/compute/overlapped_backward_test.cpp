@@ -9,6 +9,19 @@
 using namespace petra;
 using namespace petra::testing;
 
+namespace {
+
+/// A backend of sim:0 among `devices` whose ops each wait `latency_us` (a slow stream shows a
+/// missing wait: the other stream would read what is not there yet).
+std::unique_ptr<backend> sim0_backend(const std::shared_ptr<sim_devices>& devices, int latency_us) {
+  backend_options o;
+  o.sim = devices;
+  o.sim_latency_us = latency_us;
+  return make_backend(device{device_type::sim, 0}, o);
+}
+
+}  // namespace
+
 TEST_CASE("overlapped backward, CPU: 3 couplings, bit for bit the plain order (1 and 2 stage threads)") {
   for (int threads : {1, 2}) {
     CAPTURE(threads);
@@ -32,12 +45,7 @@ TEST_CASE("overlapped backward, CPU: wide enough for the stage's threads to spli
 
 TEST_CASE("overlapped backward, sim device: two streams with events, bit for bit the plain order") {
   auto devices = std::make_shared<sim_devices>();
-  auto sim_backend = [&](int latency_us) {
-    backend_options o;
-    o.sim = devices;
-    o.sim_latency_us = latency_us;
-    return make_backend(device{device_type::sim, 0}, o);
-  };
+  auto sim_backend = [&](int latency_us) { return sim0_backend(devices, latency_us); };
   auto cpu = make_cpu_backend(1);
   const backward_bits reference = run_coupling_stage(*cpu, nullptr, 3, 4, 4, 8);
   auto plain_be = sim_backend(0);
@@ -190,12 +198,7 @@ TEST_CASE(
 
 TEST_CASE("rebuild started ahead, sim device: the second stream waits for the weights, bit for bit") {
   auto devices = std::make_shared<sim_devices>();
-  auto sim_backend = [&](int latency_us) {
-    backend_options o;
-    o.sim = devices;
-    o.sim_latency_us = latency_us;
-    return make_backend(device{device_type::sim, 0}, o);
-  };
+  auto sim_backend = [&](int latency_us) { return sim0_backend(devices, latency_us); };
   auto cpu = make_cpu_backend(1);
   const pipelined_bits reference = run_pipelined(*cpu, nullptr, ahead_mode::none);
   for (auto [stage_latency, rebuild_latency] : {std::pair{0, 0}, {0, 300}, {300, 0}}) {
