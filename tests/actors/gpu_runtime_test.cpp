@@ -227,3 +227,21 @@ TEST_CASE(
     CHECK(simulate.totals.loss_sum == lockstep.totals.loss_sum);
   }
 }
+
+TEST_CASE(
+    "GPU: overlap_rebuild on cuda:0 (rebuilds started ahead across stages) ends bit-identical to the plain "
+    "order") {
+  PETRA_REQUIRE_GPU();
+  // The default preset, one block per stage: stage 3 (g1.b1) sends stage 2 (g1.b0) its rebuilt input
+  // ahead of its gradients; stage 2 starts its rebuild on its second stream. Deterministic algorithms.
+  const trained plain = train_once(gpu_config("lockstep", all_cuda0), micro_batches);
+  const trained overlapped =
+      train_once(gpu_config("lockstep", all_cuda0, "", "", {"runtime.overlap_rebuild=true"}), micro_batches);
+  CHECK(differing(overlapped, plain) == 0);
+  CHECK(overlapped.totals.loss_sum == plain.totals.loss_sum);
+  REQUIRE(overlapped.stages.size() == 8);
+  CAPTURE(overlapped.stages.dump());
+  CHECK(overlapped.stages[1].value("rebuilds_ahead", int64_t{0}) == micro_batches);
+  for (std::size_t j = 0; j < overlapped.stages.size(); ++j)
+    if (j != 1) CHECK(overlapped.stages[j].value("rebuilds_ahead", int64_t{0}) == 0);
+}

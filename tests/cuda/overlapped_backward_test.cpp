@@ -21,3 +21,20 @@ TEST_CASE("overlapped backward, GPU: 3 couplings on two streams, bit for bit the
     check_same_bits(plain, run_coupling_stage(*be, make_cuda_backend(0, precision, true), 3, 8, 4, 8));
   }
 }
+
+TEST_CASE(
+    "rebuild started ahead, GPU: the last block's rebuild on the second stream before its backward, bit for "
+    "bit") {
+  std::string why;
+  if (!petra::cuda_available(&why)) PETRA_SKIP("no usable GPU: " + why);
+  auto plain_be = make_cuda_backend(0, math_precision::fp32, /*deterministic=*/true);
+  const pipelined_bits plain = run_pipelined(*plain_be, nullptr, ahead_mode::none);
+  for (ahead_mode mode : {ahead_mode::ahead, ahead_mode::from_copy, ahead_mode::weights_read}) {
+    CAPTURE(static_cast<int>(mode));
+    auto be = make_cuda_backend(0, math_precision::fp32, true);
+    const pipelined_bits run = run_pipelined(*be, make_cuda_backend(0, math_precision::fp32, true), mode);
+    check_same_bits(plain, run);
+    CHECK(run.ready_calls == 5);
+    CHECK(run.taken == (mode == ahead_mode::ahead ? 5 : 0));
+  }
+}
