@@ -163,3 +163,31 @@ TEST_CASE("a key the runtime cannot honour is refused: exit code 2, the key name
     CHECK_FALSE(fs::exists(out.path / "runs"));
   }
 }
+
+TEST_CASE(
+    "per-stage lists of another length than the model's stages: exit code 2, the key named, nothing "
+    "written") {
+  scratch_dir out;
+  // ci_smoke's tiny model cut one block per stage (pipeline.stage_blocks empty): 5 stages. A shorter
+  // list would leave stages where the user did not say (a device list of 2 put the rest on the CPU).
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"pipeline.devices=[cpu,cpu]", "pipeline.devices has 2 entries but the model makes 5 stages"},
+      {"pipeline.threads=[1,1,1,1,1,1]", "pipeline.threads has 6 entries but the model makes 5 stages"},
+      {"pipeline.nodes=[local,local]", "pipeline.nodes has 2 entries"},
+      {"faults.drop=[0,0,0,0,0,0.5]", "faults.drop has 6 entries but the model makes 5 stages"},
+      {"faults.slow=[1,1,1,1,1,1,3]", "faults.slow has 7 entries"},
+  };
+  for (const auto& [set, message] : cases) {
+    CAPTURE(set);
+    train_options o;
+    o.config = "ci_smoke";
+    o.sets = {set, "runtime.mode=lockstep", "output.dir=" + (out.path / "runs").string()};
+    std::stringstream captured;
+    auto* old = std::cerr.rdbuf(captured.rdbuf());
+    const int code = train_command(o);
+    std::cerr.rdbuf(old);
+    CHECK(code == 2);
+    CHECK_MESSAGE(captured.str().find(message) != std::string::npos, captured.str());
+    CHECK_FALSE(fs::exists(out.path / "runs"));
+  }
+}
