@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "app/commands.hpp"
+#include "tests/app/refused_train.hpp"
 #include "tests/skip.hpp"
 
 namespace fs = std::filesystem;
@@ -112,17 +113,9 @@ TEST_CASE(
        "faults.drop: runtime.mode simulate cannot inject faults"}};
   for (const auto& [sets, message] : refused) {
     CAPTURE(message);
-    train_options o;
-    o.config = "ci_smoke";
-    o.sets = {"training.method=forward_gradient", "output.dir=" + (out.path / "runs").string()};
-    o.sets.insert(o.sets.end(), sets.begin(), sets.end());
-    std::stringstream captured;
-    auto* old = std::cerr.rdbuf(captured.rdbuf());
-    const int code = train_command(o);
-    std::cerr.rdbuf(old);
-    CHECK(code == 2);
-    CHECK_MESSAGE(captured.str().find(message) != std::string::npos, captured.str());
-    CHECK_FALSE(fs::exists(out.path / "runs"));
+    std::vector<std::string> all = {"training.method=forward_gradient"};
+    all.insert(all.end(), sets.begin(), sets.end());
+    petra::testing::check_train_refused("ci_smoke", all, message, out.path / "runs");
   }
   train_options o;  // and tick_order backward_first in the simulator
   o.config = "ci_smoke";

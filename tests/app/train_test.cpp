@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "app/commands.hpp"
+#include "tests/app/refused_train.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/skip.hpp"
 
@@ -17,6 +18,7 @@ namespace fs = std::filesystem;
 using petra::train_options;
 using petra::app::train_command;
 
+using petra::testing::check_train_refused;
 using petra::testing::scratch_dir;
 
 namespace {
@@ -150,17 +152,7 @@ TEST_CASE("a key the runtime cannot honour is refused: exit code 2, the key name
   };
   for (const auto& [sets, key] : cases) {
     CAPTURE(key);
-    train_options o;
-    o.config = "ci_smoke";
-    o.sets = sets;
-    o.sets.push_back("output.dir=" + (out.path / "runs").string());
-    std::stringstream captured;
-    auto* old = std::cerr.rdbuf(captured.rdbuf());
-    const int code = train_command(o);
-    std::cerr.rdbuf(old);
-    CHECK(code == 2);
-    CHECK_MESSAGE(captured.str().find(key) != std::string::npos, captured.str());
-    CHECK_FALSE(fs::exists(out.path / "runs"));
+    check_train_refused("ci_smoke", sets, key, out.path / "runs");
   }
 }
 
@@ -179,15 +171,6 @@ TEST_CASE(
   };
   for (const auto& [set, message] : cases) {
     CAPTURE(set);
-    train_options o;
-    o.config = "ci_smoke";
-    o.sets = {set, "runtime.mode=lockstep", "output.dir=" + (out.path / "runs").string()};
-    std::stringstream captured;
-    auto* old = std::cerr.rdbuf(captured.rdbuf());
-    const int code = train_command(o);
-    std::cerr.rdbuf(old);
-    CHECK(code == 2);
-    CHECK_MESSAGE(captured.str().find(message) != std::string::npos, captured.str());
-    CHECK_FALSE(fs::exists(out.path / "runs"));
+    check_train_refused("ci_smoke", {set, "runtime.mode=lockstep"}, message, out.path / "runs");
   }
 }
