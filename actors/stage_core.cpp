@@ -72,24 +72,12 @@ bool is_sent_ahead(const backward_data& b) { return b.rebuilt.defined() && !b.gr
 
 void take_ahead(stage_core& c, backward_data in) {
   if (!c.ctx.compute->overlaps_rebuild() || classify(c, in.s) != arrival::current) return;  // of no use
-  const int64_t id = in.s.micro_batch;
-  c.ahead[id] = std::move(in);
+  c.ahead.keep(in.s.micro_batch, std::move(in.rebuilt));
   try_rebuild_ahead(c);
 }
 
 void try_rebuild_ahead(stage_core& c) {
-  if (c.ahead.empty()) return;
-  stage& s = *c.ctx.compute;
-  const std::vector<int64_t> waiting = s.outstanding_ids();
-  for (auto it = c.ahead.begin(); it != c.ahead.end();)
-    if (std::find(waiting.begin(), waiting.end(), it->first) == waiting.end())
-      it = c.ahead.erase(it);
-    else
-      ++it;
-  const auto next = c.ahead.find(s.next_backward_id());
-  if (next == c.ahead.end()) return;
-  s.rebuild_ahead(take_in(c, next->second.rebuilt), next->first);
-  c.ahead.erase(next);
+  c.ahead.start_next(*c.ctx.compute, [&c](const activation& a) { return take_in(c, a); });
 }
 
 stage_report make_report(stage_core& c) {

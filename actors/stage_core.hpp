@@ -7,7 +7,6 @@
 #include <caf/all.hpp>
 #include <chrono>
 #include <functional>
-#include <map>
 #include <random>
 #include <vector>
 
@@ -15,6 +14,7 @@
 #include "actors/stage_recovery.hpp"
 #include "actors/stage_trace.hpp"
 #include "messages/errors.hpp"
+#include "training/outputs_ahead.hpp"
 #include "training/stage_window.hpp"
 
 namespace petra::detail {
@@ -51,9 +51,7 @@ struct stage_core {
   std::vector<stage_epoch_report> held_epoch_reports;  // made since the latest pending cut
   std::vector<forward_data> early_forward;             // for a phase not planned here yet
   std::vector<backward_data> early_backward;
-  // Rebuilt outputs sent ahead of their gradients, for backwards not next yet, by micro-batch (the
-  // tensors the backward messages that follow will carry too: nothing more is held).
-  std::map<int64_t, backward_data> ahead;
+  outputs_ahead ahead;          // rebuilt outputs sent ahead of their gradients, for backwards not next yet
   int64_t last_forwarded = -1;  // the highest training micro-batch id this stage forwarded
   recovery_marks recovery;      // stage-local recovery (DESIGN.md §6)
   int32_t epoch_reported = -1;  // the phase's latest epoch this stage reported (a re-issue of its last

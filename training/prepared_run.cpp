@@ -28,6 +28,7 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
   p.cfg =
       config::load_config(resuming ? (resume_dir / "config.yaml").string() : options.config, options.sets);
   check_runtime_supports(p.cfg);
+  check_stage_lists(p.cfg);
   p.method = method_for(p.cfg.training);
   p.run_path = resuming ? options.resume
                         : (fs::path(p.cfg.output.dir) /

@@ -77,25 +77,31 @@ optimizer_settings optimizer_for(const config::training_config& t, int64_t steps
   return o;
 }
 
-namespace {
+std::vector<int> stage_sizes(const config::run_config& c) {
+  const revnet_spec spec = model_spec(c.model);
+  std::size_t blocks = 2;  // stem and head
+  for (int n : spec.blocks) blocks += static_cast<std::size_t>(n);
+  return resolve_partition(c.pipeline.stage_blocks, blocks);
+}
 
-/// The per-stage lists against J, the stages the model is cut into: pipeline.devices, threads and
-/// nodes give one entry per stage (checked with the config when pipeline.stage_blocks is given,
-/// here when J is the model's block count), and no faults list names a stage past the last.
-void check_stage_lists(const config::run_config& c, std::size_t stages) {
-  const std::string J = std::to_string(stages);
-  const std::string cut = c.pipeline.stage_blocks.empty()
-                              ? " (pipeline.stage_blocks is empty: one stage per block of " +
-                                    config::to_string(c.model.arch) + ")"
-                              : "";
-  for (const auto& [key, size] :
-       {std::pair<const char*, std::size_t>{"pipeline.devices", c.pipeline.devices.size()},
-        {"pipeline.threads", c.pipeline.threads.size()},
-        {"pipeline.nodes", c.pipeline.nodes.size()}})
-    if (size != 0 && size != stages)
-      throw config::config_error(std::string(key) + " has " + std::to_string(size) +
-                                 " entries but the model makes " + J + " stages" + cut +
-                                 ": give one per stage");
+void check_stage_lists(const config::run_config& c) {
+  const std::size_t stages = stage_sizes(c).size();
+  const auto fail = [&](const char* key, std::size_t size, const std::string& why) {
+    throw config::config_error(std::string(key) + " has " + std::to_string(size) +
+                               " entries but the model makes " + std::to_string(stages) + " stages" +
+                               (c.pipeline.stage_blocks.empty()
+                                    ? " (pipeline.stage_blocks is empty: one stage per block of " +
+                                          config::to_string(c.model.arch) + ")"
+                                    : "") +
+                               why);
+  };
+  // With pipeline.stage_blocks given, the config's own validation compared these with it.
+  if (c.pipeline.stage_blocks.empty())
+    for (const auto& [key, size] :
+         {std::pair<const char*, std::size_t>{"pipeline.devices", c.pipeline.devices.size()},
+          {"pipeline.threads", c.pipeline.threads.size()},
+          {"pipeline.nodes", c.pipeline.nodes.size()}})
+      if (size != 0 && size != stages) fail(key, size, ": give one per stage");
   const config::faults_config& f = c.faults;
   for (const auto& [key, size] :
        {std::pair<const char*, std::size_t>{"faults.forward_delay", f.forward_delay.size()},
@@ -108,21 +114,7 @@ void check_stage_lists(const config::run_config& c, std::size_t stages) {
         {"faults.crash_at_tick", f.crash_at_tick.size()},
         {"faults.drop_burst", f.drop_burst.size()},
         {"faults.drop_burst_at_tick", f.drop_burst_at_tick.size()}})
-    if (size > stages)
-      throw config::config_error(std::string(key) + " has " + std::to_string(size) +
-                                 " entries but the model makes " + J + " stages" + cut + ": entry " + J +
-                                 " and later name no stage");
-}
-
-}  // namespace
-
-std::vector<int> stage_sizes(const config::run_config& c) {
-  const revnet_spec spec = model_spec(c.model);
-  std::size_t blocks = 2;  // stem and head
-  for (int n : spec.blocks) blocks += static_cast<std::size_t>(n);
-  std::vector<int> sizes = resolve_partition(c.pipeline.stage_blocks, blocks);
-  check_stage_lists(c, sizes.size());
-  return sizes;
+    if (size > stages) fail(key, size, ": entry " + std::to_string(stages) + " and later name no stage");
 }
 
 std::string node_of(const config::run_config& c, std::size_t j) {

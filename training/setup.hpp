@@ -26,6 +26,12 @@ optimizer_settings optimizer_for(const config::training_config& t, int64_t steps
 /// Blocks per stage (pipeline.stage_blocks resolved against the model).
 std::vector<int> stage_sizes(const config::run_config& c);
 
+/// The per-stage lists against the stages the model is cut into, once when a run is prepared:
+/// with pipeline.stage_blocks empty, pipeline.devices, threads and nodes give one entry per stage
+/// (else the config's validation compared them with stage_blocks), and no faults list names a stage
+/// past the last. Throws config::config_error naming the key.
+void check_stage_lists(const config::run_config& c);
+
 /// Where stage j runs: "local" or "host:port" (pipeline.nodes; names of `nodes:` resolved).
 std::string node_of(const config::run_config& c, std::size_t j);
 
