@@ -174,7 +174,7 @@ class actor_runtime : public pipeline_runtime {
             config_.faults.recovery == config::recovery_scope::global
                 ? "faults.recovery: global"
                 : "it came while the phase was starting or ending, not while its stages trained";
-      if (failure.kind() == failure_kind::injected_crash) pipeline_.crash_fired();
+      if (failure.kind() == failure_kind::injected_crash) pipeline_.crash_fired(failure.stage());
       if (failure.faults.empty()) failure.faults = control_.faults();  // a stall's: counted until now
       for (std::size_t j = 0; j < failure.faults.size(); ++j)
         if (failure.faults[j].drops > 0) pipeline_.burst_fired(static_cast<int32_t>(j));

@@ -20,8 +20,9 @@ struct heartbeat_verdicts {
   std::function<void(const std::string& where)> late;
 };
 
-/// A node silent for `timeout` is declared lost; it is asked every timeout / 5, so it is declared lost
-/// between `timeout` and `timeout` + one interval after its last answer.
+/// A node silent for `timeout` is declared lost; it is asked every timeout / 5. Silence counts from the
+/// round whose request got the last answer, so a node is declared lost five or six rounds after it:
+/// between `timeout` − one interval and `timeout` + one interval after it fell silent.
 std::chrono::duration<double> heartbeat_interval(std::chrono::duration<double> timeout);
 
 /// The monitor (detached: its thread waits for nobody's computation). Send it (watch_atom, where,

@@ -171,7 +171,7 @@ bool recover_stages(actor_pipeline& pipeline, control_channel& control, run_fail
                     phase_plan& plan, bool lockstep, const phase_request& request) {
   if (!request.local_state) return false;
   const auto t0 = std::chrono::steady_clock::now();
-  if (failure.kind() == failure_kind::injected_crash) pipeline.crash_fired();
+  if (failure.kind() == failure_kind::injected_crash) pipeline.crash_fired(failure.stage());
   const local_outcome r = rebuild(pipeline, control, failure, plan, lockstep, request.local_state);
   if (!r.done) {
     failure.not_local = r.why_not;

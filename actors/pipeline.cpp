@@ -319,7 +319,8 @@ stage_faults actor_pipeline::faults_of(int32_t j) const {
   out.duplicate = entry(f.duplicate, j, 0.0);
   out.reorder = entry(f.reorder, j, 0.0);
   out.slow = entry(f.slow, j, 1.0);
-  out.crash_at_tick = crash_fired_ ? -1 : entry(f.crash_at_tick, j, int64_t{-1});
+  out.crash_at_tick =
+      all_crashes_fired_ || crashes_fired_.count(j) > 0 ? -1 : entry(f.crash_at_tick, j, int64_t{-1});
   out.drop_burst = bursts_fired_.count(j) > 0 ? 0 : entry(f.drop_burst, j, int64_t{0});
   out.drop_burst_at_tick = out.drop_burst > 0 ? entry(f.drop_burst_at_tick, j, int64_t{-1}) : -1;
   out.seed = f.seed;

@@ -63,8 +63,13 @@ class actor_pipeline {
   /// A connected node.
   messages::node_actor node(const std::string& where) { return connect(where, -1); }
   int32_t generation() const { return generation_; }
-  /// The crash of faults.crash_at_tick happens once per run: the next builds leave it out.
-  void crash_fired() { crash_fired_ = true; }
+  /// Stage j's crash of faults.crash_at_tick happens once per run: the next builds leave it out (the
+  /// other stages' crashes stay armed, whether the pipeline is rebuilt whole or only stage j is).
+  /// A stage not known (< 0): every stage's crash is left out.
+  void crash_fired(int32_t j) {
+    if (j < 0) all_crashes_fired_ = true;
+    crashes_fired_.insert(j);
+  }
   /// So is stage j's drop burst (faults.drop_burst): once it lost messages, the next builds leave it out.
   void burst_fired(int32_t j) { bursts_fired_.insert(j); }
 
@@ -100,7 +105,8 @@ class actor_pipeline {
   int32_t newest_generation_ = 0;          // a stage rebuilt alone gets a newer one than any before
   int32_t generation_ = 0;
   bool kills_sent_ = false;
-  bool crash_fired_ = false;
+  bool all_crashes_fired_ = false;
+  std::set<int32_t> crashes_fired_;
   std::set<int32_t> bursts_fired_;
 };
 

@@ -190,7 +190,7 @@ struct faults_config {
   std::vector<double> duplicate;    // probability that it is delivered twice
   std::vector<double> reorder;      // async: probability that it is held back behind the next one
   std::vector<double> slow;         // compute slow-down factor of stage j (1 = none)
-  std::vector<int> crash_at_tick;   // stage j throws at this tick (lockstep) or forward (async); -1 = never
+  std::vector<int> crash_at_tick;   // stage j throws at this tick / forward (async), once per run; -1 = never
   // Stage j loses drop_burst[j] forward messages in a row on its link j → j+1, the first it sends at
   // or after tick drop_burst_at_tick[j] (lockstep) or its forward of that number (async); -1 = never.
   std::vector<int> drop_burst;
@@ -198,10 +198,10 @@ struct faults_config {
   std::vector<std::string>
       kill_node;         // "node@seconds" (host:port or a name of nodes:): it exits that long after the start
   uint64_t seed = 1;     // for the random faults
-  int max_restarts = 3;  // recoveries from the last checkpoint before the run gives up
-  recovery_scope recovery =
-      recovery_scope::local;  // local: async rebuilds only the lost stages where it can | global
-  int stall_seconds = 60;     // a phase with no progress this long is a lost message: recover
+  int max_restarts = 3;  // recoveries (rollbacks and stage-local ones, all phases) before the run gives up
+  // local: lockstep and async rebuild only the lost stages where they can | global
+  recovery_scope recovery = recovery_scope::local;
+  int stall_seconds = 60;  // a phase with no progress this long is a lost message: recover
 };
 
 /// A `petra node` the run may place stages on, named in `nodes:` so that pipeline.nodes and

@@ -147,7 +147,9 @@ class run {
         account_.add_phase(result.completed, result.faults);
         return result;
       } catch (const run_failure& e) {
-        if (attempt.attempt + account_.local_recoveries >= p_.cfg.faults.max_restarts) throw;
+        // faults.max_restarts counts the run's recoveries, rollbacks and stage-local ones, in every
+        // phase: the attempt's index would start again at each phase.
+        if (account_.restarts + account_.local_recoveries >= p_.cfg.faults.max_restarts) throw;
         const auto t0 = clock_type::now();
         // Back to the last snapshot of this phase, else to where the phase started (its cut or
         // the checkpoint); what the attempt completed after that point is undone and replayed.

@@ -36,6 +36,7 @@ while [ $# -gt 0 ]; do
     --warmup) warmup=${2:?--warmup needs a fraction}; shift 2 ;;
     --micro-batch) micro_batch=${2:?--micro-batch needs a number}; shift 2 ;;
     -h | --help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    --set) break ;;  # the --set for petra train follow (MICRO_BATCHES, if given, comes first)
     -*) echo "soak: unknown flag $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
   esac

@@ -125,6 +125,42 @@ TEST_CASE("crash after a snapshot: rollback to the snapshot, replay from it, bit
   CHECK(summary["micro_batches"]["rolled_back"] == failure["completed_before_failure"].get<int64_t>() - 10);
 }
 
+TEST_CASE(
+    "each stage's crash fires once per run, also after another stage's global rollback, and "
+    "faults.max_restarts counts the run's recoveries in every phase") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  run_dirs dirs;
+  // Two phases (each epoch ends drained); ticks count from 0 in each. Stage 3 throws at tick 4 of
+  // epoch 1 (the rollback's replay injects nothing), stage 2 at tick 10 of epoch 2.
+  const std::vector<std::string> two_phases = {"training.epochs=2", "training.drain_at_epoch_end=true"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.end(), two_phases.begin(), two_phases.end());
+    return more;
+  };
+  const std::vector<std::string> crashes = {"faults.crash_at_tick=[-1,10,4,-1]", "faults.recovery=global"};
+  REQUIRE(train_command({"tiny", dirs.sets("clean", with({})), "", 0}) == 0);
+  auto both = crashes;
+  both.push_back("faults.max_restarts=2");
+  REQUIRE(train_command({"tiny", dirs.sets("both", with(both)), "", 0}) == 0);
+  const auto failures = dirs.events("both", "failure");
+  REQUIRE(failures.size() == 2);  // before: stage 2's crash was disarmed by stage 3's
+  CHECK(failures[0]["stage"] == 3);
+  CHECK(failures[0]["epoch"] == 1);
+  CHECK(failures[1]["stage"] == 2);
+  CHECK(failures[1]["epoch"] == 2);
+  CHECK(failures[1]["tick"] == 10);
+  const auto summary = dirs.summary("both");
+  CHECK(summary["micro_batches"]["restarts"] == 2);
+  CHECK(summary["micro_batches"]["faults_injected"] == 2);
+  CHECK(differing(dirs.weights("clean"), dirs.weights("both")) == 0);
+
+  // One recovery allowed: the second phase's crash ends the run (before: each phase counted anew).
+  auto one = crashes;
+  one.push_back("faults.max_restarts=1");
+  CHECK(train_command({"tiny", dirs.sets("one", with(one)), "", 0}) == 1);
+  CHECK(dirs.events("one", "failure").size() == 1);
+}
+
 TEST_CASE("a dropped message stalls the phase, the stall is noticed and the phase replayed") {
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs;

@@ -169,3 +169,17 @@ TEST_CASE("--set edits one node's key, creates an entry, or replaces the whole m
   // replacing the map drops the names pipeline.nodes used
   CHECK(contains(error_of(two_nodes + "pipeline:\n  nodes: [gpu1]\n", {"nodes={}"}), "entry 0 is 'gpu1'"));
 }
+
+TEST_CASE("faults.kill_node: the seconds after '@' are one whole number, else the config is refused") {
+  // Before: any mix of digits and dots passed, and "." or "1.2.3" threw in the pipeline's std::stod
+  // after the run directory was made.
+  for (const std::string bad : {".", "1.2.3", "..5", "", "2s", "-1"}) {
+    CAPTURE(bad);
+    CHECK(contains(error_of("faults:\n  kill_node: [\"127.0.0.1:7001@" + bad + "\"]\n"),
+                   "faults.kill_node at runs/x.yaml:2: entry 0 is '127.0.0.1:7001@" + bad + "'"));
+  }
+  for (const std::string good : {"2", "2.5", ".5", "0", "10."}) {
+    CAPTURE(good);
+    CHECK(error_of("faults:\n  kill_node: [\"127.0.0.1:7001@" + good + "\"]\n") == "(no error)");
+  }
+}
