@@ -198,7 +198,7 @@ struct faults_config {
   std::vector<std::string>
       kill_node;         // "node@seconds" (host:port or a name of nodes:): it exits that long after the start
   uint64_t seed = 1;     // for the random faults
-  int max_restarts = 3;  // recoveries (rollbacks and stage-local ones, all phases) before the run gives up
+  int max_restarts = 3;  // recoveries (rollbacks and stage-local ones) of one phase before the run gives up
   // local: lockstep and async rebuild only the lost stages where they can | global
   recovery_scope recovery = recovery_scope::local;
   int stall_seconds = 60;  // a phase with no progress this long is a lost message: recover

@@ -104,9 +104,18 @@ class run {
   /// Epochs evaluated on the live weights by waves inside the stream (no drain at epoch ends).
   bool waves() const { return !p_.cfg.training.drain_at_epoch_end; }
 
-  /// One phase, replayed from the last checkpoint after each failure, up to faults.max_restarts.
+  /// One phase, replayed from the last checkpoint after each failure, up to faults.max_restarts
+  /// recoveries of the phase (rollbacks and stage-local ones together).
   phase_result run_phase(const phase_request& request) {
     const int64_t phase_start = (request.epoch - 1) * p_.per_epoch + request.first;
+    // faults.max_restarts bounds the recoveries of one phase: a phase that cannot complete within
+    // them ends the run; a later phase starts with none (an async run with evaluation waves is
+    // one phase: there it is the whole run's).
+    const int64_t restarts_before = account_.restarts, local_before = account_.local_recoveries;
+    const auto limit_reached = [&] {
+      return (account_.restarts - restarts_before) + (account_.local_recoveries - local_before) >=
+             p_.cfg.faults.max_restarts;
+    };
     bar_.begin_phase(p_.cfg.training.epochs, p_.per_epoch, phase_start, request.resume != nullptr);
     const progress_fn progress = [&](const progress_sample& sample) {
       bar_.update(sample.totals);
@@ -133,8 +142,7 @@ class run {
       if (p_.cfg.faults.recovery ==
           config::recovery_scope::local) {  // rebuild only the lost stages where the runtime can
         attempt.local_state = [&](std::size_t j) -> std::optional<restored_stage> {
-          if (account_.restarts + account_.local_recoveries >= p_.cfg.faults.max_restarts)
-            return std::nullopt;
+          if (limit_reached()) return std::nullopt;
           return points_.stage_state(j);
         };
         attempt.on_local_recovery = [&](const local_recovery& r) {
@@ -147,9 +155,7 @@ class run {
         account_.add_phase(result.completed, result.faults);
         return result;
       } catch (const run_failure& e) {
-        // faults.max_restarts counts the run's recoveries, rollbacks and stage-local ones, in every
-        // phase: the attempt's index would start again at each phase.
-        if (account_.restarts + account_.local_recoveries >= p_.cfg.faults.max_restarts) throw;
+        if (limit_reached()) throw;
         const auto t0 = clock_type::now();
         // Back to the last snapshot of this phase, else to where the phase started (its cut or
         // the checkpoint); what the attempt completed after that point is undone and replayed.
