@@ -61,7 +61,7 @@ class actor_runtime : public pipeline_runtime {
 
   bool takes_cuts() const override { return actors_take_cuts(config_); }
 
-  phase_result train(const phase_request& request, const progress_fn& progress, const epoch_fn& on_epoch,
+  phase_result train(phase_request request, const progress_fn& progress, const epoch_fn& on_epoch,
                      const cut_fn& on_cut) override {
     const bool lockstep = config_.runtime.mode == config::runtime_mode::lockstep;
     const int64_t extra =
@@ -110,6 +110,9 @@ class actor_runtime : public pipeline_runtime {
     if (request.attempt == 0) pipeline_.send_node_kills();
     try {
       if (plan.start_tick > 0) resume_from(*request.resume, epochs);
+      // The stages and the loss actor have their parts (copies): from here on only the cut's counts
+      // are read, and its tensors would stay in memory to the phase's end.
+      if (request.resume) request.resume = std::make_shared<const pipeline_cut>(counts_only(*request.resume));
       control_.gather<plan_atom>(pipeline_.stages(), control_timeout, plan_atom_v, plan);
       control_.ask<plan_atom>(pipeline_.loader(), control_timeout, plan_atom_v, plan);
       for (bool ended = false; !ended;) {

@@ -5,6 +5,16 @@
 
 namespace petra {
 
+pipeline_cut counts_only(const pipeline_cut& cut) {
+  pipeline_cut out;
+  out.tick = cut.tick;
+  out.totals = cut.totals;
+  out.in_flight = cut.in_flight;
+  out.completed = cut.completed;
+  out.driver = cut.driver;
+  return out;
+}
+
 stage_cut cut_stage(stage& s, backend& be) {
   stage_cut out;
   out.inflight = s.export_inflight();  // first: it refuses a live tape before anything is copied

@@ -71,6 +71,10 @@ struct pipeline_cut {
   std::string driver;     // what the runtime driving the pipeline keeps of its own (opaque here)
 };
 
+/// The cut without its parts: tick, totals, in flight, completed and the driver's record, no stage
+/// parts and no labels (what a runtime reads of a cut once every stage has its part back).
+pipeline_cut counts_only(const pipeline_cut& cut);
+
 /// A stage's part of a cut: its state and in-flight record (host copies); the messages are the
 /// caller's to fill.
 stage_cut cut_stage(stage& s, backend& be);

@@ -112,9 +112,11 @@ using cut_fn = std::function<void(int64_t index, const pipeline_cut& cut)>;
 class pipeline_runtime {
  public:
   virtual ~pipeline_runtime() = default;
-  /// Runs a phase to its drained end; throws run_failure when the attempt fails.
-  virtual phase_result train(const phase_request& phase, const progress_fn& progress,
-                             const epoch_fn& on_epoch = {}, const cut_fn& on_cut = {}) = 0;
+  /// Runs a phase to its drained end; throws run_failure when the attempt fails. The request is the
+  /// runtime's: once the stages have their parts of `phase.resume`, it may keep the cut's counts only
+  /// and let its tensors go (an async run is one phase: a cut held to its end costs a snapshot's size).
+  virtual phase_result train(phase_request phase, const progress_fn& progress, const epoch_fn& on_epoch = {},
+                             const cut_fn& on_cut = {}) = 0;
   /// Whether train() takes consistent cuts without a drain (else phases end where a checkpoint is due).
   virtual bool takes_cuts() const { return false; }
   /// Mean loss and accuracy on the feed, with running BN statistics (the one eval loop).

@@ -47,7 +47,7 @@ class simulate_runtime : public pipeline_runtime {
   // the phases of a rebalanced run, whose blocks move where it drains.
   bool takes_cuts() const override { return fg_ == nullptr && !config_.pipeline.rebalance; }
 
-  phase_result train(const phase_request& phase, const progress_fn& progress, const epoch_fn& on_epoch,
+  phase_result train(phase_request phase, const progress_fn& progress, const epoch_fn& on_epoch,
                      const cut_fn& on_cut) override {
     input_schedule schedule(train_, phase.evaluation_waves ? &waves_ : nullptr, spacing_);
     schedule.start(phase.epoch, phase.first, phase.count);

@@ -150,8 +150,13 @@ class run {
           dir_.log(local_recovery_line(r, request.epoch, request.first));
         };
       }
+      // The attempt keeps none of the cut it resumes from: the runtime's request is its only holder and
+      // lets the tensors go once the stages have them (else a rollback's snapshot stayed to the phase's end).
+      const int64_t resumed_completed = attempt.resume ? attempt.resume->completed : 0;
+      phase_request call = attempt;
+      call.resume = std::move(attempt.resume);
       try {
-        phase_result result = p_.runtime->train(attempt, progress, on_epoch, on_cut);
+        phase_result result = p_.runtime->train(std::move(call), progress, on_epoch, on_cut);
         account_.add_phase(result.completed, result.faults);
         return result;
       } catch (const run_failure& e) {
@@ -160,12 +165,10 @@ class run {
         // Back to the last snapshot of this phase, else to where the phase started (its cut or
         // the checkpoint); what the attempt completed after that point is undone and replayed.
         const bool to_snapshot = points_.last_snapshot() > phase_start;
-        const std::shared_ptr<const pipeline_cut> base = attempt.resume;
         attempt.resume = to_snapshot ? read_snapshot(dir_.path(), J_).cut : request.resume;
         const int64_t restart_at = to_snapshot ? points_.last_snapshot() : resume_position_;
         const int64_t replay = phase_start + request.count - restart_at;
-        const int64_t before_restart =
-            (attempt.resume ? attempt.resume->completed : 0) - (base ? base->completed : 0);
+        const int64_t before_restart = (attempt.resume ? attempt.resume->completed : 0) - resumed_completed;
         const int64_t kept = e.completed < 0 ? before_restart : std::min(e.completed, before_restart);
         std::printf(
             "\n%s; rolling back to the %s at micro-batch %lld of the run and replaying %lld micro-batches\n",
