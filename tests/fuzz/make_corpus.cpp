@@ -2,6 +2,7 @@
 // inputs made by the project's own writers, plus a few broken ones. Findings are added beside them
 // by hand (bench/fuzz/run.sh names where libFuzzer put them). Usage: petra_fuzz_make_corpus DIR
 #include <caf/binary_serializer.hpp>
+#include <caf/event_based_actor.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -233,6 +234,31 @@ void recovery_seeds(const petra::tensor& sample) {
   whole_seed("whole-forward-generation", caf::make_message(forward));
 }
 
+/// The links a stage, the loss actor and the loader are wired with, their counts and generations
+/// set: with null handles (decoded in full) and with a handle of a live actor of this process (its
+/// node id is this process's; the replay, another process, reads it as another node's handle).
+void link_seeds() {
+  namespace m = petra::messages;
+  typed_seed("credit-return-stage1", m::credit_return{1, 3, 45});
+  typed_seed("cut-marker", m::cut_marker{128});
+  m::stage_links links;
+  links.prev_device = petra::device::parse("cuda:0");
+  links.next_device = petra::device::parse("sim:1");
+  links.count = 8, links.generation = 3, links.prev_generation = 2, links.next_generation = 1;
+  typed_seed("stage-links-null-handles", links);
+  const caf::actor live =
+      petra::fuzz::wire_system().spawn([]() -> caf::behavior { return {[](int32_t) {}}; });
+  links.prev = caf::actor_cast<m::backward_sink>(live);
+  links.loss = caf::actor_cast<m::loss_actor>(live);
+  typed_seed("stage-links-handles", links);
+  m::loss_links loss;
+  loss.per_epoch = 800, loss.wave_size = 2, loss.last_generation = 4;
+  loss.stages = {m::derivatives_sink{}, caf::actor_cast<m::derivatives_sink>(live)};
+  typed_seed("loss-links", loss);
+  typed_seed("loader-links", m::loader_links{caf::actor_cast<m::forward_sink>(live), m::loss_actor{}, 15});
+  whole_seed("whole-stage-links", caf::make_message(links));
+}
+
 template <std::size_t... I>
 void message_seeds(std::index_sequence<I...>) {
   const petra::tensor sample = petra::tensor::from_vector({2, 2}, {1, 2, 3, 4});
@@ -247,6 +273,7 @@ void message_seeds(std::index_sequence<I...>) {
   out.insert(out.end(), buffer.begin(), buffer.end());
   seed("messages", "whole-message", out);
   recovery_seeds(sample);
+  link_seeds();
 }
 
 }  // namespace

@@ -1,5 +1,10 @@
-// The message types a node decodes off the wire (messages/type_ids.hpp, in its order): the fuzz
-// target picks one by its index, the corpus generator writes a sample of each.
+// The message types a node decodes off the wire: the fuzz target picks one by its index, the corpus
+// generator writes a sample of each. Those of messages/type_ids.hpp first, then the links of
+// messages/interfaces.hpp (the petra_handles block: actor handles, as a node's stage, the loader and
+// the loss actor receive them when they are wired), each new type appended at the end so that a
+// corpus file's index byte keeps its type. A handle of another node needs BASP's proxy registry,
+// which this decoder lacks: such a handle is refused ("no proxy registry") after its node id is read;
+// a null handle or one of this process decodes in full.
 #pragma once
 
 #include <caf/actor_system.hpp>
@@ -9,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "messages/interfaces.hpp"
 #include "messages/type_ids.hpp"
 
 namespace petra::fuzz {
@@ -21,7 +27,8 @@ using wire_types =
                messages::phase_done, messages::window_report, messages::stage_epoch_report,
                messages::epoch_loss_report, messages::eval_report, messages::cut_part,
                messages::recovery_order, messages::spawn_stage, messages::kill_node, std::vector<int32_t>,
-               stage_tangent, messages::derivatives_data>;
+               stage_tangent, messages::derivatives_data, messages::credit_return, messages::cut_marker,
+               messages::loss_links, messages::loader_links, messages::stage_links>;
 
 /// Index type_count picks a whole caf::message instead of one type.
 inline constexpr std::size_t wire_type_count = std::tuple_size_v<wire_types>;
@@ -35,6 +42,7 @@ inline caf::actor_system& wire_system() {
     std::unique_ptr<caf::actor_system> system;
     holder() {
       config.add_message_types<caf::id_block::petra>();
+      config.add_message_types<caf::id_block::petra_handles>();
       config.set("scheduler.max-threads", 1);
       system = std::make_unique<caf::actor_system>(config);
     }
