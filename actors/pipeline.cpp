@@ -10,6 +10,7 @@
 #include "actors/node_connection.hpp"
 #include "actors/stage_actor.hpp"
 #include "compute/sim/sim_devices.hpp"
+#include "config/decimal.hpp"
 #include "training/setup.hpp"
 
 namespace petra {
@@ -254,7 +255,7 @@ void actor_pipeline::send_node_kills() {
   for (const std::string& entry_text : config_.faults.kill_node) {
     const auto at = entry_text.rfind('@');
     const std::string where = config::resolve_node_address(config_, entry_text.substr(0, at));
-    const double seconds = std::stod(entry_text.substr(at + 1));
+    const double seconds = config::decimal_seconds(entry_text.substr(at + 1));  // validated: >= 0
     control_.self()->send(connect(where, -1), kill_node{seconds});
     const auto first = std::find(placement_.begin(), placement_.end(), where);
     control_.count_kill(first == placement_.end() ? 0 : static_cast<int32_t>(first - placement_.begin()));

@@ -2,9 +2,9 @@
 // that only make sense together. A failure names the YAML path and where the value came from.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <sstream>
 
+#include "config/decimal.hpp"
 #include "config/schema.hpp"
 
 namespace petra::config::detail {
@@ -355,17 +355,7 @@ void validate_faults(const faults_config& faults, const pipeline_config& pipelin
     const auto at = k.rfind('@');
     const std::string node = at == std::string::npos ? "" : k.substr(0, at);
     bool ok = at != std::string::npos && node != "local" && (is_node_name(node) || nodes.count(node) > 0);
-    if (ok) {
-      // The number as the pipeline reads it (std::stod), whole: "." or "1.2.3" would throw there,
-      // after the run directory was made.
-      const std::string seconds = k.substr(at + 1);
-      ok = !seconds.empty() && seconds.find_first_not_of("0123456789.") == std::string::npos;
-      if (ok) {
-        char* end = nullptr;
-        const double value = std::strtod(seconds.c_str(), &end);
-        ok = end == seconds.c_str() + seconds.size() && std::isfinite(value);
-      }
-    }
+    ok = ok && decimal_seconds(k.substr(at + 1)) >= 0;  // as the pipeline reads it
     if (!ok)
       check.fail(
           "faults.kill_node",

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "config/config.hpp"
+#include "config/decimal.hpp"
 #include "tests/config/config_errors.hpp"
 
 using namespace petra::config;
@@ -182,4 +183,11 @@ TEST_CASE("faults.kill_node: the seconds after '@' are one whole number, else th
     CAPTURE(good);
     CHECK(error_of("faults:\n  kill_node: [\"127.0.0.1:7001@" + good + "\"]\n") == "(no error)");
   }
+  // The seconds the pipeline sends the node: the one reader, decimal_seconds.
+  CHECK(decimal_seconds("2") == 2.0);
+  CHECK(decimal_seconds("2.5") == 2.5);
+  CHECK(decimal_seconds(".5") == 0.5);
+  CHECK(decimal_seconds("10.") == 10.0);
+  CHECK(decimal_seconds("0.125") == 0.125);
+  for (const std::string bad : {".", "1.2.3", "", "2s", "-1", "1e3"}) CHECK(decimal_seconds(bad) == -1);
 }
