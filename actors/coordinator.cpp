@@ -12,6 +12,7 @@
 #include "actors/migration.hpp"
 #include "actors/pipeline.hpp"
 #include "actors/stall.hpp"
+#include "training/free_memory.hpp"
 #include "training/input_schedule.hpp"
 #include "training/loss_cut.hpp"
 #include "training/rebalance.hpp"
@@ -112,7 +113,10 @@ class actor_runtime : public pipeline_runtime {
       if (plan.start_tick > 0) resume_from(*request.resume, epochs);
       // The stages and the loss actor have their parts (copies): from here on only the cut's counts
       // are read, and its tensors would stay in memory to the phase's end.
-      if (request.resume) request.resume = std::make_shared<const pipeline_cut>(counts_only(*request.resume));
+      if (request.resume) {
+        request.resume = std::make_shared<const pipeline_cut>(counts_only(*request.resume));
+        training::return_free_memory();  // the replaced stages' state and the cut's tensors
+      }
       control_.gather<plan_atom>(pipeline_.stages(), control_timeout, plan_atom_v, plan);
       control_.ask<plan_atom>(pipeline_.loader(), control_timeout, plan_atom_v, plan);
       for (bool ended = false; !ended;) {

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "training/free_memory.hpp"
+
 namespace petra {
 
 using namespace messages;
@@ -177,6 +179,7 @@ bool recover_stages(actor_pipeline& pipeline, control_channel& control, run_fail
     failure.not_local = r.why_not;
     return false;
   }
+  training::return_free_memory();  // the lost stage's state, replaced by its part of the snapshot
   local_recovery report;
   report.kind = failure.kind();
   report.stage = failure.stage();
