@@ -167,9 +167,12 @@ set datafile separator ","
 set title "petra soak: async PETRA, default preset, $total micro-batches of $micro_batch (crash, hang, drop burst)"
 set xlabel "micro-batches"
 set ylabel "RSS (MB)"
-set key top left
+set key bottom right
+# One series per node: node A's column is empty once it has exited (after the hang), which would
+# leave a sum of both columns undefined from there on.
 plot "$out/rss.csv" every ::1 using 2:(\$3/1024) with points pt 7 ps 0.4 title "petra train", \
-     "$out/rss.csv" every ::1 using 2:((\$4+\$5)/1024) with points pt 7 ps 0.4 title "nodes A + S", \
+     "$out/rss.csv" every ::1 using 2:(\$4/1024) with points pt 7 ps 0.4 title "node A", \
+     "$out/rss.csv" every ::1 using 2:(\$5/1024) with points pt 7 ps 0.4 title "node S", \
      ($fit_a + $fit_b * x) / 1048576 with lines lw 2 title sprintf("fit after warm-up: %.0f B per 1,000 micro-batches", $fit_b * 1000)
 PLOT
 echo "plot: $out/rss.png; samples: $out/rss.csv"
