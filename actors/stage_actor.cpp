@@ -7,9 +7,11 @@
 #include "actors/stage_async.hpp"
 #include "actors/stage_lockstep.hpp"
 #include "actors/stage_migration.hpp"
+#include "compute/cpu/pinning.hpp"
 #include "compute/pipeline/stage_state.hpp"
 #include "training/runtime_support.hpp"
 #include "training/snapshot.hpp"
+#include "training/stage_threads.hpp"
 #include "training/tick_schedule.hpp"
 
 namespace petra {
@@ -40,8 +42,16 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
       [=](derivatives_data& in) { on_derivatives(self, std::move(in)); },
       [=](process_atom) { advance(self); },
       [=](stage_links& links) {
-        self->state.core.links = std::move(links);
-        return wire_atom_v;
+        stage_core& c = self->state.core;
+        return answer(c, [&] {
+          // Wired first, on the thread that will compute: the team it starts is pinned with it.
+          std::string why;
+          if (!cpu::pin_compute_team(c.ctx.cores, &why))
+            throw std::runtime_error("runtime.pin_threads: " + why);
+          c.ctx.cores.clear();
+          c.links = std::move(links);
+          return wire_atom_v;
+        });
       },
       [=](faults_atom, const stage_faults& f) {
         arm_faults(self->state.core, f);
@@ -102,11 +112,11 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
 
 template <class State>
 messages::stage_actor spawn_as(caf::actor_system& sys, stage_context context) {
-  // A device stage (GPU or simulated) blocks on its device, and a GPU needs one OS thread for its
-  // whole life: detached.
-  if (context.device->where().type != device_type::cpu)
-    return sys.spawn<caf::detached>(stage_behavior<State>, std::move(context));
-  return sys.spawn(stage_behavior<State>, std::move(context));
+  // Every stage computes at the same time as the others: on CAF's scheduler, at most its
+  // runtime.threads stages could. A device stage also blocks on its device, and a GPU needs one OS
+  // thread for its whole life.
+  if (!context.own_thread) return sys.spawn(stage_behavior<State>, std::move(context));
+  return sys.spawn<caf::detached>(stage_behavior<State>, std::move(context));
 }
 
 }  // namespace
@@ -123,6 +133,7 @@ stage_context make_stage_context(const config::run_config& c, const placed_stage
                     c.output.metrics_every_steps,
                     async_stage_window(c, j, count),
                     backward_first(c)};
+  out.cores = stage_cores(c, static_cast<std::size_t>(j), usable_cores());
   if (c.training.method == config::training_method::forward_gradient)
     out.fg = std::make_shared<forward_gradient_stage>(
         *placed.compute, static_cast<std::size_t>(count), method_for(c.training).forward_gradient,

@@ -32,6 +32,10 @@ struct stage_context {
   bool backward_first = false;  // lockstep, training.tick_order: a tick's backward before its forward
   std::shared_ptr<forward_gradient_stage> fg{};  // training.method forward_gradient: the stage's share
   int64_t fg_link_delay = 0;  // lockstep forward_gradient: ticks injected on its derivatives' round trip
+  std::vector<int> cores{};    // runtime.pin_threads: the cores its compute threads are pinned to, when wired
+  // An OS thread of its own (every stage computes while the others do); false only under CAF's
+  // deterministic test scheduler, which runs scheduled actors alone.
+  bool own_thread = true;
 };
 
 /// The context of stage j of `count`, built as `placed` from config `c`: one recipe for every process
@@ -41,7 +45,8 @@ stage_context make_stage_context(const config::run_config& c, const placed_stage
                                  int32_t count, std::shared_ptr<training::trace_recorder> trace,
                                  std::string process);
 
-/// Spawns the stage actor of `context.mode`; a GPU stage runs detached (one OS thread of its own).
+/// Spawns the stage actor of `context.mode`, detached (one OS thread of its own, its compute team
+/// started from it) unless `context.own_thread` is false.
 messages::stage_actor spawn_stage_actor(caf::actor_system& sys, stage_context context);
 
 }  // namespace petra

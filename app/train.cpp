@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "actors/coordinator.hpp"
 #include "app/commands.hpp"
 #include "training/simulate_runtime.hpp"
+#include "training/stage_threads.hpp"
 #include "training/train_loop.hpp"
 
 namespace petra::app {
@@ -57,6 +59,8 @@ int train_command(const train_options& options) {
                       [](const config::run_config& c, training_data& data, const optimizer_settings& opt) {
                         if (c.runtime.mode == config::runtime_mode::simulate)
                           return make_simulate_runtime(c, data, opt);
+                        for (const std::string& line : describe_stage_threads(c, usable_cores()))
+                          std::printf("%s\n", line.c_str());
                         return make_actor_runtime(c, data, opt);
                       });
 }

@@ -153,8 +153,12 @@ struct training_config {
 /// How the model's blocks (stem, each coupling/downsampling block, head) are cut into stages.
 struct pipeline_config {
   std::vector<int> stage_blocks;     // blocks per stage, in order; empty = one block per stage
+  // With stage_blocks empty: cut the model into this many stages by each block's measured cost
+  // (training/cost_partition.hpp; the run's config.yaml records the cut); 0 = one block per stage.
+  int stages = 0;
   std::vector<device_spec> devices;  // per stage: cpu | cuda:N | sim:N; empty = all cpu
-  std::vector<int> threads;          // per stage compute threads (actor runtimes); empty = 1 each
+  // per stage compute threads; empty = the machine's cores split over the CPU stages (at least 1)
+  std::vector<int> threads;
   std::vector<std::string>
       nodes;  // per stage: local | host:port of a `petra node` | a name from nodes:; empty = all local
   std::vector<std::string>
@@ -217,7 +221,7 @@ struct node_config {
 struct runtime_config {
   runtime_mode mode =
       runtime_mode::simulate;  // simulate (the reference, one thread) | lockstep | async (actors)
-  int threads = 2;             // simulate: compute threads; actors: CAF scheduler threads
+  int threads = 2;             // actors: CAF scheduler threads (loader, loss, control; stages own theirs)
   int credits = 0;             // actors: micro-batches in flight at most; 0 = 2J − 1
   async_pacing pacing =
       async_pacing::stages;  // async: stages (stage j forwards while < 2(J−j)+1 await backward) | loader
@@ -235,6 +239,9 @@ struct runtime_config {
   // (pipeline.threads[j]). Measured (README, PaReprop): a rebuild on fewer threads than the
   // gradients makes them wait for it, one on as many gains where cores are spare.
   int overlap_rebuild_threads = 0;
+  // lockstep and async: each CPU stage's compute threads pinned to cores of their own (the CPU stages
+  // take consecutive cores in stage order, wrapping around when they ask for more than there are)
+  bool pin_threads = false;
   // Remote nodes: one silent (no heartbeat answer) this long is lost, like a crashed one. 10 s: the
   // answer comes from a thread of its own on each side, so busy compute threads and GPU kernels do
   // not delay it; only a loaded machine's scheduling and a large tensor ahead of it on the link do

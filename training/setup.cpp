@@ -6,6 +6,7 @@
 
 #include "compute/pipeline/partition.hpp"
 #include "compute/sim/sim_devices.hpp"
+#include "training/stage_threads.hpp"
 
 namespace petra {
 
@@ -115,6 +116,7 @@ void check_stage_lists(const config::run_config& c) {
         {"faults.drop_burst", f.drop_burst.size()},
         {"faults.drop_burst_at_tick", f.drop_burst_at_tick.size()}})
     if (size > stages) fail(key, size, ": entry " + std::to_string(stages) + " and later name no stage");
+  check_stage_threads(c, usable_cores());
 }
 
 std::string node_of(const config::run_config& c, std::size_t j) {
@@ -158,7 +160,7 @@ math_precision math_precision_of(config::compute_precision p) {
 std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::size_t j,
                                             const std::shared_ptr<sim_devices>& sim, int threads) {
   backend_options options;
-  options.threads = threads > 0 ? threads : j < c.pipeline.threads.size() ? c.pipeline.threads[j] : 1;
+  options.threads = threads > 0 ? threads : stage_threads(c, j, usable_cores());
   options.precision = math_precision_of(c.runtime.precision);
   options.deterministic = c.runtime.deterministic;
   options.sim = sim;

@@ -29,7 +29,8 @@ std::vector<int> stage_sizes(const config::run_config& c);
 /// The per-stage lists against the stages the model is cut into, once when a run is prepared:
 /// with pipeline.stage_blocks empty, pipeline.devices, threads and nodes give one entry per stage
 /// (else the config's validation compared them with stage_blocks), and no faults list names a stage
-/// past the last. Throws config::config_error naming the key.
+/// past the last, and no CPU stage of this process asks for more threads than the machine has cores.
+/// Throws config::config_error naming the key.
 void check_stage_lists(const config::run_config& c);
 
 /// Where stage j runs: "local" or "host:port" (pipeline.nodes; names of `nodes:` resolved).
@@ -38,7 +39,8 @@ std::string node_of(const config::run_config& c, std::size_t j);
 /// The device of stage j (pipeline.devices; cpu when not given).
 device device_of(const config::run_config& c, std::size_t j);
 
-/// The backend of stage j: its device, pipeline.threads[j] compute threads (1 when not given),
+/// The backend of stage j: its device, stage_threads() compute threads (pipeline.threads[j], or the
+/// machine's cores split over the CPU stages),
 /// runtime.precision, runtime.deterministic and the runtime.sim_* settings; a sim device from `sim`,
 /// the simulated devices of this build. `threads` > 0 replaces pipeline.threads[j].
 std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::size_t j,

@@ -59,6 +59,12 @@ struct deterministic_system {
 
 activation image() { return activation{tensor::zeros({2, 1, 2, 2}), {}}; }
 
+/// The test scheduler runs only scheduled actors: the stage stays on it instead of a thread of its own.
+stage_context on_test_scheduler(stage_context c) {
+  c.own_thread = false;
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("lockstep: tick t waits for both inputs, one message per neighbour, stamped t + 1") {
@@ -73,7 +79,7 @@ TEST_CASE("lockstep: tick t waits for both inputs, one message per neighbour, st
   blocks.push_back(std::make_unique<identity_block>());
   auto compute =
       std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{});
-  auto first = spawn_stage_actor(sys, stage_context{device, compute, 0, config::runtime_mode::lockstep});
+  auto first = spawn_stage_actor(sys, on_test_scheduler(stage_context{device, compute, 0, config::runtime_mode::lockstep}));
   stage_links links;
   links.next = caf::actor_cast<forward_sink>(sink);
   links.loader = caf::actor_cast<loader_actor>(sink);
@@ -131,7 +137,7 @@ TEST_CASE("lockstep: a neighbour's message of an older generation than the one w
   blocks.push_back(std::make_unique<identity_block>());
   auto compute =
       std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{});
-  auto first = spawn_stage_actor(sys, stage_context{device, compute, 0, config::runtime_mode::lockstep});
+  auto first = spawn_stage_actor(sys, on_test_scheduler(stage_context{device, compute, 0, config::runtime_mode::lockstep}));
   stage_links links;
   links.next = caf::actor_cast<forward_sink>(sink);
   links.loader = caf::actor_cast<loader_actor>(sink);

@@ -1,0 +1,37 @@
+// How many compute threads each stage's backend gets, and on which cores: every CPU stage owns its
+// threads (its actor has an OS thread of its own), so the stages compute at the same time and the
+// machine's cores are split over them.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace petra {
+
+/// The CPUs this process may run on (its affinity mask; at least 1).
+int usable_cores();
+
+/// Stage j's compute threads: pipeline.threads[j] when given; else this machine's `cores` split
+/// evenly over the pipeline's CPU stages (every stage whose device is cpu, wherever it is placed, so
+/// that a stage gets the same count in one process and over nodes on one host), at least 1. Stages
+/// on other devices get 1 (a GPU stage's host work is one thread; sim devices have their own).
+int stage_threads(const config::run_config& c, std::size_t j, int cores);
+
+/// The cores stage j's threads are pinned to with runtime.pin_threads: the CPU stages take
+/// consecutive runs of the machine's `cores` in stage order, wherever they are placed (so that nodes
+/// on one host pin to distinct cores), wrapping around when they ask for more than there are; empty
+/// for stages on other devices, or when pinning is off.
+std::vector<int> stage_cores(const config::run_config& c, std::size_t j, int cores);
+
+/// Refuses (config::config_error naming pipeline.threads[j]) a CPU stage in this process that asks
+/// for more threads than the machine's `cores`: it could never run them at once.
+void check_stage_threads(const config::run_config& c, int cores);
+
+/// The lines a run prints at its start about its compute threads: the split (and whether it was the
+/// default), and a warning when the local CPU stages ask for more threads than there are cores.
+std::vector<std::string> describe_stage_threads(const config::run_config& c, int cores);
+
+}  // namespace petra
