@@ -104,7 +104,9 @@ void advance(async_self self) {
   try {
     while (run_step(self)) {
     }
-    mark_idle(c);  // until the next message (or the loss) arrives
+    // Until the next message (or the loss) arrives: with a forward queued, what holds it back is a
+    // window full of micro-batches awaiting backward.
+    mark_idle(c, !c.awaiting_loss && st.forwards.empty());
     // Every micro-batch of the phase passes each stage's backward once, and every evaluation batch
     // its evaluation: then this stage is done.
     if (!c.awaiting_loss && c.backwards_in_phase >= c.plan.micro_batches && c.evals_done >= c.plan.eval_items)

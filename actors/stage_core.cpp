@@ -83,7 +83,10 @@ void try_rebuild_ahead(stage_core& c) {
 stage_report make_report(stage_core& c) {
   stage_report r = stage_report::of(*c.ctx.compute);
   r.mailbox_peak = c.mailbox_peak;
+  split_idle(c, clock_type::now());  // an open wait counts up to now
   r.busy_seconds = c.busy_seconds;
+  r.wait_input_seconds = c.wait_input_seconds;
+  r.wait_gradient_seconds = c.wait_gradient_seconds;
   r.upstream_messages = c.upstream_messages;
   r.upstream_bytes = c.upstream_bytes;
   r.phase_busy_seconds = c.phase_busy_seconds;
@@ -98,6 +101,7 @@ stage_report take_epoch_report(stage_core& c) {
   c.window.restart();
   c.mailbox_peak = 0;
   c.busy_seconds = 0;
+  c.wait_input_seconds = c.wait_gradient_seconds = 0;
   c.upstream_messages = c.upstream_bytes = 0;
   c.epoch_start = clock_type::now();
   return r;
@@ -108,6 +112,8 @@ void continue_record(stage_core& c, const stage_report& earlier) {
   c.window.take(*c.ctx.compute);  // the next window holds this actor's steps only, as before a move
   c.mailbox_peak = std::max(c.mailbox_peak, earlier.mailbox_peak);
   c.busy_seconds += earlier.busy_seconds;
+  c.wait_input_seconds += earlier.wait_input_seconds;
+  c.wait_gradient_seconds += earlier.wait_gradient_seconds;
   c.upstream_messages += earlier.upstream_messages;
   c.upstream_bytes += earlier.upstream_bytes;
   c.epoch_start = clock_type::now() - std::chrono::duration_cast<clock_type::duration>(

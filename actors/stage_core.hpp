@@ -39,6 +39,7 @@ struct stage_core {
   int64_t mailbox_peak = 0;
   int64_t fault_events = 0;  // sent to the coordinator since the phase began (stage_report's)
   double busy_seconds = 0;
+  double wait_input_seconds = 0, wait_gradient_seconds = 0;  // of the epoch's record (mark_idle)
   int64_t upstream_messages = 0, upstream_bytes = 0;  // forward_gradient: from downstream (stage_report's)
   double phase_busy_seconds = 0;  // since the phase began (pipeline.rebalance compares the stages')
   stage_timeline timeline;

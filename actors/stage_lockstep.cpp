@@ -177,7 +177,9 @@ void advance(lockstep_self self) {
     while (c.tick < c.plan.ticks && run_tick(self)) {
     }
     if (!c.awaiting_loss && c.tick >= c.plan.ticks) finish_phase(self, c);
-    mark_idle(c);  // until the next input (or the loss) arrives
+    // Until the next input (or the loss) arrives: the tick's forward input first, else its gradient.
+    const lockstep_state& st = self->state;
+    mark_idle(c, !c.awaiting_loss && needs_forward(c, c.tick) && st.forwards.count(c.tick) == 0);
   } catch (const std::exception& e) {
     fail_with(self, c, e, -1);
   }

@@ -70,18 +70,29 @@ void trace_hand_over(stage_core& c, int64_t id, clock_type::time_point begin) {
     t->span(c.timeline.track, "hand-over", begin, clock_type::now(), id, {{"micro_batch", id}});
 }
 
-void mark_idle(stage_core& c) {
+void mark_idle(stage_core& c, bool for_input) {
   if (c.timeline.idle || !c.in_phase) return;
   c.timeline.idle = true;
-  c.timeline.idle_since = clock_type::now();
+  c.timeline.waits_for_input = for_input;
+  c.timeline.idle_since = c.timeline.counted_until = clock_type::now();
+}
+
+void split_idle(stage_core& c, clock_type::time_point now) {
+  stage_timeline& tl = c.timeline;
+  if (!tl.idle || now <= tl.counted_until) return;
+  (tl.waits_for_input ? c.wait_input_seconds : c.wait_gradient_seconds) +=
+      std::chrono::duration<double>(now - tl.counted_until).count();
+  tl.counted_until = now;
 }
 
 void end_idle(stage_core& c, clock_type::time_point now) {
   stage_timeline& tl = c.timeline;
   if (!tl.idle) return;
+  split_idle(c, now);
   tl.idle = false;
   if (auto* t = tracer(c, tl.last_micro_batch))
-    t->span(tl.track, "wait for input", tl.idle_since, now, tl.last_micro_batch);
+    t->span(tl.track, tl.waits_for_input ? "wait for input" : "wait for gradient", tl.idle_since, now,
+            tl.last_micro_batch);
 }
 
 void trace_mailbox(stage_core& c, std::size_t waiting) {

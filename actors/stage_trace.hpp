@@ -16,8 +16,10 @@ using clock_type = std::chrono::steady_clock;
 /// What the timeline keeps of a stage between two events.
 struct stage_timeline {
   training::trace_track track;  // this stage's track (empty when not tracing)
-  bool idle = false;            // waiting for input since idle_since
-  clock_type::time_point idle_since;
+  bool idle = false;              // nothing to compute since idle_since, waiting for...
+  bool waits_for_input = true;  // ...input (else a gradient: stage_report's wait_*_seconds)
+  clock_type::time_point idle_since;     // the wait began (the timeline's span)
+  clock_type::time_point counted_until;  // its time up to here is in the stage's wait time
   int64_t last_micro_batch = 0;  // what the timeline attributes a wait to
 };
 
@@ -36,10 +38,13 @@ void trace_evaluate(stage_core& c, int64_t index, clock_type::time_point begin, 
 /// A hand-over of micro-batch `id` to another device began at `begin` and ends now.
 void trace_hand_over(stage_core& c, int64_t id, clock_type::time_point begin);
 
-/// The stage has nothing to run: the timeline's "wait for input" starts (once).
-void mark_idle(stage_core& c);
-/// Work begins at `now`: a wait for input, if one was open, ends there.
+/// The stage has nothing to run: a wait starts (once), for input when `for_input`, else for a
+/// gradient (its next backward's, the loss's, or one that frees its window); the timeline shows it.
+void mark_idle(stage_core& c, bool for_input);
+/// Work begins at `now`: a wait, if one was open, ends there and counts in the stage's wait time.
 void end_idle(stage_core& c, clock_type::time_point now);
+/// The stage's record of the epoch ends at `now`: an open wait counts up to there, and goes on.
+void split_idle(stage_core& c, clock_type::time_point now);
 /// Mailbox depth on the timeline.
 void trace_mailbox(stage_core& c, std::size_t waiting);
 

@@ -49,8 +49,8 @@ typename Inspector::result_type inspect(Inspector& f, stage_stats& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_report& x) {
   return f(caf::meta::type_name("stage_report"), x.stage, x.weight_version, x.stats, x.mailbox_peak,
-           x.busy_seconds, x.phase_busy_seconds, x.wall_seconds, x.device_bytes, x.upstream_messages,
-           x.upstream_bytes, x.fault_events);
+           x.busy_seconds, x.phase_busy_seconds, x.wall_seconds, x.wait_input_seconds,
+           x.wait_gradient_seconds, x.device_bytes, x.upstream_messages, x.upstream_bytes, x.fault_events);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, named_tensor& x) {

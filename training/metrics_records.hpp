@@ -22,6 +22,10 @@ struct epoch_record {
       loader_wait_seconds;
   std::optional<int64_t> bad_images;
   std::vector<stage_record> stages;
+  // Actor runtimes (pipeline_balance.hpp): the busiest stage by compute, the rate it allows, the
+  // measured rate's share of it, and Σ busy / max busy.
+  std::optional<int> busiest_stage;
+  std::optional<double> ideal_images_per_s, pipeline_efficiency, compute_over_busiest;
 };
 
 template <class Fields>
@@ -41,6 +45,10 @@ void describe(Fields& f, epoch_record& e) {
   f("loader_wait_seconds", e.loader_wait_seconds, presence::optional);
   f("bad_images", e.bad_images, presence::optional);
   f("stages", e.stages, presence::optional);
+  f("busiest_stage", e.busiest_stage, presence::omitted);
+  f("ideal_images_per_s", e.ideal_images_per_s, presence::omitted);
+  f("pipeline_efficiency", e.pipeline_efficiency, presence::omitted);
+  f("compute_over_busiest", e.compute_over_busiest, presence::omitted);
 }
 
 /// The `{"event":"summary"}` line that ends a finished run.

@@ -37,6 +37,8 @@ void describe(Fields& f, stage_report& r) {
   f("mailbox_peak", r.mailbox_peak);
   f("busy_seconds", r.busy_seconds);
   f("wall_seconds", r.wall_seconds);
+  f("wait_input_seconds", r.wait_input_seconds, json_record::presence::optional);  // absent before it existed
+  f("wait_gradient_seconds", r.wait_gradient_seconds, json_record::presence::optional);
   f("device_bytes", r.device_bytes);
 }
 

@@ -46,6 +46,8 @@ void merge(stage_report& total, const stage_report& later) {
   total.mailbox_peak = std::max(total.mailbox_peak, later.mailbox_peak);
   total.busy_seconds += later.busy_seconds;
   total.wall_seconds += later.wall_seconds;
+  total.wait_input_seconds += later.wait_input_seconds;
+  total.wait_gradient_seconds += later.wait_gradient_seconds;
   total.device_bytes = later.device_bytes;
 }
 
@@ -71,6 +73,13 @@ stage_record stage_line(const stage_report& r, const fault_counts& faults, const
   out.mailbox_peak = r.mailbox_peak;
   out.busy_seconds = r.busy_seconds;
   out.busy_fraction = r.wall_seconds > 0 ? r.busy_seconds / r.wall_seconds : 0.0;
+  if (r.wall_seconds > 0) {  // actor runtimes: where the rest of the stage's time went
+    out.wait_input_seconds = r.wait_input_seconds;
+    out.wait_gradient_seconds = r.wait_gradient_seconds;
+    out.other_seconds =
+        std::max(0.0, r.wall_seconds - r.busy_seconds - r.wait_input_seconds - r.wait_gradient_seconds);
+    out.idle_fraction = (r.wait_input_seconds + r.wait_gradient_seconds) / r.wall_seconds;
+  }
   out.device_bytes = r.device_bytes;
   if (faults.injected() > 0 || faults.duplicates_discarded > 0) {
     out.injected_drops = faults.drops;

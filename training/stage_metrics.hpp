@@ -45,6 +45,9 @@ struct stage_record {
   std::optional<int64_t> mailbox_peak;
   double busy_seconds = 0;
   std::optional<double> busy_fraction;  // of the epoch's wall time (actor runtimes; 0 in simulate)
+  // Actor runtimes: waiting for input, for a gradient (stage_report's), the rest (message handling,
+  // hand-over, between phases), and the waits' share of the wall time.
+  std::optional<double> wait_input_seconds, wait_gradient_seconds, other_seconds, idle_fraction;
   int64_t device_bytes = 0;
   std::optional<int64_t> injected_drops, injected_duplicates, injected_reorders, injected_delays,
       injected_slowdowns, injected_crashes, injected_kills, duplicates_discarded;
@@ -81,6 +84,10 @@ void describe(Fields& f, stage_record& s) {
   f("mailbox_peak", s.mailbox_peak, presence::optional);
   f("busy_seconds", s.busy_seconds, presence::optional);
   f("busy_fraction", s.busy_fraction, presence::optional);
+  f("wait_input_seconds", s.wait_input_seconds, presence::omitted);
+  f("wait_gradient_seconds", s.wait_gradient_seconds, presence::omitted);
+  f("other_seconds", s.other_seconds, presence::omitted);
+  f("idle_fraction", s.idle_fraction, presence::omitted);
   f("device_bytes", s.device_bytes, presence::optional);
   f("injected_drops", s.injected_drops, presence::omitted);
   f("injected_duplicates", s.injected_duplicates, presence::omitted);

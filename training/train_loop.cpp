@@ -10,6 +10,7 @@
 #include "training/accounting.hpp"
 #include "training/metrics_records.hpp"
 #include "training/migration.hpp"
+#include "training/pipeline_balance.hpp"
 #include "training/prepared_run.hpp"
 #include "training/progress.hpp"
 #include "training/rebalance.hpp"
@@ -272,11 +273,20 @@ class run {
     if (!e.stages.empty()) line.lr = p_.runtime->first_stage_lr(e.stages.front().weight_version);
     line.loader_wait_seconds = waited - waited_before_;
     line.bad_images = p_.data.bad_image_count();
+    const std::optional<pipeline_balance> balance =
+        balance_of(line.stages, static_cast<double>(e.train.samples), images_per_s);
+    if (balance) {
+      line.busiest_stage = balance->busiest_stage;
+      line.ideal_images_per_s = balance->ideal_images_per_s;
+      line.pipeline_efficiency = balance->efficiency;
+      line.compute_over_busiest = balance->compute_over_busiest;
+    }
     dir_.log(json_record::write(line));
     waited_before_ = waited;
     std::printf("epoch %d/%d  train loss %.4f acc %.2f%%  test loss %.4f acc %.2f%%  %.0f img/s  %.1f s\n",
                 e.epoch, cfg.training.epochs, e.train.mean_loss(), 100 * e.train.accuracy(), e.test.loss,
                 100 * e.test.accuracy, images_per_s, seconds);
+    if (balance) std::printf("  %s\n", balance_text(*balance).c_str());
     std::fflush(stdout);
   }
 

@@ -17,6 +17,12 @@ struct stage_report {
   double phase_busy_seconds =
       0;                     // computing since the phase began (every runtime): what rebalancing compares
   double wall_seconds = 0;   // the period
+  // Actor runtimes: the period's time with nothing to compute, by what the stage waited for: input
+  // (no forward to run: the stage before, the loader) or a gradient (its next backward's gradient,
+  // the loss, or a window full of micro-batches awaiting backward). Busy and waiting aside, the rest
+  // of wall_seconds is message handling, hand-over and the time between phases.
+  double wait_input_seconds = 0;
+  double wait_gradient_seconds = 0;
   int64_t device_bytes = 0;  // held by live tensors on the stage's device at the report (0 on the CPU)
   // forward_gradient's diagnostic: cos(ĝ_j, ∇_{z_j} L) on the sampled micro-batches (the simulator's).
   int64_t gradient_cosine_samples = 0;

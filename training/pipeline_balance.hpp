@@ -1,0 +1,31 @@
+// How close an epoch came to the rate its stages' compute allows: a pipeline of J stages is at best
+// as fast as its busiest stage, so the ideal rate is the epoch's images over that stage's busy
+// seconds, and the measured rate's share of it is the pipeline's efficiency.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "training/stage_metrics.hpp"
+
+namespace petra {
+
+struct pipeline_balance {
+  int busiest_stage = 0;            // 1-based, by busy seconds
+  double busiest_fraction = 0;      // its busy share of the epoch's wall time
+  double ideal_images_per_s = 0;    // the epoch's images / the busiest stage's busy seconds
+  double efficiency = 0;            // the measured images/s over the ideal
+  double compute_over_busiest = 0;  // Σ busy / max busy: the most J stages can gain over one doing it all
+};
+
+/// The balance of an epoch that trained `images` at `images_per_s` with these stage records; none
+/// where the stages measured no busy time (simulate) or nothing was trained.
+std::optional<pipeline_balance> balance_of(const std::vector<stage_record>& stages, double images,
+                                           double images_per_s);
+
+/// The terminal's line for it, e.g. "pipeline: busiest stage 3 (busy 92 %): ideal 3120 img/s, efficiency
+/// 85 %; the stages' compute is 5.1 × the busiest's".
+std::string balance_text(const pipeline_balance& b);
+
+}  // namespace petra
