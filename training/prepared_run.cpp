@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "training/cost_partition.hpp"
 #include "training/migration.hpp"
 #include "training/rebalance.hpp"
 #include "training/run_dir.hpp"
@@ -28,6 +29,7 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
   p.cfg =
       config::load_config(resuming ? (resume_dir / "config.yaml").string() : options.config, options.sets);
   check_runtime_supports(p.cfg);
+  for (const std::string& line : resolve_measured_partition(p.cfg)) std::printf("%s\n", line.c_str());
   check_stage_lists(p.cfg);
   p.method = method_for(p.cfg.training);
   p.run_path = resuming ? options.resume

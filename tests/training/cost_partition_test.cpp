@@ -1,0 +1,71 @@
+// The cut by measured cost: the smallest busiest stage any cut into J consecutive stages has, a
+// function of the recorded costs alone; the blocks measured as a stage computes them.
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+#include "config/config.hpp"
+#include "training/cost_partition.hpp"
+#include "training/setup.hpp"
+
+using namespace petra;
+
+namespace {
+
+double busiest(const std::vector<double>& costs, const std::vector<int>& sizes) {
+  double most = 0;
+  std::size_t b = 0;
+  for (int n : sizes) {
+    double sum = 0;
+    for (int k = 0; k < n; ++k) sum += costs[b++];
+    most = std::max(most, sum);
+  }
+  return most;
+}
+
+/// The smallest busiest stage over every cut of `costs` into `stages` groups (all of them, tried).
+double best_by_search(const std::vector<double>& costs, int stages, std::size_t from = 0) {
+  if (stages == 1) return std::accumulate(costs.begin() + static_cast<long>(from), costs.end(), 0.0);
+  double best = 1e300, first = 0;
+  for (std::size_t end = from + 1; costs.size() - end >= static_cast<std::size_t>(stages - 1); ++end) {
+    first += costs[end - 1];
+    best = std::min(best, std::max(first, best_by_search(costs, stages - 1, end)));
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("a cut by cost makes the busiest stage as light as any cut can") {
+  // RevNet-like: a light stem and head, couplings that grow heavier group by group.
+  const std::vector<double> costs = {0.4, 1.0, 1.0, 2.1, 1.9, 3.2, 3.0, 0.2};
+  for (int J = 1; J <= 8; ++J) {
+    CAPTURE(J);
+    const std::vector<int> sizes = partition_by_cost(costs, J);
+    REQUIRE(sizes.size() == static_cast<std::size_t>(J));
+    CHECK(std::accumulate(sizes.begin(), sizes.end(), 0) == 8);
+    for (int n : sizes) CHECK(n >= 1);
+    CHECK(busiest(costs, sizes) == doctest::Approx(best_by_search(costs, J)));
+  }
+  CHECK(partition_by_cost(costs, 4) == std::vector<int>{3, 2, 1, 2});  // 2.4, 4.0, 3.2, 3.2
+  // The same costs, the same cut; equal costs, equal shares.
+  CHECK(partition_by_cost(costs, 3) == partition_by_cost(costs, 3));
+  CHECK(partition_by_cost(std::vector<double>(8, 1.0), 4) == std::vector<int>{2, 2, 2, 2});
+  CHECK_THROWS_AS(partition_by_cost(costs, 9), std::invalid_argument);
+  CHECK_THROWS_AS(partition_by_cost(costs, 0), std::invalid_argument);
+}
+
+TEST_CASE("pipeline.stages: the model's blocks measured, cut into that many stages, recorded as stage_blocks") {
+  config::run_config c = config::load_config("ci_smoke", {"pipeline.stages=2", "training.micro_batch=4"});
+  const std::vector<double> costs = measure_block_costs(c, 1, 2);
+  REQUIRE(costs.size() == stage_sizes(config::load_config("ci_smoke")).size());
+  for (double cost : costs) CHECK(cost > 0);
+  const std::vector<std::string> lines = resolve_measured_partition(c);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0].find("pipeline.stages 2: blocks per stage [") == 0);
+  CHECK(c.pipeline.stages == 0);
+  REQUIRE(c.pipeline.stage_blocks.size() == 2);
+  CHECK(std::accumulate(c.pipeline.stage_blocks.begin(), c.pipeline.stage_blocks.end(), 0) ==
+        static_cast<int>(costs.size()));
+  CHECK(resolve_measured_partition(c).empty());  // resolved once: a resumed run keeps its cut
+}

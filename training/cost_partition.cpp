@@ -1,0 +1,135 @@
+// The cut by measured cost: a linear partition by dynamic programming over the measured blocks.
+#include "training/cost_partition.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <stdexcept>
+
+#include "training/setup.hpp"
+#include "training/simulator.hpp"
+#include "training/stage_threads.hpp"
+
+namespace petra {
+
+std::vector<int> partition_by_cost(const std::vector<double>& costs, int stages) {
+  const int n = static_cast<int>(costs.size());
+  if (stages < 1 || stages > n)
+    throw std::invalid_argument("cannot cut " + std::to_string(n) + " blocks into " + std::to_string(stages) +
+                                " non-empty stages");
+  std::vector<double> prefix(static_cast<std::size_t>(n) + 1, 0.0);
+  for (int i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[static_cast<std::size_t>(i)];
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[k][i]: the smallest largest sum cutting the first i blocks into k groups; last[k][i]: where
+  // its last group starts (the latest such start on a tie: the later groups stay small).
+  std::vector<std::vector<double>> best(static_cast<std::size_t>(stages) + 1,
+                                        std::vector<double>(static_cast<std::size_t>(n) + 1, inf));
+  std::vector<std::vector<int>> last(best.size(), std::vector<int>(static_cast<std::size_t>(n) + 1, 0));
+  best[0][0] = 0;
+  for (int k = 1; k <= stages; ++k)
+    for (int i = k; i <= n; ++i)
+      for (int s = k - 1; s < i; ++s) {
+        const double m = std::max(best[k - 1][s], prefix[i] - prefix[s]);
+        if (m <= best[k][i]) best[k][i] = m, last[k][i] = s;
+      }
+  std::vector<int> sizes(static_cast<std::size_t>(stages));
+  for (int k = stages, i = n; k >= 1; --k) {
+    const int s = last[k][i];
+    sizes[static_cast<std::size_t>(k - 1)] = i - s;
+    i = s;
+  }
+  return sizes;
+}
+
+std::vector<double> measure_block_costs(const config::run_config& c, int threads, int micro_batches) {
+  // One block per stage, every one on stage 1's device with `threads` threads, in this process,
+  // without faults: the blocks as a stage computes them, nothing else.
+  config::run_config one = c;
+  const std::size_t blocks = [&] {
+    config::run_config whole = c;
+    whole.pipeline.stage_blocks.clear();
+    whole.pipeline.stages = 0;
+    return stage_sizes(whole).size();
+  }();
+  const config::device_spec where = c.pipeline.devices.empty() ? config::device_spec{} : c.pipeline.devices[0];
+  one.pipeline.stage_blocks.clear();
+  one.pipeline.stages = 0;
+  one.pipeline.devices.assign(blocks, where);
+  one.pipeline.threads.assign(blocks, threads);
+  one.pipeline.nodes.clear();
+  one.pipeline.migrate.clear();
+  one.faults = config::faults_config{};
+  one.runtime.overlap_rebuild = false;
+  std::vector<placed_stage> placed = build_placed_stages(one, optimizer_for(one.training, 1000));
+  std::vector<stage*> order;
+  for (placed_stage& p : placed) order.push_back(p.compute.get());
+  std::unique_ptr<backend> loss = make_loss_backend();
+  simulator sim(order, *loss, 1);
+  const revnet_spec spec = model_spec(one.model);
+  const activation_shape shape = input_shape(spec, one.training.micro_batch);
+  std::mt19937 rng(static_cast<uint32_t>(one.training.seed));
+  std::normal_distribution<float> pixel(0.0f, 1.0f);
+  int64_t next_id = 0;
+  const auto feed = [&](int64_t count) {
+    const int64_t end = next_id + count;
+    sim.run([&](micro_batch& mb) {
+      if (next_id >= end) return false;
+      mb.id = next_id++;
+      tensor images = tensor::empty(shape.x1);
+      float* px = images.data();
+      for (int64_t i = 0; i < images.numel(); ++i) px[i] = pixel(rng);
+      mb.images = activation{images, {}};
+      mb.labels.resize(static_cast<std::size_t>(one.training.micro_batch));
+      for (int32_t& l : mb.labels) l = static_cast<int32_t>(rng() % static_cast<uint32_t>(one.model.num_classes));
+      return true;
+    });
+  };
+  feed(micro_batches);  // warm-up: the first calls create the kernels' plans and the pools' blocks
+  std::vector<double> before;
+  for (std::size_t j = 0; j < order.size(); ++j) before.push_back(sim.busy_seconds(j));
+  feed(micro_batches);
+  std::vector<double> out;
+  for (std::size_t j = 0; j < order.size(); ++j)
+    out.push_back((sim.busy_seconds(j) - before[j]) / static_cast<double>(micro_batches));
+  return out;
+}
+
+std::vector<std::string> resolve_measured_partition(config::run_config& c) {
+  if (c.pipeline.stages <= 0 || !c.pipeline.stage_blocks.empty()) return {};
+  const int stages = c.pipeline.stages;
+  const int cores = usable_cores();
+  // Each block timed on the threads a stage of the cut will have (the default split, or stage 1's).
+  config::run_config cut = c;
+  cut.pipeline.stage_blocks.assign(static_cast<std::size_t>(stages), 1);
+  const int threads = stage_threads(cut, 0, cores);
+  const std::vector<double> costs = measure_block_costs(c, threads, 4);
+  if (static_cast<int>(costs.size()) < stages)
+    throw config::config_error("pipeline.stages = " + std::to_string(stages) + " but the model has " +
+                               std::to_string(costs.size()) + " blocks: give at most that many stages");
+  c.pipeline.stage_blocks = partition_by_cost(costs, stages);
+  c.pipeline.stages = 0;
+  std::string cost_text, cut_text;
+  double busiest = 0, total = 0;
+  std::size_t b = 0;
+  for (std::size_t j = 0; j < c.pipeline.stage_blocks.size(); ++j) {
+    double sum = 0;
+    for (int k = 0; k < c.pipeline.stage_blocks[j]; ++k) sum += costs[b++];
+    busiest = std::max(busiest, sum), total += sum;
+    cut_text += (j ? "," : "") + std::to_string(c.pipeline.stage_blocks[j]);
+  }
+  for (double cost : costs) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%s%.1f", cost_text.empty() ? "" : " ", 1000 * cost);
+    cost_text += ms;
+  }
+  char balance[160];
+  std::snprintf(balance, sizeof balance, "the busiest stage %.1f ms per micro-batch, the mean %.1f ms (at most %.2f× one stage)",
+                1000 * busiest, 1000 * total / stages, total / busiest);
+  return {"pipeline.stages " + std::to_string(stages) + ": blocks per stage [" + cut_text +
+              "] by measured cost (ms per micro-batch of each block on " + std::to_string(threads) + " thread" +
+              (threads == 1 ? "" : "s") + ": " + cost_text + ")",
+          std::string("  ") + balance};
+}
+
+}  // namespace petra
