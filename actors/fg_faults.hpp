@@ -1,4 +1,4 @@
-// Faults under forward gradients (DESIGN.md §6), private to actors/: the derivatives that come back
+// Faults under forward gradients (docs/design.md §6), private to actors/: the derivatives that come back
 // to a stage are the loss actor's messages, and the loss actor is no stage, so their faults are drawn
 // where they arrive, with the receiving stage's faults.drop and faults.duplicate and the delay of the
 // backward link into it (faults.backward_delay[j]: ticks in lockstep, milliseconds in async). A

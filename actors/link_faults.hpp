@@ -1,4 +1,4 @@
-// Fault injection at a stage actor (DESIGN.md §6, private to actors/): its links drop, duplicate,
+// Fault injection at a stage actor (docs/design.md §6, private to actors/): its links drop, duplicate,
 // delay, jitter and reorder what it sends, and the stage crashes at a tick; every injected fault
 // is reported to the coordinator. Faults apply to a phase's first attempt only.
 #pragma once

@@ -1,4 +1,4 @@
-// Stage-local recovery of the actor runtimes (DESIGN.md §6): after a stage (or the node holding
+// Stage-local recovery of the actor runtimes (docs/design.md §6): after a stage (or the node holding
 // some) is lost, only the lost stages are rebuilt, from the state training/ gives them, while every
 // other stage keeps its live state. The micro-batches whose backward was inside the lost stages are
 // cancelled at every stage that holds something of them, and the loader sends them again

@@ -1,6 +1,6 @@
 // The async protocol of a stage actor: messages are handled as they arrive, backward first (in the
 // stage's FIFO order); the first stage returns a credit to the loader per finished micro-batch.
-// Snapshots without a drain follow Chandy–Lamport markers (DESIGN.md §4).
+// Snapshots without a drain follow Chandy–Lamport markers (docs/design.md §4).
 #pragma once
 
 #include <deque>
@@ -22,7 +22,7 @@ struct async_state {
   std::map<int64_t, derivatives_data> derivatives;   // forward_gradient, by micro-batch (actors/fg_async.cpp)
   training::recent_ids seen_forward, seen_backward;  // to discard duplicates (the newest ids only)
   int64_t completed = 0;                             // first stage: micro-batches finished this phase
-  // A cut (DESIGN.md §4, Chandy–Lamport): the part taken when its marker came on the forward link,
+  // A cut (docs/design.md §4, Chandy–Lamport): the part taken when its marker came on the forward link,
   // completed by what arrives on the backward link until the next stage's marker (and, at the
   // last stage, by the loss actor's answer to the output it awaited).
   struct pending_cut {

@@ -1,4 +1,4 @@
-// Snapshots of the async protocol without a drain (DESIGN.md §4): Chandy–Lamport markers. The
+// Snapshots of the async protocol without a drain (docs/design.md §4): Chandy–Lamport markers. The
 // loader sends the cut's marker behind the last message before it; each stage, when the marker
 // reaches it on its forward link, takes its part (state, queues, the output awaiting the loss),
 // passes the marker on along both links, and records what arrives on its backward link (and,

@@ -1,4 +1,4 @@
-// Stage-local recovery of an async stage (DESIGN.md §6): the stage before the lost ones is held
+// Stage-local recovery of an async stage (docs/design.md §6): the stage before the lost ones is held
 // while they are rebuilt and says which of its micro-batches went into them and will not come
 // back; every stage then forgets those, and the stages after the lost ones (and the rebuilt)
 // forget everything up to the last micro-batch that entered them before the failure. The loader

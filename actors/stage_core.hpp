@@ -54,7 +54,7 @@ struct stage_core {
   std::vector<backward_data> early_backward;
   outputs_ahead ahead;          // rebuilt outputs sent ahead of their gradients, for backwards not next yet
   int64_t last_forwarded = -1;  // the highest training micro-batch id this stage forwarded
-  recovery_marks recovery;      // stage-local recovery (DESIGN.md §6)
+  recovery_marks recovery;      // stage-local recovery (docs/design.md §6)
   int32_t epoch_reported = -1;  // the phase's latest epoch this stage reported (a re-issue of its last
                                 // micro-batch, lost after its backward here, reports nothing again)
 
@@ -101,7 +101,7 @@ activation timed_evaluate(stage_core& c, const activation& x, int64_t index);
 /// The stage's report of the phase so far.
 stage_report make_report(stage_core& c);
 
-/// The hand-over of DESIGN.md §5, the one place the stage actors cross a device boundary: an
+/// The hand-over of docs/design.md §5, the one place the stage actors cross a device boundary: an
 /// activation of a message as this stage's backend can use it (an event wait, or a copy)...
 activation take_in(stage_core& c, const activation& x);
 /// A message's activation as host copies, for a cut (the message keeps it taken in: used once).

@@ -1,4 +1,4 @@
-// Stage-local recovery of a lockstep stage (DESIGN.md §6). The clock is the data flow: a rebuilt
+// Stage-local recovery of a lockstep stage (docs/design.md §6). The clock is the data flow: a rebuilt
 // stage starts at a tick its neighbours' progress allows, runs the inputs they had sent into the
 // lost stages as markers, and sends nothing for ticks they already have. The micro-batches lost
 // with the stages pass every stage as markers from then on, and again, as new, when the loader

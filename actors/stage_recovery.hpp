@@ -1,4 +1,4 @@
-// Stage-local recovery (DESIGN.md §6) as both stage protocols take part in it (private to actors/):
+// Stage-local recovery (docs/design.md §6) as both stage protocols take part in it (private to actors/):
 // while the coordinator rebuilds lost stages a stage is held; then it forgets the micro-batches lost
 // with them (late messages of theirs dropped, or in lockstep run as markers) until, in async, the
 // loader sends them again.

@@ -131,7 +131,8 @@ int memory_model_command(const std::string& config, const std::vector<std::strin
       std::printf("%-14s %-14s %-22s %12.1f %14.2f\n", rows[i].stash_inputs ? "yes" : "no",
                   rows[i].stash_weights ? "yes" : "no", names[i], rows[i].paper_gb, rows[i].runtime_gb);
     std::printf(
-        "paper: DESIGN.md §2 convention (one stream per input, doubled for downsampling stages, 4 bytes).\n"
+        "paper: docs/design.md §2 convention (one stream per input, doubled for downsampling "
+        "stages, 4 bytes).\n"
         "petra: weights + gradients + momentum + BN statistics + input FIFO peak %s (both streams)\n"
         "       (reversible stages: the inputs sampled for the inversion error, 1 in %d micro-batches)\n"
         "       + weight copies for every version an outstanding forward used.\n",

@@ -1,4 +1,4 @@
-// The hand-over's cost per message at the compute level (DESIGN.md §5): export_for on the
+// The hand-over's cost per message at the compute level (docs/design.md §5): export_for on the
 // producer's backend and import on the consumer's, for an activation of the default preset's size
 // (64×32×28×28 floats) and a small tensor (64×10 logits). Two medians per path: the caller's time
 // in the two calls (what a stage actor's thread spends), and the time until the consumer's stream

@@ -61,7 +61,7 @@ class backend {
   /// device's tensors, a GPU's memory pool in use; 0 on the CPU (host memory is not counted).
   virtual int64_t device_bytes_in_use() const { return 0; }
 
-  // --- hand-over between backends (DESIGN.md §5) ----------------------------
+  // --- hand-over between backends (docs/design.md §5) ----------------------------
   // A tensor belongs to the backend that made it. Before it goes into a message, that backend
   // calls export_for(t, consumer's device); when the message arrives, the consumer's backend
   // calls import on what it received. Undefined tensors pass through both.

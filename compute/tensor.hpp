@@ -80,7 +80,7 @@ class tensor {
   device where() const;
 
   /// The first float, for host and GPU tensors; throws for a `sim:N` tensor, whose values only
-  /// its backend may read (a hand-over to the host is missing: DESIGN.md §5). The writable one
+  /// its backend may read (a hand-over to the host is missing: docs/design.md §5). The writable one
   /// advances the buffer's write version, so a pointer from it is for writes made before the next op
   /// reads the tensor: write after an op through a fresh data(), never a pointer kept from before it.
   float* data();

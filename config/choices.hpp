@@ -19,7 +19,7 @@ class config_error : public std::runtime_error {
 
 /// Who runs the schedule: the reference simulator (one thread) or the actor runtimes.
 enum class runtime_mode { simulate, lockstep, async };
-/// The training method of DESIGN.md §1 (the stash switches refine `delayed`; training.forward_gradient
+/// The training method of docs/design.md §1 (the stash switches refine `delayed`; training.forward_gradient
 /// refines `forward_gradient`).
 enum class training_method { backprop, delayed, petra, forward_gradient };
 /// training.forward_gradient.guess: the direction G̃_j a stage projects its gradient on — its
@@ -40,7 +40,7 @@ enum class bad_image_policy { skip, fail };
 /// training.schedule.kind: the learning rate after warm-up.
 enum class lr_schedule { cosine, step, constant };
 /// training.tick_order: within a tick, a stage's forward first (both with the weights the tick
-/// starts with, DESIGN.md §1) or its backward and optimizer step first.
+/// starts with, docs/design.md §1) or its backward and optimizer step first.
 enum class tick_order { forward_first, backward_first };
 /// runtime.pacing (async): stages bound their own lead (2(J−j)+1 awaiting backward) or only the
 /// loader's credits do.

@@ -138,7 +138,7 @@ struct training_config {
   int accumulation = 2;             // k: micro-batches averaged per optimizer step
   bool drain_at_epoch_end = false;  // drain the pipeline at each epoch end (and evaluate the drained weights)
   // simulate and lockstep: the order of a stage's forward and backward within a tick.
-  // forward_first (DESIGN.md §1: both use the weights the tick starts with) | backward_first (the
+  // forward_first (docs/design.md §1: both use the weights the tick starts with) | backward_first (the
   // backward and its optimizer step first: the forward sees them, one backward less staleness)
   config::tick_order tick_order = config::tick_order::forward_first;
   // Adaptive fallback: a stage that rebuilds its inputs keeps them instead while the moving mean of its

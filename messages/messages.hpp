@@ -31,7 +31,7 @@ struct stamp {
 /// Forward: one activation. In lockstep an undefined activation is the marker of a tick
 /// with nothing to forward (pipeline fill and drain). In async (where stamps carry tick −1) a
 /// forward or backward message with a tick ≥ 0 and nothing else is the snapshot marker of the cut
-/// before that tick (DESIGN.md §4).
+/// before that tick (docs/design.md §4).
 struct forward_data {
   stamp s;
   activation x;
@@ -134,7 +134,7 @@ struct cut_part {
   std::string meta;  // JSON
 };
 
-/// Stage-local recovery (async runtime, DESIGN.md §6). A held stage's answer says where it stands:
+/// Stage-local recovery (async runtime, docs/design.md §6). A held stage's answer says where it stands:
 /// the last micro-batch it forwarded (drop_upto), its training forwards, backwards and evaluation
 /// batches of the phase, and its outstanding micro-batches whose backward had not come (cancel: lost
 /// with the stages after it). An order to a stage says what to forget and what to count, then it
@@ -164,7 +164,7 @@ struct recovery_order {
   int64_t ticks = -1;
 };
 
-/// The faults one stage injects (DESIGN.md §6), from the run's `faults` config.
+/// The faults one stage injects (docs/design.md §6), from the run's `faults` config.
 struct stage_faults {
   int64_t forward_delay = 0;      // on its forward link (ticks in lockstep, ms in async)
   int64_t backward_delay = 0;     // on its backward link (to stage j − 1)

@@ -1,4 +1,4 @@
-// A consistent cut of a running pipeline (DESIGN.md §4): in lockstep every stage about to run the
+// A consistent cut of a running pipeline (docs/design.md §4): in lockstep every stage about to run the
 // same tick, its whole state, what it holds for the micro-batches in flight, and the messages
 // addressed to it for that tick (sent before the cut, received after it); in async each stage as
 // the cut's marker reached it, with its queues and the messages recorded on its links. Resuming
@@ -35,7 +35,7 @@ struct cut_queued {
   eval_item eval;
 };
 
-/// The async protocol's part of a stage's cut (DESIGN.md §4, Chandy–Lamport): what the stage held
+/// The async protocol's part of a stage's cut (docs/design.md §4, Chandy–Lamport): what the stage held
 /// when the marker reached it on its forward link, and the messages it recorded on its backward
 /// link (and, at the last stage, from the loss actor) until the marker came back on that link.
 struct async_cut {

@@ -9,7 +9,7 @@
 
 namespace petra {
 
-/// Injected faults of one stage (DESIGN.md §6) and what the receivers did about them.
+/// Injected faults of one stage (docs/design.md §6) and what the receivers did about them.
 struct fault_counts {
   int64_t drops = 0;
   int64_t duplicates = 0;

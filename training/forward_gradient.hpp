@@ -1,4 +1,4 @@
-// Forward gradients guided by local losses (Fournier et al., ICML 2023) on DESIGN.md §1's ticks:
+// Forward gradients guided by local losses (Fournier et al., ICML 2023) on docs/design.md §1's ticks:
 // the per-stage work the simulator runs for training.method forward_gradient.
 //
 // Schedule. Stage j's forward at tick t computes z_j, its auxiliary head's loss ℓ_j (trained there),
@@ -10,7 +10,7 @@
 // d_n = ⟨∇_{z_j} L, G̃_j⟩ (L the micro-batch's mean loss), and sends each stage its vector of B floats,
 // the only upstream message (the loss computes them from its gradient of the logits and the logits'
 // tangents the last stage sends beside them); it arrives the next tick, so stage j's backward runs at t + (J
-// − j) + 1 (delay J − j + 1 ticks in DESIGN.md's 1-based numbering, against PETRA's 2(J − j)). Stage J runs
+// − j) + 1 (delay J − j + 1 ticks 1-based as in docs/design.md, against PETRA's 2(J − j)). Stage J runs
 // its backward with the true gradient in the tick of its forward (delay 0). With target local nothing travels
 // back: ĝ_j is formed from ℓ_j alone and stage j's backward follows its forward in the same tick (greedy
 // local learning). Stage j then backpropagates ĝ_j = (d_n/‖G̃_n‖²)·G̃_n through itself only, from the input it

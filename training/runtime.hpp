@@ -28,7 +28,7 @@ namespace petra {
 /// (takes_cuts) cuts the running pipeline before each micro-batch of `cut_before` (counted from
 /// the phase's first, ascending, each in 1 .. count−1) enters, and with `resume` continues the phase
 /// from a cut an earlier attempt or process took.
-/// The state a stage rebuilt alone starts from (stage-local recovery, DESIGN.md §6): its part of
+/// The state a stage rebuilt alone starts from (stage-local recovery, docs/design.md §6): its part of
 /// the last snapshot, or of the last checkpoint.
 struct restored_stage {
   stage_snapshot state;

@@ -27,7 +27,7 @@ struct backward_message {
   activation grad;
 };
 
-/// `x`, made by `from`, as `to` receives it (DESIGN.md §5: the one hand-over of a message).
+/// `x`, made by `from`, as `to` receives it (docs/design.md §5: the one hand-over of a message).
 tensor hand_over(const tensor& x, backend& from, backend& to) {
   return to.import(from.export_for(x, to.where()));
 }

@@ -1,4 +1,4 @@
-// The reference simulator: one thread advancing DESIGN.md §1's tick schedule over all
+// The reference simulator: one thread advancing docs/design.md §1's tick schedule over all
 // stages exactly. It is the oracle the actor runtime is held to, bit for bit.
 #pragma once
 
@@ -15,7 +15,7 @@ namespace petra {
 struct pipeline_cut;
 class forward_gradient;
 
-/// `a`, made by `from`, as `to` receives it (DESIGN.md §5: the one hand-over of a message).
+/// `a`, made by `from`, as `to` receives it (docs/design.md §5: the one hand-over of a message).
 activation hand_over(const activation& a, backend& from, backend& to);
 
 /// One micro-batch from the data: images (x1 only) and their labels.

@@ -1,5 +1,5 @@
 // The one report builder: per-stage measurements of a period (merged over the phases of an epoch)
-// and what DESIGN.md §1 expects of them, as the JSON of metrics.jsonl.
+// and what docs/design.md §1 expects of them, as the JSON of metrics.jsonl.
 #pragma once
 
 #include <cstdint>

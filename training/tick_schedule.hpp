@@ -1,4 +1,4 @@
-// The tick arithmetic of DESIGN.md §1 every runtime shares: how long a micro-batch takes to come
+// The tick arithmetic of docs/design.md §1 every runtime shares: how long a micro-batch takes to come
 // back to a stage, and how far apart micro-batches enter the pipeline.
 #pragma once
 

@@ -31,7 +31,7 @@ import revnet_peer  # noqa: E402
 
 
 def make_optimizer(model):
-    decay = [p for p in model.parameters() if p.ndim > 1]  # DESIGN.md recipe: no decay on BN, biases
+    decay = [p for p in model.parameters() if p.ndim > 1]  # docs/design.md §2 recipe: no decay on BN, biases
     no_decay = [p for p in model.parameters() if p.ndim <= 1]
     return torch.optim.SGD([{"params": decay, "weight_decay": 5e-4}, {"params": no_decay, "weight_decay": 0.0}],
                            lr=0.05, momentum=0.9, nesterov=True)

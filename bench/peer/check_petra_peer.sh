@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks petra against the independent PyTorch PETRA (petra_peer.py), and the latter against
-# DESIGN.md §1's invariants:
+# docs/design.md §1's invariants:
 #  1. twins: from the same initial weights and images (petra's data order), petra's simulate and
 #     the peer end 2 epochs of 4 micro-batches (4 optimizer steps per stage, no drain between
 #     them, each epoch's tail left out) with the same weights to fp32 round-off (median relative difference < 1e-5), in either tick order (and so does the
@@ -80,7 +80,7 @@ check() {  # order, expected FIFO peaks
 import json, sys
 run, want = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 steps = run["epochs"][-1]["lr_steps"]
-assert run["fifo_peaks"] == want, "%s: FIFO peaks %s, DESIGN.md §1 says %s" % (run["tick_order"], run["fifo_peaks"], want)
+assert run["fifo_peaks"] == want, "%s: FIFO peaks %s, docs/design.md §1 says %s" % (run["tick_order"], run["fifo_peaks"], want)
 assert steps == [8] * 8, "%s: optimizer steps per stage %s, want 8 each (16 micro-batches, k = 2)" % (run["tick_order"], steps)
 print("peer %s: FIFO peaks %s, steps %s" % (run["tick_order"], want, steps))
 PY

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""An independent PETRA in PyTorch: DESIGN.md §1's ticks on revnet_peer.py's RevNet, Fashion-MNIST.
+"""An independent PETRA in PyTorch: docs/design.md §1's ticks on revnet_peer.py's RevNet, Fashion-MNIST.
 
-A second implementation of the method, written from DESIGN.md §1 alone, to tell petra's own
+A second implementation of the method, written from docs/design.md §1 alone, to tell petra's own
 accuracy apart from the method's: same model (one block per stage), same recipe (the `default`
 preset: micro-batch 64, k = 2, SGD Nesterov 0.9, wd 5e-4 off BN and biases, Goyal lr 0.05,
 cosine with 0.5 epoch of linear warm-up per stage optimizer step, crop 28 pad 2 + flip, whole
@@ -230,7 +230,7 @@ def learning_rate(base, step, warmup, total):
 
 class frozen_running_stats:
     """BatchNorm in training mode (batch statistics) that leaves the running statistics alone:
-    DESIGN.md §1 updates them in the training forward only, never in an inverse or recompute."""
+    docs/design.md §1 updates them in the training forward only, never in an inverse or recompute."""
 
     def __init__(self, module):
         self.bns = [m for m in module.modules() if isinstance(m, nn.BatchNorm2d)]
@@ -339,7 +339,7 @@ def evaluate(stages, images, labels, batch=1000):
 
 
 def run_petra(args, stages, train, test, per_epoch):
-    """Ticks of DESIGN.md §1 until every micro-batch of every epoch has finished its backward."""
+    """Ticks of docs/design.md §1 until every micro-batch of every epoch has finished its backward."""
     J = len(stages)
     rng = np.random.default_rng(args.seed)
     total = per_epoch * args.epochs

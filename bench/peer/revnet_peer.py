@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch peer for petra's benchmarks: the RevNet of DESIGN.md §2 in plain PyTorch.
+"""PyTorch peer for petra's benchmarks: the RevNet of docs/design.md §2 in plain PyTorch.
 
 It is trained here with ordinary autograd backprop (activations stored, nothing rebuilt):
 the reference that petra's per-step time is compared against. Run with /usr/bin/python3:
@@ -143,7 +143,7 @@ def parameter_count(model):
 
 def time_step(model, input_shape, batch, classes, warmup, iters):
     """Median and minimum wall time (ms) of one SGD step on one fixed random batch."""
-    decay = [p for p in model.parameters() if p.ndim > 1]  # DESIGN.md recipe: no decay on BN, biases
+    decay = [p for p in model.parameters() if p.ndim > 1]  # docs/design.md §2 recipe: no decay on BN, biases
     no_decay = [p for p in model.parameters() if p.ndim <= 1]
     optimizer = torch.optim.SGD([{"params": decay, "weight_decay": 5e-4}, {"params": no_decay, "weight_decay": 0.0}],
                                 lr=0.01, momentum=0.9, nesterov=True)

@@ -1,5 +1,5 @@
 // GPU memory owned by one stream: allocated in its order, and freed in its order only after the
-// work that every importing stream had queued when the last handle went (DESIGN.md §5).
+// work that every importing stream had queued when the last handle went (docs/design.md §5).
 #pragma once
 
 #include <cstddef>

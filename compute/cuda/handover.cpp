@@ -1,4 +1,4 @@
-// Every copy between this GPU and anything else, and the hand-over of DESIGN.md §5: the same GPU
+// Every copy between this GPU and anything else, and the hand-over of docs/design.md §5: the same GPU
 // shares memory after an event, another GPU copies peer to peer (or the producer goes through the
 // host when the two cannot reach each other), the host goes through pinned memory both ways.
 #include <cstring>

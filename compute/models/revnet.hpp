@@ -1,4 +1,4 @@
-// RevNet models as DESIGN.md §2 specifies: presets and the block list they build.
+// RevNet models as docs/design.md §2 specifies: presets and the block list they build.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The paper's analytic memory table (DESIGN.md §2 convention) and, beside it, the
+// The paper's analytic memory table (docs/design.md §2 convention) and, beside it, the
 // bytes our runtime holds under the same schedule.
 #pragma once
 

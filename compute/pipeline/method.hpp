@@ -1,4 +1,4 @@
-// The training methods of DESIGN.md §1 and what each asks of a stage.
+// The training methods of docs/design.md §1 and what each asks of a stage.
 #pragma once
 
 #include <cstddef>

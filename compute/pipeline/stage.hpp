@@ -29,7 +29,7 @@ struct stage_options {
 };
 
 /// What a stage measured of itself since its statistics were last reset: every runtime reads
-/// the same record (DESIGN.md §3).
+/// the same record (docs/design.md §3).
 struct stage_stats {
   int64_t forwards = 0;
   int64_t backwards = 0;

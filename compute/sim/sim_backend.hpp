@@ -1,5 +1,5 @@
 // The simulated-device backend `sim:N`: the CPU backend's kernels run on the device's worker
-// thread, in this backend's stream order, while the caller goes on (DESIGN.md §5). Its tensors
+// thread, in this backend's stream order, while the caller goes on (docs/design.md §5). Its tensors
 // refuse host access and use by another stream until handed over, so tests without a GPU
 // exercise every hand-over path. The compute ops live in sim_ops.cpp and sim_elementwise_ops.cpp.
 #pragma once

@@ -1,5 +1,5 @@
 // Failures in async runs with snapshots: a crashed stage rolls back to the last snapshot (global
-// recovery) or is rebuilt alone from its part of it (stage-local recovery, DESIGN.md §6), and every
+// recovery) or is rebuilt alone from its part of it (stage-local recovery, docs/design.md §6), and every
 // micro-batch is completed once (those lost in flight in a stage-local recovery are re-issued).
 #include <filesystem>
 

@@ -1,4 +1,4 @@
-// A drop burst (faults.drop_burst, DESIGN.md §6): a stage loses N forward messages in a row on its
+// A drop burst (faults.drop_burst, docs/design.md §6): a stage loses N forward messages in a row on its
 // link to the next stage. The phase stalls, the stall is noticed and named, the run rolls back to
 // its last snapshot and replays (the burst fires once per run), and every micro-batch is accounted
 // for; in lockstep the run ends bit-identical to a clean one.

@@ -1,4 +1,4 @@
-// Fault injection (DESIGN.md §6) and supervision: each kind changes what it should, and a run
+// Fault injection (docs/design.md §6) and supervision: each kind changes what it should, and a run
 // that loses a stage rolls back, replays and, in lockstep, ends bit-identical to a clean run.
 #include <filesystem>
 #include <fstream>

@@ -1,4 +1,4 @@
-// Forward gradients under injected faults (DESIGN.md §6) in the actor runtimes: link delays move each
+// Forward gradients under injected faults (docs/design.md §6) in the actor runtimes: link delays move each
 // stage's measured delay by exactly the ticks on its derivatives' round trip and a lockstep run stays
 // deterministic; slow stages, doubled messages and doubled derivatives change no bit (a copy is
 // discarded, never applied twice); lost messages and crashes roll back to the last drained

@@ -1,4 +1,4 @@
-// The actor runtime with stages on a real GPU (DESIGN.md §5): the default preset (J = 8) on
+// The actor runtime with stages on a real GPU (docs/design.md §5): the default preset (J = 8) on
 // cuda:0, mixed with CPU stages and next to a `petra node` process, against the all-CPU run within
 // the parity tolerance of tests/cuda; skipped where no GPU is usable.
 #include <algorithm>
@@ -247,7 +247,7 @@ TEST_CASE(
     if (j != 1) CHECK(overlapped.stages[j].value("rebuilds_ahead", int64_t{0}) == 0);
 }
 
-// Stage-local recovery on a GPU (DESIGN.md §6): a crashed cuda:0 stage is rebuilt alone on a new
+// Stage-local recovery on a GPU (docs/design.md §6): a crashed cuda:0 stage is rebuilt alone on a new
 // cuda:0 backend (its own stream and handles), which its neighbours on cuda:0 and the CPU hand over
 // to as before; stage 1 included, whose rebuild gets its count back from the loader's record. The
 // tiny preset in async with snapshots at epoch ends, as the CPU and sim cases of

@@ -92,7 +92,7 @@ TEST_CASE("lockstep = simulate, bit for bit, on the default preset for every met
 }
 
 // Epochs without draining: the stream crosses the epoch end and each epoch is evaluated by a wave
-// of test batches that follows its last micro-batch, on the live weights (DESIGN.md §4).
+// of test batches that follows its last micro-batch, on the live weights (docs/design.md §4).
 TEST_CASE("continuous epochs: lockstep = simulate bit for bit, the per-epoch test results included") {
   PETRA_REQUIRE_FASHION_MNIST();
   const std::string root =

@@ -1,4 +1,4 @@
-// Stages on simulated devices (sim:N): every hand-over path of DESIGN.md §5 — same device on
+// Stages on simulated devices (sim:N): every hand-over path of docs/design.md §5 — same device on
 // another stream, device to device, device to CPU, device to another process — on the default
 // preset, bit for bit against the all-CPU run and against the simulator on the same placement.
 #include <filesystem>

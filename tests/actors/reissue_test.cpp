@@ -1,4 +1,4 @@
-// Lost micro-batches re-issued (DESIGN.md §6): after a node holding a middle stage is killed with
+// Lost micro-batches re-issued (docs/design.md §6): after a node holding a middle stage is killed with
 // SIGKILL (async) or a middle stage crashes (lockstep) and the stage is rebuilt alone, the loader
 // sends what was lost in flight again, so that stage 1 completes the backward of every micro-batch
 // of the epoch exactly once.

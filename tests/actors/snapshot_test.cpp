@@ -150,7 +150,7 @@ TEST_CASE("lockstep with a stage on a petra node: stop after a snapshot, resume 
   fs::remove_all(dir);
 }
 
-// Async takes its snapshots without a drain too (Chandy–Lamport markers, DESIGN.md §4). With one
+// Async takes its snapshots without a drain too (Chandy–Lamport markers, docs/design.md §4). With one
 // credit the async schedule is one message at a time, so the resumed run must equal the
 // uninterrupted one bit for bit; the markers still overtake nothing (the last stage awaits the
 // loss when the marker reaches it, so its part records the loss actor's answer).

@@ -1,4 +1,4 @@
-// The `petra` binary: sub-commands, the parameter counts of DESIGN.md §2, the paper's memory table.
+// The `petra` binary: sub-commands, the parameter counts of docs/design.md §2, the paper's memory table.
 #include <doctest/doctest.h>
 
 #include <array>

@@ -61,7 +61,7 @@ TEST_CASE("ci_smoke trains under forward_gradient: local and random guesses, glo
     const std::size_t J = stages.size();
     REQUIRE(J > 2);
     const bool local = std::string(variant) == "target=local";
-    // Delays as DESIGN.md §1 numbers stages: J − j + 1 ticks for j < J (global target), 0 otherwise.
+    // Delays as docs/design.md §1 numbers stages: J − j + 1 ticks for j < J (global target), 0 otherwise.
     CHECK(stages[0]["expected_delay_ticks"].get<int64_t>() == (local ? 0 : static_cast<int64_t>(J)));
     CHECK(stages[0]["delay_ticks"].contains(local ? "0" : std::to_string(J)));
     CHECK(stages[J - 1]["delay_ticks"].contains("0"));

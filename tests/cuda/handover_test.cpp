@@ -1,4 +1,4 @@
-// The hand-over between CUDA backends and the host (DESIGN.md §5): host round trips through pinned
+// The hand-over between CUDA backends and the host (docs/design.md §5): host round trips through pinned
 // memory, two streams on one GPU sharing memory after an event, frees ordered after a consumer's
 // work, and two GPUs (peer copy). Each case reports skipped without the GPUs it needs.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// The hand-over between backends on simulated devices (DESIGN.md §5): every path keeps the values
+// The hand-over between backends on simulated devices (docs/design.md §5): every path keeps the values
 // exact, the same device shares memory, the event is what orders a consumer, and a tensor is
 // refused wherever its hand-over is missing.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// The reference simulator against DESIGN.md §1: delays, FIFO bounds, equivalences with backprop.
+// The reference simulator against docs/design.md §1: delays, FIFO bounds, equivalences with backprop.
 #include <doctest/doctest.h>
 
 #include <cstring>
