@@ -166,7 +166,7 @@ struct pipeline_config {
   bool rebalance = false;
   double rebalance_margin = 0.05;
   std::vector<block_move> rebalance_moves;  // forced moves, replacing the measured rule (tests, experiments)
-  // Live migration (lockstep): each entry moves a stage to another device, thread count or node at
+  // Live migration (lockstep, async): each entry moves a stage to another device, thread count or node at
   // the drained point before its micro-batch (the pipeline drains there).
   std::vector<stage_migration> migrate;
 };
