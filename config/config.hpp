@@ -229,10 +229,10 @@ struct runtime_config {
   bool sim_skip_import_wait = false;  // sim:N stages, tests only: a received tensor is used without waiting
   // Reversible stages: rebuild block i−1's input on a second stream while block i's gradients are
   // computed (PaReprop), and (lockstep, async) start the last block's rebuild from the rebuilt output
-  // the stage after sends ahead of its gradient; the same bits either way. Default measured (README).
+  // the stage after sends ahead of its gradient; the same bits either way. Off by default: docs/results.md.
   bool overlap_rebuild = false;
   // CPU stages with overlap_rebuild: the rebuild's threads; 0 = as many as the stage's own
-  // (pipeline.threads[j]). Measured (README, PaReprop): a rebuild on fewer threads than the
+  // (pipeline.threads[j]). Measured (docs/results.md, PaReprop): a rebuild on fewer threads than the
   // gradients makes them wait for it, one on as many gains where cores are spare.
   int overlap_rebuild_threads = 0;
   // Remote nodes: one silent (no heartbeat answer) this long is lost, like a crashed one. 10 s: the
