@@ -34,7 +34,7 @@
 # something failed.
 # The bundle: run from an unpacked bundle (its bench/gpu/run.sh), this script uses that bundle; run
 # from a checkout, it unpacks <checkout>/gpu-bundle/petra-gpu-bundle.tar.xz (bench/gpu/bundle.sh's
-# output, copied there) into gpu-bundle/unpacked/ and links in gpu-bundle/fashion-mnist.
+# output, copied there) into <checkout>/build-gpu/unpacked/ and links in gpu-bundle/fashion-mnist.
 # Environment: BUNDLE (an unpacked bundle, e.g. build-gpu/bundle where it was built; overrides the
 # above), PYTHON
 # (python3), CIFAR10_DIR, SAN_TOOLS (default "memcheck racecheck synccheck"), SAN_SETS (default
@@ -72,7 +72,7 @@ else
     echo "run.sh: no $archive: build it with bash bench/gpu/bundle.sh and copy gpu-bundle/ here, or set BUNDLE" >&2
     exit 2
   }
-  bundle=$copied/unpacked
+  bundle=$(cd "$here/../.." && pwd)/build-gpu/unpacked  # beside the builds, not in what is copied
   stamp="$(stat -c '%s %Y' "$archive")"
   if [ "$(cat "$bundle/.unpacked-from" 2>/dev/null)" != "$stamp" ]; then
     if ! { rm -rf "$bundle" && mkdir -p "$bundle" && xz -dc "$archive" | tar -C "$bundle" -xf -; }; then
