@@ -282,7 +282,6 @@ class actor_runtime : public pipeline_runtime {
   }
 
  private:
-  /// Lockstep: the extra ticks the link delays add to a micro-batch's round trip.
   /// A cut from its parts: each stage's decoded, the loss actor's and the open epochs kept for the
   /// resume (the runtime's own record, opaque to the trainer).
   pipeline_cut assemble_cut(int64_t tick, std::vector<cut_part>& parts, const nlohmann::json& open) {
@@ -373,9 +372,9 @@ class actor_runtime : public pipeline_runtime {
   std::size_t stages_;
   int64_t phase_ = 0;
   int64_t drained_proved_at_ = -1;  // the phase after which a migration last proved the pipeline drained
-  int64_t open_at_resume_ = 0;
-  int64_t late_reported_ = 0;  // late messages of lost nodes already on a fencing line
-  int64_t cut_spacing_ = 1;  // the running phase's  // epochs open at the cut the running phase resumed from
+  int64_t open_at_resume_ = 0;      // epochs open at the cut the running phase resumed from
+  int64_t late_reported_ = 0;       // late messages of lost nodes already on a fencing line
+  int64_t cut_spacing_ = 1;         // the running phase's ticks between two micro-batches entering
 };
 
 }  // namespace

@@ -170,7 +170,7 @@ struct pipeline_config {
   bool rebalance = false;
   double rebalance_margin = 0.05;
   std::vector<block_move> rebalance_moves;  // forced moves, replacing the measured rule (tests, experiments)
-  // Live migration (lockstep): each entry moves a stage to another device, thread count or node at
+  // Live migration (lockstep, async): each entry moves a stage to another device, thread count or node at
   // the drained point before its micro-batch (the pipeline drains there).
   std::vector<stage_migration> migrate;
 };
@@ -233,10 +233,10 @@ struct runtime_config {
   bool sim_skip_import_wait = false;  // sim:N stages, tests only: a received tensor is used without waiting
   // Reversible stages: rebuild block i−1's input on a second stream while block i's gradients are
   // computed (PaReprop), and (lockstep, async) start the last block's rebuild from the rebuilt output
-  // the stage after sends ahead of its gradient; the same bits either way. Default measured (README).
+  // the stage after sends ahead of its gradient; the same bits either way. Off by default: docs/results.md.
   bool overlap_rebuild = false;
   // CPU stages with overlap_rebuild: the rebuild's threads; 0 = as many as the stage's own
-  // (pipeline.threads[j]). Measured (README, PaReprop): a rebuild on fewer threads than the
+  // (pipeline.threads[j]). Measured (docs/results.md, PaReprop): a rebuild on fewer threads than the
   // gradients makes them wait for it, one on as many gains where cores are spare.
   int overlap_rebuild_threads = 0;
   // lockstep and async: each CPU stage's compute threads pinned to cores of their own (the CPU stages

@@ -31,7 +31,7 @@ double expected_staleness_steps(const config::run_config& c, std::size_t j, std:
 /// Adds a later period's report of the same stage: counts and histograms add, peaks take the maximum.
 void merge(stage_report& total, const stage_report& later);
 
-/// One stage of an epoch line (README, "What a run writes"). Optional where a reader may find a
+/// One stage of an epoch line (docs/outputs.md, "What a run writes"). Optional where a reader may find a
 /// field absent or null: null expectations in async; the injected faults only when there were any,
 /// the inversion error only where it was sampled, the fallback's counts only where it may act.
 struct stage_record {

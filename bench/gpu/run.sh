@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# On a bare GPU machine (driver, CUDA toolkit, PyTorch, compute-sanitizer, ncu; none of our Debian
-# packages): the GPU steps of issues 9 and 10, from the bundle that bench/gpu/bundle.sh built on the
-# build machine. Each sub-command fits one 10-minute device call and ends with a summary table.
+# On a GPU machine that has the NVIDIA driver, CUDA and cuDNN (PyTorch, compute-sanitizer and ncu for
+# some sub-commands) but not petra's other libraries: petra's GPU checks and measurements, from the
+# bundle that bench/gpu/bundle.sh built (bench/gpu/README.md). Each sub-command ends with a summary
+# table; each run inside it is capped by a time limit.
 #
 #   run.sh parity     every tests/cuda case, then the GPU actor-runtime tests (tests/actors/
 #                     gpu_runtime_test.cpp), each case in its own process, each case's result listed
@@ -18,24 +19,24 @@
 #   run.sh fg         the default recipe for FG_EPOCHS (10) epochs on [cuda:0 ×8], FG_MODE (lockstep,
 #                     or simulate: the same weights bit for bit, plus the cosine diagnostic):
 #                     forward gradients (local guess, global target), random guess, local learning
-#                     (local target), PETRA; test accuracy per epoch (issue 27's table) and, in
+#                     (local target), PETRA; test accuracy per epoch and, in
 #                     simulate, each epoch's cos(ĝ_j, ∇_{z_j} L) per stage
 #   run.sh overlap    no GPU needed: PaReprop's overlapped rebuild on the CPU backend where cores are
 #                     to spare (the GPU machine's), bench_overlap_rebuild's plain vs overlapped
 #                     backward of a reversible stage of OVERLAP_BLOCKS (3) couplings, for each
 #                     of OVERLAP_THREADS (2 4) stage threads
 #
-# Several sub-commands may share a call (run.sh parity train). Per sub-command, $OUT (the device
-# tool's output folder; /tmp/petra-gpu-out elsewhere) gets <cmd>.log (everything printed, the
-# summary at its end) and <cmd>-details.tar.gz (per-case logs, metrics, JSON lines): two files, so
-# up to four sub-commands per call stay within the tool's eight files.
+# Several sub-commands run one after the other (run.sh parity train). Per sub-command, $OUT (default
+# /tmp/petra-gpu-out) gets <cmd>.log (everything printed, the summary at its end) and
+# <cmd>-details.tar.gz (per-case logs, metrics, JSON lines).
 # Without a GPU every GPU part reports skipped, and train/revnet run their exact command lines on
 # the CPU on a few images (a check of the commands, not a measurement); the exit code is 0 unless
 # something failed.
-# The bundle: <repo>/gpu-bundle/petra-gpu-bundle.tar.xz (made by bench/gpu/bundle.sh and carried by
-# the device tool) is unpacked to /tmp/petra-gpu-bundle, its data linked to gpu-bundle/fashion-mnist.
-# Environment: BUNDLE (an unpacked bundle, e.g. build-gpu/bundle here; default: the bundle this
-# script sits in, else the carried archive), PYTHON
+# The bundle: run from an unpacked bundle (its bench/gpu/run.sh), this script uses that bundle; run
+# from a checkout, it unpacks <checkout>/gpu-bundle/petra-gpu-bundle.tar.xz (bench/gpu/bundle.sh's
+# output, copied there) into <checkout>/build-gpu/unpacked/ and links in gpu-bundle/fashion-mnist.
+# Environment: BUNDLE (an unpacked bundle, e.g. build-gpu/bundle where it was built; overrides the
+# above), PYTHON
 # (python3), CIFAR10_DIR, SAN_TOOLS (default "memcheck racecheck synccheck"), SAN_SETS (default
 # "actors-gpu cuda"), time limits (seconds): CASE_S, SAN_ACTORS_S, SAN_CUDA_S, TRAIN_S,
 # REVNET_S, PEER_S, FG_S (each fg run); REVNET_IMAGES (images per epoch of the RevNet-18 runs,
@@ -63,14 +64,15 @@ if [ -n "${BUNDLE:-}" ]; then
 elif [ -f "$here/../../env.sh" ]; then
   bundle=$(cd "$here/../.." && pwd)  # the unpacked bundle's own copy of this script
 else
-  # What the device tool carried: <repo>/gpu-bundle/{petra-gpu-bundle.tar.xz, fashion-mnist/}.
-  carried=$(cd "$here/../.." && pwd)/gpu-bundle
-  archive=$carried/petra-gpu-bundle.tar.xz
+  # A checkout with bench/gpu/bundle.sh's output beside it: <checkout>/gpu-bundle/{petra-gpu-bundle.tar.xz,
+  # fashion-mnist/}.
+  copied=$(cd "$here/../.." && pwd)/gpu-bundle
+  archive=$copied/petra-gpu-bundle.tar.xz
   [ -f "$archive" ] || {
-    echo "run.sh: no $archive: run bash bench/gpu/bundle.sh on the build machine and carry gpu-bundle" >&2
+    echo "run.sh: no $archive: build it with bash bench/gpu/bundle.sh and copy gpu-bundle/ here, or set BUNDLE" >&2
     exit 2
   }
-  bundle=/tmp/petra-gpu-bundle
+  bundle=$(cd "$here/../.." && pwd)/build-gpu/unpacked  # beside the builds, not in what is copied
   stamp="$(stat -c '%s %Y' "$archive")"
   if [ "$(cat "$bundle/.unpacked-from" 2>/dev/null)" != "$stamp" ]; then
     if ! { rm -rf "$bundle" && mkdir -p "$bundle" && xz -dc "$archive" | tar -C "$bundle" -xf -; }; then
@@ -79,10 +81,10 @@ else
     fi
     echo "$stamp" >"$bundle/.unpacked-from"
   fi
-  ln -sfn "$carried/fashion-mnist" "$bundle/data/fashion-mnist"
+  ln -sfn "$copied/fashion-mnist" "$bundle/data/fashion-mnist"
 fi
 if [ ! -f "$bundle/env.sh" ] || [ ! -x "$bundle/bin/petra" ]; then
-  echo "run.sh: no bundle at $bundle (bin/petra and env.sh): run bash bench/gpu/bundle.sh on the build machine" >&2
+  echo "run.sh: no bundle at $bundle (bin/petra and env.sh): build it with bash bench/gpu/bundle.sh" >&2
   exit 2
 fi
 # shellcheck disable=SC1091
@@ -337,7 +339,7 @@ if petra and backprop:
 PY
 }
 
-# The accuracy of every epoch of each run, a row per run (the forward-gradient table of issue 27).
+# The accuracy of every epoch of each run, a row per run (the forward-gradient table).
 summarize_epochs() {
   "$python" - "$@" >>"$summary" <<'PY'
 import json, sys
@@ -455,8 +457,8 @@ for overlap in (False, True):
 PY
 }
 
-# The overlapped rebuild on the CPU backend of a machine with cores to spare (issue 26: the 2-core
-# build machine has none); the GPU is not used.
+# The overlapped rebuild on the CPU backend of a machine with cores to spare (a GPU machine usually
+# has them); the GPU is not used.
 cmd_overlap() {
   local blocks=${OVERLAP_BLOCKS:-3} runs=${OVERLAP_RUNS:-11} batches=${OVERLAP_BATCHES:-32,128} t rc
   local schedules=${OVERLAP_SCHEDULES:-main}

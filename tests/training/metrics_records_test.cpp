@@ -1,5 +1,5 @@
 // The records of metrics.jsonl: what a writer writes, the reader reads back as the same record;
-// fields a stage has no value for are null or left out, as the README says.
+// fields a stage has no value for are null or left out, as docs/outputs.md says.
 #include "training/metrics_records.hpp"
 
 #include <doctest/doctest.h>
