@@ -8,15 +8,23 @@
 // Prints one JSON line per measurement; run.sh puts the PyTorch peer's line beside (a).
 //   bench_gpu_step [--batch 128] [--iters 50] [--warmup 10] [--micro-batches 60]
 //                  [--precision fp32|tf32|bf16|bf16_emulated] [--tf32 0|1 (= --precision tf32)]
+//                  [--search auto|heuristic|timed] [--algorithms FILE] [--record FILE]
 //                  [--methods 0|1] [--overlap 0|1] [--overlap-iters 20]
+// --search: how the convolutions' algorithms are found (runtime.cudnn_search; auto = timed here,
+// as the backend is not deterministic); the warm-up steps include the one search per shape.
+// --algorithms: a recorded cudnn_algorithms.json whose choices are taken first
+// (runtime.cudnn_algorithms); --record: write what was chosen to FILE in that format.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/gpu_span.hpp"
 #include "compute/backend_factory.hpp"
 #include "compute/blocks/coupling.hpp"
 #include "compute/init.hpp"
@@ -24,6 +32,8 @@
 #include "compute/pipeline/method.hpp"
 #include "compute/pipeline/partition.hpp"
 #include "compute/pipeline/stage.hpp"
+#include "compute/serialize/atomic_file.hpp"
+#include "training/conv_algorithm_file.hpp"
 #include "training/simulator.hpp"
 #include "training/tick_schedule.hpp"
 
@@ -38,6 +48,9 @@ struct settings {
   int iters = 50;
   int micro_batches = 60;  // (c): per method
   math_precision precision = math_precision::fp32;
+  conv_search search = conv_search::automatic;
+  std::string algorithms;  // a recorded file to repeat
+  std::string record;      // where to write the choices
   bool methods = true;     // run (c); off for a profile of the step alone
   bool overlap = true;     // run (b)
   int overlap_iters = 20;  // (b): timed backwards per schedule and shape, after 3
@@ -83,23 +96,41 @@ void bench_step(backend& be, const settings& s) {
   stage whole(0, build_revnet(spec, be, 0), be, opt, taped);
   const activation x{be.from_host(random_images(s.batch, spec, 1)), {}};
   const std::vector<int32_t> labels = labels_for(s.batch, spec.num_classes, 0);
-  std::vector<double> ms;
+  std::vector<double> ms, gpu_ms;
+  float loss = 0;
+  bench::gpu_span span(be);
   for (int i = 0; i < s.warmup + s.iters; ++i) {
     const auto t0 = clock_type::now();
+    span.start();
     const activation logits = whole.forward(x, i, i);
     tensor dlogits;
-    be.softmax_cross_entropy(logits.x1, labels, &dlogits, nullptr);
+    // No host wait inside the step: the loss is summed on the device and read after it.
+    const deferred_loss pending = be.softmax_cross_entropy_deferred(logits.x1, labels, &dlogits);
     whole.backward({}, {dlogits, {}}, i, i);
+    span.stop();
     wait_for(be);
-    if (i >= s.warmup) ms.push_back(ms_since(t0));
+    loss = pending.get();
+    if (i >= s.warmup) {
+      ms.push_back(ms_since(t0));
+      gpu_ms.push_back(span.ms());
+    }
+  }
+  if (!std::isfinite(loss)) {
+    std::fprintf(stderr, "bench_gpu_step: the loss became %g: the timing is not trustworthy\n", loss);
+    std::exit(1);
   }
   std::sort(ms.begin(), ms.end());
+  std::sort(gpu_ms.begin(), gpu_ms.end());
   std::printf(
       "{\"bench\": \"step\", \"impl\": \"petra\", \"arch\": \"revnet18\", \"batch\": %d, "
-      "\"precision\": \"%s\", \"tf32\": %s, \"median_ms\": %.3f, \"min_ms\": %.3f, \"iters\": %d, "
-      "\"images_per_s\": %.1f}\n",
-      s.batch, to_string(s.precision), s.precision == math_precision::tf32 ? "true" : "false",
-      ms[ms.size() / 2], ms.front(), s.iters, 1000.0 * s.batch / ms[ms.size() / 2]);
+      "\"precision\": \"%s\", \"search\": \"%s\", \"recorded\": %s, \"tf32\": %s, \"median_ms\": %.3f, "
+      "\"min_ms\": %.3f, "
+      "\"gpu_median_ms\": %.3f, \"iters\": %d, \"images_per_s\": %.1f, \"last_loss\": %.4f}\n",
+      s.batch, to_string(s.precision), to_string(resolved(s.search, false)),
+      s.algorithms.empty() ? "false" : "true", s.precision == math_precision::tf32 ? "true" : "false",
+      ms[ms.size() / 2], ms.front(), gpu_ms[gpu_ms.size() / 2], s.iters, 1000.0 * s.batch / ms[ms.size() / 2],
+      loss);
+  std::fflush(stdout);
 }
 
 double median(std::vector<double> v) {
@@ -244,7 +275,23 @@ int main(int argc, char** argv) {
                      argv[i + 1]);
         return 2;
       }
-    } else if (key == "--methods")
+    } else if (key == "--search") {
+      const std::string name = argv[i + 1];
+      if (name == "auto")
+        s.search = conv_search::automatic;
+      else if (name == "heuristic")
+        s.search = conv_search::heuristic;
+      else if (name == "timed")
+        s.search = conv_search::timed;
+      else {
+        std::fprintf(stderr, "bench_gpu_step: --search %s: use auto, heuristic or timed\n", argv[i + 1]);
+        return 2;
+      }
+    } else if (key == "--algorithms")
+      s.algorithms = argv[i + 1];
+    else if (key == "--record")
+      s.record = argv[i + 1];
+    else if (key == "--methods")
       s.methods = value != 0;
     else if (key == "--overlap")
       s.overlap = value != 0;
@@ -254,7 +301,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "bench_gpu_step: unknown option %s (use --batch --iters --warmup --micro-batches --precision "
-          "--tf32 --methods --overlap --overlap-iters)\n",
+          "--tf32 --search --algorithms --record --methods --overlap --overlap-iters)\n",
           argv[i]);
       return 2;
     }
@@ -265,16 +312,30 @@ int main(int argc, char** argv) {
                  "--overlap-iters >= 1\n");
     return 2;
   }
+  backend_options options;
+  options.precision = s.precision;
+  options.cudnn_search = s.search;
+  if (!s.algorithms.empty()) {
+    try {
+      options.cudnn_recorded = read_conv_algorithms(s.algorithms);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_gpu_step: --algorithms: %s\n", e.what());
+      return 2;
+    }
+  }
   std::string why;
   if (!cuda_usable(&why)) {
     std::printf("skipped: no GPU (%s)\n", why.c_str());
     return 0;
   }
-  backend_options options;
-  options.precision = s.precision;
   auto be = make_backend(device::parse("cuda:0"), options);
   std::fprintf(stderr, "backend: %s\n", be->name().c_str());
   bench_step(*be, s);
+  if (!s.record.empty()) {
+    write_file_atomically(s.record, [&](std::ostream& out) {
+      out << conv_algorithms_json(conv_algorithm_choices(options)).dump(1) << "\n";
+    });
+  }
   if (s.overlap) bench_overlap(*be, options, s);
   if (!s.methods) return 0;
   bench_method(*be, s, method_kind::backprop, 1);

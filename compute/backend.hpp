@@ -35,6 +35,41 @@ struct sgd_update_params {
   float grad_scale = 1.f;  // 1/k when k micro-batch gradients were summed
 };
 
+/// One parameter of sgd_step: its value, its accumulated gradient, its momentum buffer (not read
+/// without momentum: may point to an undefined tensor) and its own weight decay.
+struct sgd_target {
+  tensor* w = nullptr;
+  tensor* grad = nullptr;
+  tensor* momentum_buffer = nullptr;
+  float weight_decay = 0.f;
+};
+
+/// A loss whose value is read later: softmax_cross_entropy_deferred queues it on the device, and
+/// get() waits for it (only for it) and gives what softmax_cross_entropy would have returned.
+class deferred_loss {
+ public:
+  /// What a backend fills in: the loss summed in row order (double) over `rows` rows, the hits.
+  struct state {
+    virtual ~state() = default;
+    /// Waits until the values below hold the device's (a no-op once done).
+    virtual void wait() {}
+    /// The mean loss as softmax_cross_entropy forms it: the row-order double sum / N, as a float.
+    virtual float mean() const { return static_cast<float>(sum / static_cast<double>(rows)); }
+    double sum = 0;
+    int64_t hits = 0;
+    int64_t rows = 1;
+  };
+
+  deferred_loss() = default;
+  explicit deferred_loss(std::shared_ptr<state> s) : state_(std::move(s)) {}
+  bool valid() const { return state_ != nullptr; }
+  /// The mean loss, as softmax_cross_entropy returns it (the same bits); *correct = the hits.
+  float get(int64_t* correct = nullptr) const;
+
+ private:
+  std::shared_ptr<state> state_;
+};
+
 class backend {
  public:
   virtual ~backend() = default;
@@ -139,9 +174,17 @@ class backend {
   /// dlogits (if asked) = (softmax − onehot)/N; *correct = #argmax hits.
   float softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels, tensor* dlogits,
                               int64_t* correct);
+  /// The same, with the loss and the hits read later: a GPU sums them on the device and copies them
+  /// to pinned memory without the host waiting (dlogits, if asked, is queued as usual).
+  deferred_loss softmax_cross_entropy_deferred(const tensor& logits, const std::vector<int32_t>& labels,
+                                               tensor* dlogits);
 
   // --- optimizer -----------------------------------------------------------
   void sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer, const sgd_update_params& p);
+  /// sgd_update of every target with `p` and the target's own weight decay, then its gradient
+  /// zeroed (as fill_zero): the same bits as those calls one by one (a GPU: one launch for all).
+  /// The targets' tensors are distinct.
+  void sgd_step(const std::vector<sgd_target>& targets, const sgd_update_params& p);
 
  private:
   // The checks every op shares (op_checks.cpp): `t` is defined, of this backend's device, usable
@@ -152,6 +195,11 @@ class backend {
   /// what has that many channels.
   void require_vector(const char* op, const char* name, const tensor& t, int64_t channels,
                       const char* of) const;
+
+  /// sgd_update's arguments (w, grad and, with momentum, the buffer: of this backend, shaped alike),
+  /// named for `op`.
+  void require_sgd(const char* op, const tensor& w, const tensor& grad, const tensor& momentum_buffer,
+                   const sgd_update_params& p) const;
 
   /// Beyond its device, may this backend use `t` now? Throws std::invalid_argument naming `op`,
   /// `name` and the missing step when not (sim: a tensor another stream made and did not hand
@@ -206,6 +254,12 @@ class backend {
                                            tensor* dlogits, int64_t* correct) = 0;
   virtual void sgd_update_impl(tensor& w, const tensor& grad, tensor& momentum_buffer,
                                const sgd_update_params& p) = 0;
+  /// By default the loss now (softmax_cross_entropy_impl), already read.
+  virtual deferred_loss softmax_cross_entropy_deferred_impl(const tensor& logits,
+                                                            const std::vector<int32_t>& labels,
+                                                            tensor* dlogits);
+  /// By default sgd_update_impl and fill_zero_impl per target, in order.
+  virtual void sgd_step_impl(const std::vector<sgd_target>& targets, const sgd_update_params& p);
 };
 
 /// The CPU backend (Eigen, OpenBLAS, oneDNN), using `threads` threads. It does not check that

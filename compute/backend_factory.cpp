@@ -46,7 +46,8 @@ std::unique_ptr<backend> make_backend(const device& where, const backend_options
 #ifdef PETRA_HAVE_CUDA
   std::string why;
   if (!cuda_usable(&why)) throw std::invalid_argument("device " + where.str() + " is not usable: " + why);
-  return make_cuda_backend(where.index, options.precision, options.deterministic);
+  return make_cuda_backend(where.index, options.precision, options.deterministic, options.cudnn_search,
+                           options.cudnn_recorded);
 #else
   throw std::invalid_argument(
       "device " + where.str() +
@@ -63,6 +64,16 @@ host_tensor_maker host_tensors_for(const device& consumer, std::size_t max_idle_
 #endif
   (void)consumer;
   return [](const shape_t& shape) { return tensor::empty(shape); };
+}
+
+std::vector<conv_algorithm_record> conv_algorithm_choices(const backend_options& options) {
+#ifdef PETRA_HAVE_CUDA
+  return cuda_conv_algorithm_choices(resolved(options.cudnn_search, options.deterministic),
+                                     options.cudnn_recorded.get());
+#else
+  (void)options;
+  return {};
+#endif
 }
 
 bool cuda_usable(std::string* why) {

@@ -6,8 +6,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "compute/backend.hpp"
+#include "compute/conv_algorithms.hpp"
 
 namespace petra {
 
@@ -18,6 +20,10 @@ struct backend_options {
   /// How convolutions and GEMMs round their operands (runtime.precision), on every device.
   math_precision precision = math_precision::fp32;
   bool deterministic = false;  // CUDA: deterministic algorithms only (tests, lockstep parity)
+  /// CUDA: how each convolution shape's algorithms are searched for (runtime.cudnn_search), and
+  /// the recorded choices to repeat first (runtime.cudnn_algorithms; null: none).
+  conv_search cudnn_search = conv_search::automatic;
+  std::shared_ptr<const conv_algorithm_table> cudnn_recorded;
   /// sim:N: the run's simulated devices (one worker thread per device, shared by its backends);
   /// required for a sim device. The backend keeps its device alive, not the registry.
   std::shared_ptr<sim_devices> sim;
@@ -30,6 +36,11 @@ struct backend_options {
 /// runtime.precision when it is bf16 on a CPU or sim device and the CPU has neither AVX512-BF16
 /// nor AMX-BF16 (bf16_emulated runs anywhere).
 std::unique_ptr<backend> make_backend(const device& where, const backend_options& options);
+
+/// The convolution algorithms this process's CUDA backends made with `options`' search and
+/// recorded table chose so far (every GPU, each key once, in the order chosen); none without CUDA.
+/// What a run writes to its directory as cudnn_algorithms.json.
+std::vector<conv_algorithm_record> conv_algorithm_choices(const backend_options& options);
 
 /// True when this build has the CUDA backend and a GPU is usable; `why` says why not.
 bool cuda_usable(std::string* why);

@@ -40,6 +40,8 @@ inline constexpr std::string_view backend_op_names[] = {"empty",
                                                         "split_channels",
                                                         "concat_channels",
                                                         "softmax_cross_entropy",
-                                                        "sgd_update"};
+                                                        "softmax_cross_entropy_deferred",
+                                                        "sgd_update",
+                                                        "sgd_step"};
 
 }  // namespace petra

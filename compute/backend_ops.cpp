@@ -1,6 +1,9 @@
 // The backend's public ops (batch norm, pointwise, pooling, linear, channels, loss, SGD): each
 // checks its arguments once, for every backend, and calls the backend's *_impl.
+#include <set>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "compute/op_checks.hpp"
 
@@ -214,10 +217,10 @@ tensor backend::concat_channels(const tensor& a, const tensor& b) {
 
 // --- loss and optimizer -----------------------------------------------------------------------
 
-float backend::softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
-                                     tensor* dlogits, int64_t* correct) {
-  const char* op = "softmax_cross_entropy";
-  require(op, "logits", logits, 2, "(N, K)");
+namespace {
+
+/// The loss ops' checks of what only the host sees: the labels against the logits.
+void check_labels(const char* op, const tensor& logits, const std::vector<int32_t>& labels) {
   const int64_t n = logits.dim(0), classes = logits.dim(1);
   if (n < 1 || classes < 1)
     fail_op(op, "logits " + logits.shape_str() + " is empty: need N ≥ 1 rows of K ≥ 1 classes");
@@ -229,11 +232,48 @@ float backend::softmax_cross_entropy(const tensor& logits, const std::vector<int
       fail_op(op, "labels[" + std::to_string(i) + "] = " + std::to_string(labels[i]) + " is outside [0, " +
                       std::to_string(classes) + "): logits " + logits.shape_str() + " have " +
                       std::to_string(classes) + " classes");
+}
+
+}  // namespace
+
+float backend::softmax_cross_entropy(const tensor& logits, const std::vector<int32_t>& labels,
+                                     tensor* dlogits, int64_t* correct) {
+  const char* op = "softmax_cross_entropy";
+  require(op, "logits", logits, 2, "(N, K)");
+  check_labels(op, logits, labels);
   return softmax_cross_entropy_impl(logits, labels, dlogits, correct);
 }
 
-void backend::sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer, const sgd_update_params& p) {
-  const char* op = "sgd_update";
+deferred_loss backend::softmax_cross_entropy_deferred(const tensor& logits,
+                                                      const std::vector<int32_t>& labels, tensor* dlogits) {
+  const char* op = "softmax_cross_entropy_deferred";
+  require(op, "logits", logits, 2, "(N, K)");
+  check_labels(op, logits, labels);
+  return softmax_cross_entropy_deferred_impl(logits, labels, dlogits);
+}
+
+deferred_loss backend::softmax_cross_entropy_deferred_impl(const tensor& logits,
+                                                           const std::vector<int32_t>& labels,
+                                                           tensor* dlogits) {
+  // The loss as the synchronous op gives it, kept so that get() returns those very bits.
+  struct done final : deferred_loss::state {
+    float loss = 0;
+    float mean() const override { return loss; }
+  };
+  auto s = std::make_shared<done>();
+  s->loss = softmax_cross_entropy_impl(logits, labels, dlogits, &s->hits);
+  return deferred_loss(s);
+}
+
+float deferred_loss::get(int64_t* correct) const {
+  if (!state_) throw std::logic_error("deferred_loss::get: no loss was queued");
+  state_->wait();
+  if (correct) *correct = state_->hits;
+  return state_->mean();
+}
+
+void backend::require_sgd(const char* op, const tensor& w, const tensor& grad, const tensor& momentum_buffer,
+                          const sgd_update_params& p) const {
   require(op, "w", w);
   require(op, "grad", grad);
   require_same_shape(op, "grad", grad, "w", w);
@@ -247,7 +287,41 @@ void backend::sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer,
     require(op, "momentum_buffer", momentum_buffer);
     require_same_shape(op, "momentum_buffer", momentum_buffer, "w", w);
   }
+}
+
+void backend::sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer, const sgd_update_params& p) {
+  require_sgd("sgd_update", w, grad, momentum_buffer, p);
   sgd_update_impl(w, grad, momentum_buffer, p);
+}
+
+void backend::sgd_step(const std::vector<sgd_target>& targets, const sgd_update_params& p) {
+  const char* op = "sgd_step";
+  // A tensor twice would be updated twice (on a GPU, at once); known by its buffer and offset
+  // (data() is not the host's to read on every device).
+  std::set<std::pair<const storage*, std::size_t>> seen;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const sgd_target& t = targets[i];
+    const std::string which = "targets[" + std::to_string(i) + "]";
+    if (!t.w || !t.grad || !t.momentum_buffer)
+      fail_op(op, which + " lacks a tensor: w, grad and momentum_buffer must point to tensors");
+    sgd_update_params own = p;
+    own.weight_decay = t.weight_decay;
+    require_sgd(op, *t.w, *t.grad, *t.momentum_buffer, own);
+    const bool buffer = p.momentum != 0.f;
+    for (const tensor* u : {t.w, t.grad, buffer ? t.momentum_buffer : nullptr})
+      if (u && u->numel() && !seen.insert({u->buffer().get(), u->offset()}).second)
+        fail_op(op, which + " shares a tensor with an earlier target: each tensor may be stepped once");
+  }
+  sgd_step_impl(targets, p);
+}
+
+void backend::sgd_step_impl(const std::vector<sgd_target>& targets, const sgd_update_params& p) {
+  for (const sgd_target& t : targets) {
+    sgd_update_params own = p;
+    own.weight_decay = t.weight_decay;
+    sgd_update_impl(*t.w, *t.grad, *t.momentum_buffer, own);
+    fill_zero_impl(*t.grad);
+  }
 }
 
 }  // namespace petra

@@ -42,11 +42,13 @@ void sgd_optimizer::step() {
   p.momentum = static_cast<float>(settings_.momentum);
   p.nesterov = settings_.nesterov;
   p.grad_scale = 1.0f / static_cast<float>(settings_.accumulation);
-  for (parameter* param : params_) {
-    p.weight_decay = param->decay ? static_cast<float>(settings_.weight_decay) : 0.f;
-    be_.sgd_update(param->value, param->grad, param->momentum, p);
-    be_.fill_zero(param->grad);
-  }
+  // Every parameter in one op (one launch on a GPU), each gradient zeroed by it.
+  std::vector<sgd_target> targets;
+  targets.reserve(params_.size());
+  for (parameter* param : params_)
+    targets.push_back({&param->value, &param->grad, &param->momentum,
+                       param->decay ? static_cast<float>(settings_.weight_decay) : 0.f});
+  be_.sgd_step(targets, p);
   ++steps_;
 }
 

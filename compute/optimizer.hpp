@@ -32,7 +32,8 @@ double goyal_lr(double base_lr, int micro_batch, int accumulation);
 double learning_rate(const optimizer_settings& s, int64_t step);
 
 /// Applies one step to each parameter: g = grad / k (+ wd·w), momentum, w −= lr·step;
-/// then zeroes the gradients. Its state (momentum buffers, step count) belongs to checkpoints.
+/// then zeroes the gradients (all of it one backend op, sgd_step). Its state (momentum buffers, step count)
+/// belongs to checkpoints.
 class sgd_optimizer {
  public:
   sgd_optimizer(backend& be, optimizer_settings settings, std::vector<parameter*> params);

@@ -49,6 +49,10 @@ enum class async_pacing { stages, loader };
 /// tensor-core math (GPU stages; CPU and sim stages compute in fp32), bf16 operands with fp32 sums
 /// (a CPU needs AVX512-BF16 or AMX), or bf16's rounding on fp32 kernels (any CPU).
 enum class compute_precision { fp32, tf32, bf16, bf16_emulated };
+/// runtime.cudnn_search: how GPU stages find each convolution shape's algorithms: auto (timed, but
+/// cuDNN's heuristic order under runtime.deterministic, so that other processes pick the same),
+/// cuDNN's heuristic order, or every qualifying candidate timed once on the real operands.
+enum class cudnn_search_mode { automatic, heuristic, timed };
 /// faults.recovery: rebuild only the lost stages where the runtime can, or roll every stage back.
 enum class recovery_scope { local, global };
 
@@ -136,6 +140,12 @@ struct choice_names<compute_precision> {
        {"tf32", compute_precision::tf32},
        {"bf16", compute_precision::bf16},
        {"bf16_emulated", compute_precision::bf16_emulated}}};
+};
+template <>
+struct choice_names<cudnn_search_mode> {
+  static constexpr name_table<cudnn_search_mode, 3> table = {{{"auto", cudnn_search_mode::automatic},
+                                                              {"heuristic", cudnn_search_mode::heuristic},
+                                                              {"timed", cudnn_search_mode::timed}}};
 };
 template <>
 struct choice_names<recovery_scope> {

@@ -227,7 +227,12 @@ struct runtime_config {
       async_pacing::stages;  // async: stages (stage j forwards while < 2(J−j)+1 await backward) | loader
   // Convolutions and GEMMs: fp32 | tf32 (GPU stages) | bf16 | bf16_emulated (docs/mixed_precision.md)
   compute_precision precision = compute_precision::fp32;
-  bool deterministic = false;       // GPU stages: deterministic algorithms only
+  bool deterministic = false;  // GPU stages: deterministic algorithms only
+  // GPU stages: how each convolution shape's algorithms are found, once per process: auto (timed;
+  // cuDNN's heuristic order under deterministic) | heuristic | timed (config/choices.hpp)
+  cudnn_search_mode cudnn_search = cudnn_search_mode::automatic;
+  // GPU stages: a run's cudnn_algorithms.json, whose choices are taken before any search ("" = none)
+  std::string cudnn_algorithms = "";
   int inversion_sample_every = 50;  // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches; 0 = never
   int sim_latency_us = 0;  // sim:N stages: each op waits this long before it runs (shows a missing wait)
   bool sim_skip_import_wait = false;  // sim:N stages, tests only: a received tensor is used without waiting

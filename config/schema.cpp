@@ -93,6 +93,8 @@ section schema(run_config& config) {
             {"pacing", &runtime.pacing},
             {"precision", &runtime.precision},
             {"deterministic", &runtime.deterministic},
+            {"cudnn_search", &runtime.cudnn_search},
+            {"cudnn_algorithms", &runtime.cudnn_algorithms},
             {"inversion_sample_every", &runtime.inversion_sample_every},
             {"sim_latency_us", &runtime.sim_latency_us},
             {"sim_skip_import_wait", &runtime.sim_skip_import_wait},

@@ -21,7 +21,7 @@ using field_ref =
                  std::vector<device_spec>*, std::vector<block_move>*, std::vector<stage_migration>*,
                  runtime_mode*, training_method*, model_arch*, stem_kind*, block_kind*, dataset_kind*,
                  bad_image_policy*, lr_schedule*, config::tick_order*, async_pacing*, compute_precision*,
-                 recovery_scope*, gradient_guess*, gradient_target*>;
+                 cudnn_search_mode*, recovery_scope*, gradient_guess*, gradient_target*>;
 
 struct field {
   std::string key;

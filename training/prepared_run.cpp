@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "training/conv_algorithm_file.hpp"
 #include "training/cost_partition.hpp"
 #include "training/migration.hpp"
 #include "training/rebalance.hpp"
@@ -31,6 +32,8 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
   check_runtime_supports(p.cfg);
   for (const std::string& line : resolve_measured_partition(p.cfg)) std::printf("%s\n", line.c_str());
   check_stage_lists(p.cfg);
+  // A bad recorded-algorithms file is bad input: refused here, before anything is written.
+  if (!p.cfg.runtime.cudnn_algorithms.empty()) read_conv_algorithms(p.cfg.runtime.cudnn_algorithms);
   p.method = method_for(p.cfg.training);
   p.run_path = resuming ? options.resume
                         : (fs::path(p.cfg.output.dir) /

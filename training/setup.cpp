@@ -6,6 +6,7 @@
 
 #include "compute/pipeline/partition.hpp"
 #include "compute/sim/sim_devices.hpp"
+#include "training/conv_algorithm_file.hpp"
 #include "training/stage_threads.hpp"
 
 namespace petra {
@@ -163,6 +164,7 @@ std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::si
   options.threads = threads > 0 ? threads : stage_threads(c, j, usable_cores());
   options.precision = math_precision_of(c.runtime.precision);
   options.deterministic = c.runtime.deterministic;
+  set_conv_algorithm_options(c, options);
   options.sim = sim;
   options.sim_latency_us = c.runtime.sim_latency_us;
   options.sim_skip_import_wait = c.runtime.sim_skip_import_wait;

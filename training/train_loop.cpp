@@ -8,6 +8,7 @@
 
 #include "compute/serialize/atomic_file.hpp"
 #include "training/accounting.hpp"
+#include "training/conv_algorithm_file.hpp"
 #include "training/metrics_records.hpp"
 #include "training/migration.hpp"
 #include "training/pipeline_balance.hpp"
@@ -381,7 +382,11 @@ int run_training(const train_options& options, const runtime_factory& make_runti
                              .c_str(),
         dir.path().c_str());
     std::fflush(stdout);
-    return run(p, options, dir).go();
+    const int status = run(p, options, dir).go();
+    // The algorithms this process's GPU stages chose, so that a run can repeat them
+    // (runtime.cudnn_algorithms); nothing without a GPU stage here.
+    write_conv_algorithms(p.cfg, dir.path());
+    return status;
   } catch (const stopped_at_snapshot& s) {
     std::printf("\nstopped after the snapshot before micro-batch %lld as asked\n",
                 static_cast<long long>(s.position));

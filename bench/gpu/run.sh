@@ -11,10 +11,12 @@
 #   run.sh train      petra train default on [cuda:0 ×8], async, 3 epochs: test accuracy, images/s
 #   run.sh revnet     RevNet-18, micro-batch 128, 3×32×32 (CIFAR-10, else a synthetic set in its
 #                     format): PETRA async on [cuda:0 ×10] vs backprop (J = 1) on cuda:0, images/s
-#   run.sh speed      bench_gpu_step vs the PyTorch peer (eager and torch.compile, fp32 and TF32),
-#                     medians of 50 steps, and petra's bf16 (tensor cores) step; a reversible
-#                     stage's backward, plain vs overlapped rebuild (fp32 and bf16); bench_handoff's
-#                     hand-over costs on the GPU
+#   run.sh speed      bench_gpu_step's RevNet-18 step (fp32, TF32, bf16) alternated SPEED_ROUNDS (3)
+#                     times with the PyTorch peer's variants (eager fp32/TF32/bf16 autocast,
+#                     cudnn.benchmark, channels-last, a CUDA graph of the whole step; torch.compile
+#                     with PEER_COMPILE=1), medians of 50 steps, wall time and GPU span; petra with
+#                     cuDNN's heuristic order once; a reversible stage's backward, plain vs
+#                     overlapped rebuild (fp32 and bf16); bench_handoff's hand-over costs on the GPU
 #   run.sh profile    ncu over two petra training steps: the kernels where a step's time goes
 #   run.sh fg         the default recipe for FG_EPOCHS (10) epochs on [cuda:0 ×8], FG_MODE (lockstep,
 #                     or simulate: the same weights bit for bit, plus the cosine diagnostic):
@@ -39,7 +41,9 @@
 # above), PYTHON
 # (python3), CIFAR10_DIR, SAN_TOOLS (default "memcheck racecheck synccheck"), SAN_SETS (default
 # "actors-gpu cuda"), time limits (seconds): CASE_S, SAN_ACTORS_S, SAN_CUDA_S, TRAIN_S,
-# REVNET_S, PEER_S, FG_S (each fg run); REVNET_IMAGES (images per epoch of the RevNet-18 runs,
+# REVNET_S, PEER_S (each peer process of speed, 240), SPEED_PETRA_S (each petra step run, 120),
+# FG_S (each fg run); SPEED_ROUNDS (3), PEER_VARIANTS (revnet_peer_gpu.py's --variants),
+# PEER_COMPILE (0), SPEED_HEURISTIC (1); REVNET_IMAGES (images per epoch of the RevNet-18 runs,
 # default 25600); FG_EPOCHS (10), FG_RUNS (which fg runs, default "fg-local fg-random local petra"),
 # FG_MODE (lockstep or simulate, default lockstep); OVERLAP_RUNS (11), OVERLAP_BLOCKS (3),
 # OVERLAP_THREADS ("2 4"), OVERLAP_BATCHES (32,128), OVERLAP_SCHEDULES (main: plain and overlap +1;
@@ -487,23 +491,69 @@ cmd_overlap() {
   done
 }
 
-# bench_gpu_step's runs: fp32 (with PETRA vs backprop and the overlap), TF32, bf16 on tensor cores
-# (with the overlap).
-speed_variants=("--precision fp32 --methods 1 --overlap 1" "--precision tf32 --methods 0 --overlap 0"
-  "--precision bf16 --methods 0 --overlap 1")
+# speed: petra's RevNet-18 step (bench_gpu_step, J = 1) and the PyTorch peer's variants
+# (revnet_peer_gpu.py), alternated: each of SPEED_ROUNDS rounds runs petra's step in fp32, TF32
+# and bf16 (convolution algorithms timed once per shape, the default), then every peer variant
+# (PEER_VARIANTS) in one python process, so that clock and thermal drift fall on both alike. Then
+# once: petra with cuDNN's heuristic order (SPEED_HEURISTIC=1: the algorithms before timing),
+# PETRA vs backprop through the simulator and the reversible stage's overlap (fp32; the overlap in
+# bf16 too), and bench_handoff. PEER_COMPILE=1 adds a torch.compile row (about a minute to compile).
+speed_precisions=(fp32 tf32 bf16)
+speed_peer_variants="fp32,tf32,bf16,fp32+bench,tf32+cl+bench,bf16+cl+bench,tf32+cl+bench+graph,bf16+cl+bench+graph"
+
+# speed_petra TAG SECONDS bench_gpu_step-options...: one run, its JSON lines tagged "round": TAG.
+speed_petra() {
+  local tag=$1 limit=$2 rc err=$details/petra-stderr-$1-$(echo "$*" | md5sum | cut -c1-8).log
+  shift 2
+  echo "-- bench_gpu_step $* (round $tag, at most $limit s)"
+  timeout -k 10 "$limit" "$bundle/bin/bench_gpu_step" "$@" 2>"$err" |
+    sed "s/^{/{\"round\": \"$tag\", /" | tee -a "$details/petra.jsonl"
+  rc=${PIPESTATUS[0]}
+  grep -m1 '^backend:' "$err"
+  if [ "$rc" != 0 ]; then
+    failures=$((failures + 1))
+    echo "- bench_gpu_step $* (round $tag): exit $rc: $(grep -v '^backend:' "$err" | tail -3 | tr '\n' ' ' | cut -c1-400)" \
+      >>"$details/petra-failed.md"
+  fi
+}
+
+# speed_peer TAG peer-options...: every variant in one process, tagged "round": TAG.
+speed_peer() {
+  local tag=$1 rc t0
+  shift
+  t0=$(date +%s.%N)
+  echo "-- revnet_peer_gpu.py $* (round $tag, at most ${PEER_S:-240} s)"
+  timeout -k 10 "${PEER_S:-240}" env PYTHONUNBUFFERED=1 "$python" "$scripts/revnet_peer_gpu.py" "$@" \
+    2>>"$details/peer-stderr.log" | sed "s/^{/{\"round\": \"$tag\", /" | tee -a "$details/peer.jsonl"
+  rc=${PIPESTATUS[0]}
+  echo "   exit $rc after $(seconds_since "$t0") s"
+  if [ "$rc" != 0 ]; then
+    failures=$((failures + 1))
+    echo "- revnet_peer_gpu.py (round $tag): exit $rc: $(tail -3 "$details/peer-stderr.log" | tr '\n' ' ' | cut -c1-400)" \
+      >>"$details/petra-failed.md"
+  fi
+}
 
 cmd_speed() {
-  echo "## speed: one RevNet-18 training step (backprop, J = 1), micro-batch 128, 3×32×32, medians of 50 steps after 10" >"$summary"
+  local rounds=${SPEED_ROUNDS:-3} variants=${PEER_VARIANTS:-$speed_peer_variants} r p
+  case $rounds in
+    '' | *[!0-9]* | 0)
+      echo "run.sh speed: SPEED_ROUNDS must be a positive integer, not '$rounds'" >&2
+      failures=$((failures + 1))
+      return
+      ;;
+  esac
+  [ "${PEER_COMPILE:-0}" = 1 ] && variants+=",tf32+compile"
+  local peer=(--arch revnet18 --batch 128 --warmup 10 --iters 50 --variants "$variants")
+  echo "## speed: one RevNet-18 training step (backprop, J = 1), micro-batch 128, 3×32×32, medians of 50 steps after 10, petra and the PyTorch peer alternated $rounds times" >"$summary"
   echo "" >>"$summary"
-  local variant rc
   if [ "$gpu" = 0 ]; then
-    # The same options, checked by bench_gpu_step before it looks for a GPU.
-    for variant in "${speed_variants[@]}"; do
-      echo "-- bench_gpu_step $variant --iters 1 --warmup 0"
-      # shellcheck disable=SC2086
-      "$bundle/bin/bench_gpu_step" $variant --iters 1 --warmup 0 | tee -a "$details/petra.jsonl"
-      [ "${PIPESTATUS[0]}" = 0 ] || failures=$((failures + 1))
+    # The same options, checked by bench_gpu_step and the peer before they look for a GPU.
+    for p in "${speed_precisions[@]}"; do
+      speed_petra 1 60 --precision "$p" --methods 0 --overlap 0 --iters 1 --warmup 0
     done
+    speed_petra heuristic 60 --precision fp32 --search heuristic --methods 0 --overlap 0 --iters 1 --warmup 0
+    speed_peer 1 "${peer[@]}"
     echo "-- bench_handoff (its table: in the summary)"
     "$bundle/bin/bench_handoff" --repeats 20 >"$details/handoff.md" || failures=$((failures + 1))
     echo "skipped: no GPU (bench_gpu_step and the PyTorch peer need one; bench_handoff measured the sim paths only)" >>"$summary"
@@ -511,42 +561,44 @@ cmd_speed() {
     cat "$details/handoff.md" >>"$summary"
     return
   fi
-  local t0 n=0 err
-  for variant in "${speed_variants[@]}"; do
-    n=$((n + 1))
-    err=$details/petra-stderr-$n.log
-    echo "-- bench_gpu_step $variant"
-    # shellcheck disable=SC2086
-    timeout -k 10 300 "$bundle/bin/bench_gpu_step" $variant 2>"$err" | tee -a "$details/petra.jsonl"
-    rc=${PIPESTATUS[0]}
-    grep -m1 '^backend:' "$err"
-    if [ "$rc" != 0 ]; then
-      failures=$((failures + 1))
-      # What went wrong goes into the summary, under the table.
-      echo "- bench_gpu_step $variant: exit $rc: $(grep -v '^backend:' "$err" | tail -3 | tr '\n' ' ' | cut -c1-400)" \
-        >>"$details/petra-failed.md"
+  # Round 1 times each shape's algorithms and records them (cudnn_algorithms.json's format);
+  # later rounds and the extra runs repeat the record (runtime.cudnn_algorithms), so they time the
+  # same algorithms and skip the search.
+  local record
+  for ((r = 1; r <= rounds; r++)); do
+    for p in "${speed_precisions[@]}"; do
+      record=$details/cudnn_algorithms-$p.json
+      if [ "$r" = 1 ] || [ ! -s "$record" ]; then
+        speed_petra "$r" "${SPEED_PETRA_S:-120}" --precision "$p" --methods 0 --overlap 0 --record "$record"
+      else
+        speed_petra "$r" "${SPEED_PETRA_S:-120}" --precision "$p" --methods 0 --overlap 0 --algorithms "$record"
+      fi
+    done
+    if [ "$r" = 1 ]; then
+      speed_peer "$r" "${peer[@]}" --count-flops
+    else
+      speed_peer "$r" "${peer[@]}"
     fi
   done
-  local peer=("$scripts/revnet_peer_gpu.py" --arch revnet18 --batch 128 --warmup 10 --iters 50)
-  local variant
-  for variant in "--count-flops" "--tf32" "--cudnn-benchmark" "--compile" "--compile --tf32"; do
-    t0=$(date +%s.%N)
-    echo "-- revnet_peer_gpu.py $variant (at most ${PEER_S:-150} s)"
-    # shellcheck disable=SC2086
-    timeout -k 10 "${PEER_S:-150}" env PYTHONUNBUFFERED=1 "$python" "${peer[@]}" $variant \
-      2>>"$details/peer-stderr.log" | tee -a "$details/peer.jsonl"
-    rc=${PIPESTATUS[0]}
-    echo "   exit $rc after $(seconds_since "$t0") s"
-    if [ "$rc" != 0 ]; then
-      local tf=false
-      [[ $variant == *--tf32* ]] && tf=true
-      echo "{\"bench\": \"step\", \"impl\": \"torch $variant\", \"tf32\": $tf, \"skipped\": \"exit $rc\"}" >>"$details/peer.jsonl"
+  if [ "${SPEED_HEURISTIC:-1}" = 1 ]; then
+    for p in "${speed_precisions[@]}"; do
+      speed_petra heuristic "${SPEED_PETRA_S:-120}" --precision "$p" --search heuristic --methods 0 --overlap 0
+    done
+  fi
+  local repeat
+  for p in fp32 bf16; do
+    repeat=()
+    [ -s "$details/cudnn_algorithms-$p.json" ] && repeat=(--algorithms "$details/cudnn_algorithms-$p.json")
+    if [ "$p" = fp32 ]; then
+      speed_petra extra 300 --precision fp32 --methods 1 --overlap 1 --iters 20 "${repeat[@]}"
+    else
+      speed_petra extra 300 --precision bf16 --methods 0 --overlap 1 --iters 20 "${repeat[@]}"
     fi
   done
   echo "-- bench_handoff (its table: in the summary)"
   timeout -k 10 120 "$bundle/bin/bench_handoff" --repeats 200 >"$details/handoff.md" || failures=$((failures + 1))
   "$python" - "$details/petra.jsonl" "$details/peer.jsonl" >>"$summary" <<'PY'
-import json, sys
+import json, statistics, sys
 def rows(path):
     try:
         return [json.loads(l) for l in open(path) if l.startswith("{")]
@@ -554,34 +606,77 @@ def rows(path):
         return []
 ours, peer = rows(sys.argv[1]), rows(sys.argv[2])
 flops = next((r["step_flops"] for r in peer if r.get("step_flops")), 0)
-def math_of(r):
-    return r.get("precision", "tf32" if r.get("tf32") else "fp32")
-names = {"fp32": "fp32", "tf32": "TF32", "bf16": "bf16 (tensor cores)", "bf16_emulated": "bf16 emulated"}
-petra = {math_of(r): r for r in ours if r.get("bench") == "step"}
-print("| implementation | math | median ms | min ms | images/s | TFLOP/s | petra / this |")
-print("|---|---|---:|---:|---:|---:|---:|")
-def line(name, r):
-    math = names.get(math_of(r), math_of(r))
-    if "median_ms" not in r:
-        print("| %s | %s | %s | | | | |" % (name, math, r.get("skipped", r.get("status", "?"))))
-        return
-    tflops = flops / (r["median_ms"] * 1e-3) / 1e12 if flops else 0
-    mine = petra.get(math_of(r))
-    ratio = "%.2f" % (mine["median_ms"] / r["median_ms"]) if mine and name != "petra" else ""
-    print("| %s | %s | %.2f | %.2f | %.0f | %.1f | %s |" % (name, math, r["median_ms"], r["min_ms"],
-          r["images_per_s"], tflops, ratio))
-for r in petra.values():
-    line("petra", r)
+names = {"fp32": "fp32", "tf32": "TF32", "bf16": "bf16", "bf16_emulated": "bf16 emulated"}
+def rounds_of(r):
+    return r.get("round", "").isdigit()
+# One row per implementation and math, over the alternated rounds: the median of the rounds'
+# medians, the smallest step, the median GPU span.
+groups = {}
+for r in ours:
+    if r.get("bench") == "step" and rounds_of(r):
+        groups.setdefault(("petra", r["precision"]), []).append(r)
 for r in peer:
-    name = r.get("impl", "torch") + (" +cudnn.benchmark" if r.get("cudnn_benchmark") else "")
-    if r.get("compile_s"):
-        name += " (compiled in %.0f s)" % r["compile_s"]
-    line(name, r)
-gpu = next((r.get("gpu") for r in peer if r.get("gpu")), "?")
-print("\nGPU: %s; TFLOP/s = one step's FLOPs (%.3g, torch.utils.flop_counter, forward + backward) / median" % (gpu, flops))
-fp32 = petra.get("fp32", {}).get("median_ms")
+    if rounds_of(r):
+        groups.setdefault(("torch " + r.get("variant", "?"), r.get("math", "?")), []).append(r)
+def summary(rs):
+    timed = [r for r in rs if "median_ms" in r]
+    if not timed:
+        return None
+    return {"median": statistics.median(r["median_ms"] for r in timed), "min": min(r["min_ms"] for r in timed),
+            "gpu": statistics.median(r["gpu_median_ms"] for r in timed if "gpu_median_ms" in r)
+            if any("gpu_median_ms" in r for r in timed) else None,
+            "rounds": " / ".join("%.2f" % r["median_ms"] for r in timed), "n": len(timed)}
+petra = {math: summary(rs) for (impl, math), rs in groups.items() if impl == "petra"}
+print("| implementation | math | median ms | per round | min ms | GPU span ms | images/s | TFLOP/s | petra / this |")
+print("|---|---|---:|---|---:|---:|---:|---:|---:|")
+maths = ["fp32", "tf32", "bf16"]
+order = sorted(groups, key=lambda k: (k[0] != "petra", maths.index(k[1]) if k[1] in maths else 9, k[0]))
+for impl, math in order:
+    s = summary(groups[(impl, math)])
+    if s is None:
+        why = next((r.get("skipped") or r.get("status") for r in groups[(impl, math)] if r.get("skipped")), "?")
+        print("| %s | %s | %s | | | | | | |" % (impl, names.get(math, math), str(why)[:120].replace("|", "/")))
+        continue
+    tflops = "%.1f" % (flops / (s["median"] * 1e-3) / 1e12) if flops else ""
+    mine = petra.get(math)
+    ratio = "%.2f" % (mine["median"] / s["median"]) if mine and impl != "petra" else ""
+    gpu = "%.2f" % s["gpu"] if s["gpu"] is not None else ""
+    print("| %s | %s | %.2f | %s | %.2f | %s | %.0f | %s | %s |" % (
+        impl, names.get(math, math), s["median"], s["rounds"], s["min"], gpu, 128000.0 / s["median"], tflops, ratio))
+gpu_name = next((r.get("gpu") for r in peer if r.get("gpu")), "?")
+print("\nGPU: %s; torch %s; TFLOP/s = one step's FLOPs (%.3g, torch.utils.flop_counter, forward + backward) / median;"
+      " GPU span = CUDA events before a step's first op and after its last (idle gaps between kernels included);"
+      " torch variants: cl = channels-last, bench = cudnn.benchmark, graph = the whole step as one CUDA graph" % (
+          gpu_name, next((r.get("torch") for r in peer if r.get("torch")), "?"), flops))
+heuristic = {r["precision"]: r for r in ours if r.get("round") == "heuristic" and "median_ms" in r}
+if heuristic:
+    print("\npetra's convolution algorithms, cuDNN's heuristic order (one run) vs timed once per shape (the rows above):\n")
+    print("| math | heuristic ms | timed ms | heuristic / timed |")
+    print("|---|---:|---:|---:|")
+    for math, r in sorted(heuristic.items()):
+        timed = petra.get(math)
+        if timed:
+            print("| %s | %.2f | %.2f | %.2f |" % (names.get(math, math), r["median_ms"], timed["median"],
+                                                 r["median_ms"] / timed["median"]))
+import glob, os
+records = sorted(glob.glob(os.path.join(os.path.dirname(sys.argv[1]), "cudnn_algorithms-*.json")))
+if records:
+    print("\npetra's convolution algorithms, timed once per shape in round 1 (cudnn_algorithms-<math>.json in the"
+          " details; rounds 2 on repeat them):\n")
+    print("| math | shapes × directions | timed | fell back to heuristic | Σ chosen algorithms ms (cuDNN's times) |")
+    print("|---|---:|---:|---:|---:|")
+    for path in records:
+        try:
+            entries = json.load(open(path))["algorithms"]
+        except (OSError, ValueError, KeyError):
+            continue
+        timed = [e for e in entries if e.get("source") == "timed"]
+        fallback = [e for e in entries if str(e.get("source", "")).startswith("heuristic (")]
+        print("| %s | %d | %d | %d | %.2f |" % (os.path.basename(path)[17:-5], len(entries), len(timed), len(fallback),
+                                              sum(e.get("time_ms", 0) for e in timed)))
+fp32 = (petra.get("fp32") or {}).get("median")
 for math in ("tf32", "bf16"):
-    other = petra.get(math, {}).get("median_ms")
+    other = (petra.get(math) or {}).get("median")
     if fp32 and other:
         print("\npetra %s step / petra fp32 step: %.2f" % (names[math], other / fp32), end="")
 print("")
@@ -603,7 +698,7 @@ if overlap:
             r["plain_ms"], r["overlap_ms"], r["plain_ms"] / r["overlap_ms"]))
 PY
   if [ -s "$details/petra-failed.md" ]; then
-    printf '\nFAILED runs of bench_gpu_step (their rows are missing above):\n' >>"$summary"
+    printf '\nFAILED runs (their rows are missing above):\n' >>"$summary"
     cat "$details/petra-failed.md" >>"$summary"
   fi
   echo "" >>"$summary"

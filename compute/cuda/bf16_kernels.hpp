@@ -20,8 +20,4 @@ void from_bf16(const uint16_t* x, const float* bias, float* y, int64_t n, int64_
 /// acc[i] += fp32(x[i]): parameter gradients accumulate in fp32.
 void add_from_bf16(const uint16_t* x, float* acc, int64_t count, cudaStream_t stream);
 
-/// db[c] += Σ_{n,i} fp32(dy[n, c, i]), in double, in add_channel_sums' fixed order.
-void add_channel_sums_bf16(const uint16_t* dy, float* db, int64_t n, int64_t channels, int64_t area,
-                           cudaStream_t stream);
-
 }  // namespace petra::cuda::kernels

@@ -2,19 +2,23 @@
 #include "compute/cuda/cuda_backend.hpp"
 
 #include "compute/cuda/checks.hpp"
+#include "compute/cuda/conv_algorithm_registry.hpp"
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
 #include "compute/cuda/kernels.hpp"
 
 namespace petra {
 
-cuda_backend::cuda_backend(int device_index, math_precision precision, bool deterministic)
+cuda_backend::cuda_backend(int device_index, math_precision precision, bool deterministic, conv_search search,
+                           std::shared_ptr<const conv_algorithm_table> recorded)
     : index_(device_index),
       precision_(precision),
       dnn_(precision == math_precision::bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT) {
   policy_.tf32 = precision == math_precision::tf32;
   policy_.bf16 = precision == math_precision::bf16;
   policy_.deterministic = deterministic;
+  policy_.search = resolved(search, deterministic);
+  policy_.recorded = std::move(recorded);
   context_ = std::make_unique<cuda::device_context>(device_index, policy_.tf32);
 }
 
@@ -27,7 +31,8 @@ std::string cuda_backend::name() const {
   cudaGetLastError();
   return where().str() + " (" + gpu + ", cuDNN " + std::to_string(cudnnGetVersion()) + ", " +
          to_string(precision_) + (policy_.bf16 ? " on tensor cores" : "") +
-         (policy_.deterministic ? ", deterministic" : "") + ")";
+         (policy_.deterministic ? ", deterministic" : "") + ", " + to_string(policy_.search) +
+         " convolution algorithms" + (policy_.recorded ? " after " + policy_.recorded->path : "") + ")";
 }
 
 cudaStream_t cuda_backend::stream() const { return context_->stream(); }
@@ -87,8 +92,15 @@ tensor cuda_backend::gaussian_impl(const shape_t& shape, uint64_t key) {
   return t;
 }
 
-std::unique_ptr<backend> make_cuda_backend(int device_index, math_precision precision, bool deterministic) {
-  return std::make_unique<cuda_backend>(device_index, precision, deterministic);
+std::unique_ptr<backend> make_cuda_backend(int device_index, math_precision precision, bool deterministic,
+                                           conv_search search,
+                                           std::shared_ptr<const conv_algorithm_table> recorded) {
+  return std::make_unique<cuda_backend>(device_index, precision, deterministic, search, std::move(recorded));
+}
+
+std::vector<conv_algorithm_record> cuda_conv_algorithm_choices(conv_search search,
+                                                               const conv_algorithm_table* recorded) {
+  return cuda::registry_choices(search, recorded);
 }
 
 }  // namespace petra

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "compute/backend.hpp"
 #include "compute/cuda/dnn_descriptors.hpp"
@@ -36,12 +37,16 @@ struct bf16_buffer {
 /// import (handover.cpp); every copy to or from the host goes through pinned memory.
 class cuda_backend final : public backend {
  public:
-  cuda_backend(int device_index, math_precision precision, bool deterministic);
+  cuda_backend(int device_index, math_precision precision, bool deterministic,
+               conv_search search = conv_search::automatic,
+               std::shared_ptr<const conv_algorithm_table> recorded = nullptr);
   ~cuda_backend() override;
 
   device where() const override { return device{device_type::cuda, index_}; }
   std::string name() const override;
   cudaStream_t stream() const;
+  /// How its convolutions choose algorithms (search resolved against determinism).
+  const cuda::conv_policy& conv_policy() const { return policy_; }
   /// Convolution shapes seen so far (each with its descriptors and algorithms).
   std::size_t conv_plans() const { return dnn_.conv_plans(); }
   int64_t device_bytes_in_use() const override;
@@ -106,9 +111,14 @@ class cuda_backend final : public backend {
   float softmax_cross_entropy_impl(const tensor& logits, const std::vector<int32_t>& labels, tensor* dlogits,
                                    int64_t* correct) override;
 
+  // loss.cpp
+  deferred_loss softmax_cross_entropy_deferred_impl(const tensor& logits, const std::vector<int32_t>& labels,
+                                                    tensor* dlogits) override;
+
   // sgd.cpp
   void sgd_update_impl(tensor& w, const tensor& grad, tensor& momentum_buffer,
                        const sgd_update_params& p) override;
+  void sgd_step_impl(const std::vector<sgd_target>& targets, const sgd_update_params& p) override;
 
   /// Makes this backend's GPU current on the calling thread (every op starts here).
   void enter() const;
@@ -124,6 +134,8 @@ class cuda_backend final : public backend {
   /// Uninitialised room for `count` bf16 values.
   cuda::bf16_buffer bf16_scratch(int64_t count);
   cuda::conv_plan& conv_plan_for(const shape_t& x_shape, const shape_t& w_shape, conv2d_params p);
+  /// Device scratch for add_channel_sums' partial sums of (n, channels, area) (conv2d.cpp).
+  std::shared_ptr<storage> channel_sum_scratch(int64_t n, int64_t channels, int64_t area);
 
   // conv2d_bf16.cpp: the convolutions in bf16 on tensor cores (the *_impl ops' bf16 branch).
   tensor conv2d_forward_bf16(const tensor& x, const tensor& w, const tensor& b, conv2d_params p);
@@ -153,6 +165,9 @@ class cuda_backend final : public backend {
   std::unique_ptr<cuda::device_context> context_;
   cuda::dnn_cache dnn_;
   std::map<int, bool> reachable_;  // by consumer GPU
+  // sgd_step's table on the device (sgd.cpp), and the bytes it was uploaded from.
+  std::shared_ptr<cuda::device_storage> sgd_table_;
+  std::vector<char> sgd_table_bytes_;
 };
 
 }  // namespace petra

@@ -12,8 +12,8 @@ namespace {
 
 int extent(int64_t v) { return to_int("cudnn descriptor", "an extent", v); }
 
-/// Why `c` is refused under `policy` ("" when it qualifies); `tf32_only`: it would qualify but
-/// for its TF32 math while TF32 is off.
+}  // namespace
+
 std::string refusal(conv_direction d, const algorithm_candidate& c, const conv_policy& policy,
                     bool* tf32_only) {
   *tf32_only = false;
@@ -26,18 +26,6 @@ std::string refusal(conv_direction d, const algorithm_candidate& c, const conv_p
   if (!policy.tf32 && !policy.bf16 && c.math == CUDNN_TENSOR_OP_MATH) *tf32_only = true;
   return "";
 }
-
-template <typename perf_t>
-std::vector<algorithm_candidate> candidates_of(const std::vector<perf_t>& results, int returned) {
-  std::vector<algorithm_candidate> out;
-  for (int i = 0; i < returned && i < static_cast<int>(results.size()); ++i) {
-    const perf_t& r = results[static_cast<std::size_t>(i)];
-    out.push_back({static_cast<int>(r.algo), r.status, r.memory, r.determinism, r.mathType});
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string conv_geometry::str() const {
   std::ostringstream out;
@@ -190,46 +178,39 @@ conv_algorithm pick_algorithm(conv_direction d, const std::vector<algorithm_cand
   throw std::runtime_error(message);
 }
 
-namespace {
-
 cudnnMathType_t query_math(const conv_policy& policy) {
   if (policy.bf16) return CUDNN_TENSOR_OP_MATH;
   return policy.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 }
 
-}  // namespace
-
-conv_algorithm choose_forward(cudnnHandle_t handle, const conv_plan& plan, const conv_policy& policy) {
+std::vector<algorithm_candidate> heuristic_candidates(cudnnHandle_t handle, const conv_plan& plan,
+                                                      const conv_policy& policy, conv_direction d) {
   plan.conv.set_math(query_math(policy));
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> results(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
   int returned = 0;
-  PETRA_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, plan.x.get(), plan.w.get(), plan.conv.get(),
-                                                          plan.y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                          &returned, results.data()));
-  return pick_algorithm(conv_direction::forward, candidates_of(results, returned), policy, plan.geometry);
-}
-
-conv_algorithm choose_backward_data(cudnnHandle_t handle, const conv_plan& plan, const conv_policy& policy) {
-  plan.conv.set_math(query_math(policy));
-  std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-  int returned = 0;
-  PETRA_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-      handle, plan.w.get(), plan.y.get(), plan.conv.get(), plan.x.get(),
-      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results.data()));
-  return pick_algorithm(conv_direction::backward_data, candidates_of(results, returned), policy,
-                        plan.geometry);
-}
-
-conv_algorithm choose_backward_filter(cudnnHandle_t handle, const conv_plan& plan,
-                                      const conv_policy& policy) {
-  plan.conv.set_math(query_math(policy));
-  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-  int returned = 0;
-  PETRA_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-      handle, plan.x.get(), plan.y.get(), plan.conv.get(), plan.w.get(),
-      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, results.data()));
-  return pick_algorithm(conv_direction::backward_filter, candidates_of(results, returned), policy,
-                        plan.geometry);
+  switch (d) {
+    case conv_direction::forward: {
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> results(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+      PETRA_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+          handle, plan.x.get(), plan.w.get(), plan.conv.get(), plan.y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+          &returned, results.data()));
+      return candidates_of(results, returned);
+    }
+    case conv_direction::backward_data: {
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+      PETRA_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          handle, plan.w.get(), plan.y.get(), plan.conv.get(), plan.x.get(),
+          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results.data()));
+      return candidates_of(results, returned);
+    }
+    case conv_direction::backward_filter: {
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+      PETRA_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          handle, plan.x.get(), plan.y.get(), plan.conv.get(), plan.w.get(),
+          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, results.data()));
+      return candidates_of(results, returned);
+    }
+  }
+  return {};
 }
 
 conv_plan& dnn_cache::conv(const conv_geometry& g) {

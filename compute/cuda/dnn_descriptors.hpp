@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "compute/conv_algorithms.hpp"
 #include "compute/tensor.hpp"
 
 namespace petra::cuda {
@@ -117,6 +118,8 @@ struct conv_policy {
   bool bf16 = false;           // bf16 tensors on tensor cores (fp32 sums), transform-free algorithms only
   bool deterministic = false;  // only algorithms cuDNN marks CUDNN_DETERMINISTIC
   std::size_t max_workspace_bytes = std::size_t{512} << 20;
+  conv_search search = conv_search::heuristic;           // resolved: heuristic or timed
+  std::shared_ptr<const conv_algorithm_table> recorded;  // choices to repeat first (null: none)
 };
 
 /// The math type a call runs with: the algorithm's own with TF32 or bf16, full fp32 FMA otherwise.
@@ -136,7 +139,25 @@ struct algorithm_candidate {
   std::size_t memory = 0;
   cudnnDeterminism_t determinism = CUDNN_DETERMINISTIC;
   cudnnMathType_t math = CUDNN_FMA_MATH;
+  float time_ms = -1.f;  // a timed result's (cudnnFind*): cuDNN's time on the real operands
 };
+
+/// Why `c` is refused under `policy` ("" when it qualifies): it did not run, needs more workspace
+/// than allowed, is not deterministic when asked, down-converts to fp16, or in bf16 transforms its
+/// operands. `tf32_only`: it would qualify but for its TF32 math while TF32 is off.
+std::string refusal(conv_direction d, const algorithm_candidate& c, const conv_policy& policy,
+                    bool* tf32_only);
+
+/// cuDNN's perf results (heuristic or timed), the first `returned`, by direction-neutral fields.
+template <typename perf_t>
+std::vector<algorithm_candidate> candidates_of(const std::vector<perf_t>& results, int returned) {
+  std::vector<algorithm_candidate> out;
+  for (int i = 0; i < returned && i < static_cast<int>(results.size()); ++i) {
+    const perf_t& r = results[static_cast<std::size_t>(i)];
+    out.push_back({static_cast<int>(r.algo), r.status, r.memory, r.determinism, r.mathType, r.time});
+  }
+  return out;
+}
 
 /// The first of `candidates` (best first) that ran, fits the workspace, is deterministic when
 /// asked, does not down-convert to fp16, and in bf16 forms its products directly; with neither
@@ -145,9 +166,14 @@ struct algorithm_candidate {
 conv_algorithm pick_algorithm(conv_direction d, const std::vector<algorithm_candidate>& candidates,
                               const conv_policy& policy, const conv_geometry& g);
 
-conv_algorithm choose_forward(cudnnHandle_t handle, const conv_plan& plan, const conv_policy& policy);
-conv_algorithm choose_backward_data(cudnnHandle_t handle, const conv_plan& plan, const conv_policy& policy);
-conv_algorithm choose_backward_filter(cudnnHandle_t handle, const conv_plan& plan, const conv_policy& policy);
+/// The math type the algorithms of a `policy` backend are looked for with (set on the plan's
+/// convolution descriptor before asking cuDNN): tensor-op math in bf16, cuDNN's default (TF32
+/// allowed) in TF32, FMA otherwise.
+cudnnMathType_t query_math(const conv_policy& policy);
+
+/// cuDNN's heuristic candidates for direction `d` of `plan`, best first (cudnnGet*Algorithm_v7).
+std::vector<algorithm_candidate> heuristic_candidates(cudnnHandle_t handle, const conv_plan& plan,
+                                                      const conv_policy& policy, conv_direction d);
 
 /// Plans by shape, created on first use and kept for the backend's life; convolutions of `conv_data`.
 class dnn_cache {

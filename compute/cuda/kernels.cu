@@ -5,6 +5,7 @@
 #include "compute/cuda/checks.hpp"
 #include "compute/cuda/kernels.hpp"
 #include "compute/cuda/launch.cuh"
+#include "compute/cuda/sgd_math.cuh"
 #include "compute/gaussian.hpp"
 
 namespace petra::cuda::kernels {
@@ -109,24 +110,6 @@ __global__ void add_column_sums_kernel(const float* dy, float* db, int64_t rows,
   }
 }
 
-/// One block per channel; each thread sums a strided share, then a tree in shared memory: the
-/// order is fixed, so the result is deterministic.
-__global__ void add_channel_sums_kernel(const float* dy, float* db, int64_t n, int64_t channels,
-                                        int64_t area) {
-  __shared__ double partial[threads_per_block];
-  const int64_t c = blockIdx.x;
-  double sum = 0;
-  for (int64_t i = threadIdx.x; i < n * area; i += blockDim.x)
-    sum += dy[((i / area) * channels + c) * area + i % area];
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) db[c] = static_cast<float>(db[c] + partial[0]);
-}
-
 __global__ void softmax_cross_entropy_kernel(const float* logits, const int32_t* labels, int64_t n, int64_t k,
                                              float* dlogits, double* row_loss, int32_t* row_hit) {
   PETRA_GRID_STRIDE(i, n) {
@@ -149,6 +132,19 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, const int32_t*
   }
 }
 
+__global__ void loss_totals_kernel(const double* row_loss, const int32_t* row_hit, int64_t n, double* sum,
+                                   int64_t* hits) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  double s = 0;
+  int64_t h = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    s += row_loss[i];
+    h += row_hit[i];
+  }
+  *sum = s;
+  *hits = h;
+}
+
 __global__ void batch_norm_update_running_kernel(const float* mean, const float* inv_std, float* running_mean,
                                                  float* running_var, int64_t channels, double bessel,
                                                  float eps, float momentum) {
@@ -162,17 +158,12 @@ __global__ void batch_norm_update_running_kernel(const float* mean, const float*
 
 __global__ void sgd_plain_kernel(float* w, const float* grad, int64_t count, float lr, float wd,
                                  float scale) {
-  PETRA_GRID_STRIDE(i, count) w[i] -= lr * (scale * grad[i] + wd * w[i]);
+  PETRA_GRID_STRIDE(i, count) w[i] = sgd_plain_element(w[i], grad[i], lr, wd, scale);
 }
 
 __global__ void sgd_momentum_kernel(float* w, const float* grad, float* buffer, int64_t count, float lr,
                                     float mu, float wd, float scale, bool nesterov) {
-  PETRA_GRID_STRIDE(i, count) {
-    const float g = scale * grad[i] + wd * w[i];
-    const float b = mu * buffer[i] + g;
-    buffer[i] = b;
-    w[i] -= lr * (nesterov ? g + mu * b : b);
-  }
+  PETRA_GRID_STRIDE(i, count) sgd_momentum_element(w[i], grad[i], buffer[i], lr, mu, wd, scale, nesterov);
 }
 
 #undef PETRA_GRID_STRIDE
@@ -265,20 +256,18 @@ void add_column_sums(const float* dy, float* db, int64_t rows, int64_t cols, cud
   check_launch("add_column_sums");
 }
 
-void add_channel_sums(const float* dy, float* db, int64_t n, int64_t channels, int64_t area,
-                      cudaStream_t stream) {
-  if (channels == 0) return;
-  add_channel_sums_kernel<<<static_cast<unsigned>(channels), threads_per_block, 0, stream>>>(dy, db, n,
-                                                                                             channels, area);
-  check_launch("add_channel_sums");
-}
-
 void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t n, int64_t k, float* dlogits,
                            double* row_loss, int32_t* row_hit, cudaStream_t stream) {
   if (n == 0) return;
   softmax_cross_entropy_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(logits, labels, n, k, dlogits,
                                                                                 row_loss, row_hit);
   check_launch("softmax_cross_entropy");
+}
+
+void loss_totals(const double* row_loss, const int32_t* row_hit, int64_t n, double* sum, int64_t* hits,
+                 cudaStream_t stream) {
+  loss_totals_kernel<<<1, 1, 0, stream>>>(row_loss, row_hit, n, sum, hits);
+  check_launch("loss_totals");
 }
 
 void batch_norm_update_running(const float* mean, const float* inv_std, float* running_mean,

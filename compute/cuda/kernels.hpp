@@ -43,16 +43,18 @@ void broadcast_rows(const float* b, float* y, int64_t rows, int64_t cols, cudaSt
 /// db[j] += Σ_i dy[i, j], rows summed in order.
 void add_column_sums(const float* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream);
 
-// --- convolution bias -----------------------------------------------------------
-/// db[c] += Σ_{n,i} dy[n, c, i] over (n, channels, area), in double, in a fixed order.
-void add_channel_sums(const float* dy, float* db, int64_t n, int64_t channels, int64_t area,
-                      cudaStream_t stream);
+// (A convolution's bias gradient: channel_sums.hpp.)
 
 // --- loss ----------------------------------------------------------------------
 /// Per row i of logits (n, k): row_loss[i] = logsumexp − logit[label], row_hit[i] = [argmax = label]
 /// (first maximum); dlogits (if not null) = (softmax − onehot)/n. Double arithmetic as the CPU twin.
 void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t n, int64_t k, float* dlogits,
                            double* row_loss, int32_t* row_hit, cudaStream_t stream);
+
+/// *sum = Σ_i row_loss[i] in row order from 0 (double), *hits = Σ_i row_hit[i]: one thread, so
+/// the sum has the bits of the host loop over the same rows.
+void loss_totals(const double* row_loss, const int32_t* row_hit, int64_t n, double* sum, int64_t* hits,
+                 cudaStream_t stream);
 
 // --- batch norm ----------------------------------------------------------------
 /// running ← (1 − m)·running + m·batch, the variance unbiased from the saved 1/sqrt(σ²_B + eps)

@@ -174,3 +174,24 @@ TEST_CASE(
     check_train_refused("ci_smoke", {set, "runtime.mode=lockstep"}, message, out.path / "runs");
   }
 }
+
+TEST_CASE(
+    "runtime.cudnn_algorithms naming a bad file: exit code 2, the file and the problem named, nothing "
+    "written") {
+  scratch_dir out;
+  const std::string bad = (out.path / "cudnn_algorithms.json").string();
+  std::ofstream(bad) << R"({"format": "petra-cudnn-algorithms", "version": 1, "algorithms": [{"device": 0,
+    "direction": "forward", "x": [64, 1, 28, 28], "w": [8, 1, 3, 3], "stride": 1, "padding": 1,
+    "data": "fp32", "math_mode": "fp32", "deterministic": false, "algorithm": 9, "math": "fma",
+    "workspace_bytes": 0}]})";
+  check_train_refused("ci_smoke", {"runtime.cudnn_algorithms=" + bad},
+                      "runtime.cudnn_algorithms: '" + bad + "': algorithms[0].algorithm is 9, outside 0-7",
+                      out.path / "runs");
+  const std::string missing = (out.path / "none.json").string();
+  check_train_refused("ci_smoke", {"runtime.cudnn_algorithms=" + missing},
+                      "runtime.cudnn_algorithms: '" + missing + "': cannot be read", out.path / "runs");
+  const std::string not_json = (out.path / "notes.txt").string();
+  std::ofstream(not_json) << "forward: algorithm 1\n";
+  check_train_refused("ci_smoke", {"runtime.cudnn_algorithms=" + not_json},
+                      "runtime.cudnn_algorithms: '" + not_json + "': is not JSON", out.path / "runs");
+}

@@ -42,9 +42,15 @@ op_case loss_case(const tensor& logits, const std::vector<int32_t>& labels) {
             const float loss = be.softmax_cross_entropy(in[0], labels, &dlogits, &correct);
             const float eval_loss = be.softmax_cross_entropy(in[0], labels, nullptr, &eval_correct);
             const float bare_loss = be.softmax_cross_entropy(in[0], labels, nullptr, nullptr);
-            return op_result{{dlogits},
-                             {loss, static_cast<double>(correct), eval_loss,
-                              static_cast<double>(eval_correct), bare_loss}};
+            // Deferred: the same numbers once read (a GPU sums on the device, in row order too).
+            tensor deferred_dlogits;
+            int64_t deferred_correct = -1;
+            const deferred_loss pending = be.softmax_cross_entropy_deferred(in[0], labels, &deferred_dlogits);
+            const float deferred = pending.get(&deferred_correct);
+            return op_result{
+                {dlogits, deferred_dlogits},
+                {loss, static_cast<double>(correct), eval_loss, static_cast<double>(eval_correct), bare_loss,
+                 deferred, static_cast<double>(deferred_correct), static_cast<double>(deferred) - loss}};
           },
           {parity::rounding}};
 }
@@ -91,6 +97,37 @@ std::vector<op_case> sgd_cases(std::mt19937& rng) {
   return cases;
 }
 
+/// sgd_step over parameters of several shapes, each with its own weight decay, three steps: each
+/// w and buffer, and each gradient zeroed by the step.
+std::vector<op_case> sgd_step_cases(std::mt19937& rng) {
+  const std::vector<shape_t> shapes = {{64, 3, 3, 3}, {64}, {10, 64}, {5000}, {1}};
+  std::vector<op_case> cases;
+  for (const sgd_update_params& p :
+       {sgd_update_params{0.1f, 0.9f, 0.f, true, 0.5f}, sgd_update_params{0.2f, 0.f, 0.f, false, 1.f}}) {
+    std::vector<tensor> inputs;  // per parameter: w, buffer, grad
+    for (const shape_t& s : shapes)
+      for (int k = 0; k < 3; ++k) inputs.push_back(random_host(s, rng));
+    cases.push_back({"sgd_step, three steps over " + std::to_string(shapes.size()) +
+                         " parameters: momentum " + std::to_string(p.momentum),
+                     inputs,
+                     [p, count = shapes.size()](backend& be, std::vector<tensor>& in) {
+                       std::vector<sgd_target> targets;
+                       for (std::size_t i = 0; i < count; ++i)
+                         targets.push_back({&in[3 * i], &in[3 * i + 2], &in[3 * i + 1],
+                                            i % 2 ? 0.f : 5e-4f * static_cast<float>(i + 1)});
+                       for (int step = 0; step < 3; ++step) {
+                         be.sgd_step(targets, p);
+                         // The next step's gradients (the step zeroed them): each w, but the first
+                         // parameter's, which stays zero.
+                         for (std::size_t i = 1; i < count; ++i) be.add_inplace(in[3 * i + 2], in[3 * i]);
+                       }
+                       return op_result{in};
+                     },
+                     {parity::rounding}});
+  }
+  return cases;
+}
+
 }  // namespace
 
 std::vector<op_case> dense_cases() {
@@ -98,6 +135,7 @@ std::vector<op_case> dense_cases() {
   std::vector<op_case> cases = linear_cases(rng);
   for (op_case& c : loss_cases(rng)) cases.push_back(std::move(c));
   for (op_case& c : sgd_cases(rng)) cases.push_back(std::move(c));
+  for (op_case& c : sgd_step_cases(rng)) cases.push_back(std::move(c));
   return cases;
 }
 

@@ -42,3 +42,28 @@ TEST_CASE("a bad argument is refused with the same message by the CPU and a sim 
                          std::invalid_argument);
   }
 }
+
+TEST_CASE("sgd_step refuses a target without its tensors, a tensor stepped twice, and bad shapes") {
+  backend_options options;
+  options.sim = std::make_shared<sim_devices>();
+  for (const device& where : {device{}, device{device_type::sim, 0}}) {
+    auto be = make_backend(where, options);
+    INFO(be->name());
+    tensor w = be->zeros({4, 3}), g = be->zeros({4, 3}), m = be->zeros({4, 3});
+    tensor w2 = be->zeros({5}), g2 = be->zeros({5}), m2 = be->zeros({5}), wrong = be->zeros({3, 4});
+    const sgd_update_params p{0.1f, 0.9f, 0.f, true, 1.f};
+    CHECK_THROWS_WITH_AS(be->sgd_step({{&w, &g, nullptr, 0.f}}, p),
+                         doctest::Contains("sgd_step: targets[0] lacks a tensor"), std::invalid_argument);
+    tensor g3 = be->zeros({4, 3}), m3 = be->zeros({4, 3});
+    CHECK_THROWS_WITH_AS(be->sgd_step({{&w, &g, &m, 0.f}, {&w, &g3, &m3, 0.f}}, p),
+                         doctest::Contains("targets[1] shares a tensor with an earlier target"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(be->sgd_step({{&w2, &g2, &m2, 0.f}, {&w, &wrong, &m, 0.f}}, p),
+                         doctest::Contains("sgd_step: grad (3, 4) and w (4, 3) must have the same shape"),
+                         std::invalid_argument);
+    // Without momentum the buffers are not read: one shared (or undefined) buffer is fine.
+    tensor none;
+    const sgd_update_params plain{0.1f, 0.f, 0.f, false, 1.f};
+    CHECK_NOTHROW(be->sgd_step({{&w, &g, &none, 0.f}, {&w2, &g2, &none, 0.f}}, plain));
+  }
+}

@@ -109,6 +109,13 @@ class recording_backend final : public backend {
                        const sgd_update_params& p) override {
     note("sgd_update").sgd_update(w, grad, momentum_buffer, p);
   }
+  deferred_loss softmax_cross_entropy_deferred_impl(const tensor& logits, const std::vector<int32_t>& labels,
+                                                    tensor* dlogits) override {
+    return note("softmax_cross_entropy_deferred").softmax_cross_entropy_deferred(logits, labels, dlogits);
+  }
+  void sgd_step_impl(const std::vector<sgd_target>& targets, const sgd_update_params& p) override {
+    note("sgd_step").sgd_step(targets, p);
+  }
 
   backend& note(const char* op) {
     called.insert(op);

@@ -59,6 +59,8 @@ void check_same(const run_config& a, const run_config& b) {
   CHECK(a.runtime.overlap_rebuild == b.runtime.overlap_rebuild);
   CHECK(a.runtime.overlap_rebuild_threads == b.runtime.overlap_rebuild_threads);
   CHECK(a.runtime.heartbeat_timeout == b.runtime.heartbeat_timeout);
+  CHECK(a.runtime.cudnn_search == b.runtime.cudnn_search);
+  CHECK(a.runtime.cudnn_algorithms == b.runtime.cudnn_algorithms);
 
   CHECK(a.output.dir == b.output.dir);
   CHECK(a.output.name == b.output.name);
@@ -103,7 +105,9 @@ run_config everything_changed() {
   c.runtime.overlap_rebuild = !runtime_config{}.overlap_rebuild;
   c.runtime.overlap_rebuild_threads = 3;
   c.runtime.heartbeat_timeout = 0.1 + 0.2;  // a fraction of a second, not a round decimal
-  c.output.dir = "";                        // reset below: dir must be non-empty
+  c.runtime.cudnn_search = cudnn_search_mode::timed;
+  c.runtime.cudnn_algorithms = "runs/a run/cudnn_algorithms.json";
+  c.output.dir = "";  // reset below: dir must be non-empty
   c.output.dir = " runs with spaces ";
   c.output.name = "true";  // a string that YAML would read as a bool if unquoted
   c.output.checkpoint_every_steps = 100;
