@@ -32,7 +32,7 @@ struct stage_context {
   bool backward_first = false;  // lockstep, training.tick_order: a tick's backward before its forward
   std::shared_ptr<forward_gradient_stage> fg{};  // training.method forward_gradient: the stage's share
   int64_t fg_link_delay = 0;  // lockstep forward_gradient: ticks injected on its derivatives' round trip
-  std::vector<int> cores{};    // runtime.pin_threads: the cores its compute threads are pinned to, when wired
+  std::vector<int> cores{};   // runtime.pin_threads: the cores its compute threads are pinned to, when wired
   // An OS thread of its own (every stage computes while the others do); false only under CAF's
   // deterministic test scheduler, which runs scheduled actors alone.
   bool own_thread = true;

@@ -104,9 +104,12 @@ void advance(async_self self) {
   try {
     while (run_step(self)) {
     }
-    // Until the next message (or the loss) arrives: with a forward queued, what holds it back is a
-    // window full of micro-batches awaiting backward.
-    mark_idle(c, !c.awaiting_loss && st.forwards.empty());
+    // Until the next message (or the loss) arrives. A window full of micro-batches awaiting backward
+    // waits for a gradient whether or not a forward is queued (at stage 1 the window is the run's
+    // credits: the loader sends nothing either); below it, an empty queue waits for input.
+    const bool window_full =
+        c.ctx.stage_window > 0 && static_cast<int64_t>(c.ctx.compute->outstanding()) >= c.ctx.stage_window;
+    mark_idle(c, !c.awaiting_loss && !window_full && st.forwards.empty());
     // Every micro-batch of the phase passes each stage's backward once, and every evaluation batch
     // its evaluation: then this stage is done.
     if (!c.awaiting_loss && c.backwards_in_phase >= c.plan.micro_batches && c.evals_done >= c.plan.eval_items)

@@ -15,12 +15,12 @@ using clock_type = std::chrono::steady_clock;
 
 /// What the timeline keeps of a stage between two events.
 struct stage_timeline {
-  training::trace_track track;  // this stage's track (empty when not tracing)
-  bool idle = false;              // nothing to compute since idle_since, waiting for...
-  bool waits_for_input = true;  // ...input (else a gradient: stage_report's wait_*_seconds)
+  training::trace_track track;           // this stage's track (empty when not tracing)
+  bool idle = false;                     // nothing to compute since idle_since, waiting for...
+  bool waits_for_input = true;           // ...input (else a gradient: stage_report's wait_*_seconds)
   clock_type::time_point idle_since;     // the wait began (the timeline's span)
   clock_type::time_point counted_until;  // its time up to here is in the stage's wait time
-  int64_t last_micro_batch = 0;  // what the timeline attributes a wait to
+  int64_t last_micro_batch = 0;          // what the timeline attributes a wait to
 };
 
 /// A phase starts: the stage's track, made once (when the process traces), and no wait open.

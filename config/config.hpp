@@ -152,7 +152,7 @@ struct training_config {
 
 /// How the model's blocks (stem, each coupling/downsampling block, head) are cut into stages.
 struct pipeline_config {
-  std::vector<int> stage_blocks;     // blocks per stage, in order; empty = one block per stage
+  std::vector<int> stage_blocks;  // blocks per stage, in order; empty = one block per stage
   // With stage_blocks empty: cut the model into this many stages by each block's measured cost
   // (training/cost_partition.hpp; the run's config.yaml records the cut); 0 = one block per stage.
   int stages = 0;

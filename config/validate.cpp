@@ -201,12 +201,14 @@ void validate_pipeline(const pipeline_config& pipeline, const node_map& nodes, c
                  "the number of stages to cut the model into by measured cost; 0 = pipeline.stage_blocks");
   if (pipeline.stages > 0) {
     if (!pipeline.stage_blocks.empty())
-      check.fail("pipeline.stages", "is " + std::to_string(pipeline.stages) + " and pipeline.stage_blocks " +
-                                        check.where("pipeline.stage_blocks") +
-                                        " is given too: give the cut, or the number of stages to cut by cost");
-    for (const auto& [key, size] : {std::pair<const char*, std::size_t>{"pipeline.devices", pipeline.devices.size()},
-                                    {"pipeline.threads", pipeline.threads.size()},
-                                    {"pipeline.nodes", pipeline.nodes.size()}})
+      check.fail("pipeline.stages",
+                 "is " + std::to_string(pipeline.stages) + " and pipeline.stage_blocks " +
+                     check.where("pipeline.stage_blocks") +
+                     " is given too: give the cut, or the number of stages to cut by cost");
+    for (const auto& [key, size] :
+         {std::pair<const char*, std::size_t>{"pipeline.devices", pipeline.devices.size()},
+          {"pipeline.threads", pipeline.threads.size()},
+          {"pipeline.nodes", pipeline.nodes.size()}})
       if (size != 0 && size != static_cast<std::size_t>(pipeline.stages))
         check.fail(key, "has " + std::to_string(size) + " entries but pipeline.stages " +
                             check.where("pipeline.stages") + " is " + std::to_string(pipeline.stages) +

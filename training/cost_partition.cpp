@@ -52,7 +52,8 @@ std::vector<double> measure_block_costs(const config::run_config& c, int threads
     whole.pipeline.stages = 0;
     return stage_sizes(whole).size();
   }();
-  const config::device_spec where = c.pipeline.devices.empty() ? config::device_spec{} : c.pipeline.devices[0];
+  const config::device_spec where =
+      c.pipeline.devices.empty() ? config::device_spec{} : c.pipeline.devices[0];
   one.pipeline.stage_blocks.clear();
   one.pipeline.stages = 0;
   one.pipeline.devices.assign(blocks, where);
@@ -81,7 +82,8 @@ std::vector<double> measure_block_costs(const config::run_config& c, int threads
       for (int64_t i = 0; i < images.numel(); ++i) px[i] = pixel(rng);
       mb.images = activation{images, {}};
       mb.labels.resize(static_cast<std::size_t>(one.training.micro_batch));
-      for (int32_t& l : mb.labels) l = static_cast<int32_t>(rng() % static_cast<uint32_t>(one.model.num_classes));
+      for (int32_t& l : mb.labels)
+        l = static_cast<int32_t>(rng() % static_cast<uint32_t>(one.model.num_classes));
       return true;
     });
   };
@@ -101,12 +103,14 @@ std::vector<std::string> resolve_measured_partition(config::run_config& c) {
   const int cores = usable_cores();
   // Each block timed on the threads a stage of the cut will have (the default split, or stage 1's).
   config::run_config cut = c;
-  cut.pipeline.stage_blocks.assign(static_cast<std::size_t>(stages), 1);
+  cut.pipeline.stages = 0;
+  const std::size_t blocks = stage_sizes(cut).size();  // one block per stage
+  if (static_cast<std::size_t>(stages) > blocks)
+    throw config::config_error("pipeline.stages = " + std::to_string(stages) + " but the model has " +
+                               std::to_string(blocks) + " blocks: give at most that many stages");
+  cut.pipeline.stage_blocks = partition_by_cost(std::vector<double>(blocks, 1.0), stages);
   const int threads = stage_threads(cut, 0, cores);
   const std::vector<double> costs = measure_block_costs(c, threads, 4);
-  if (static_cast<int>(costs.size()) < stages)
-    throw config::config_error("pipeline.stages = " + std::to_string(stages) + " but the model has " +
-                               std::to_string(costs.size()) + " blocks: give at most that many stages");
   c.pipeline.stage_blocks = partition_by_cost(costs, stages);
   c.pipeline.stages = 0;
   std::string cost_text, cut_text;
@@ -124,11 +128,12 @@ std::vector<std::string> resolve_measured_partition(config::run_config& c) {
     cost_text += ms;
   }
   char balance[160];
-  std::snprintf(balance, sizeof balance, "the busiest stage %.1f ms per micro-batch, the mean %.1f ms (at most %.2f× one stage)",
+  std::snprintf(balance, sizeof balance,
+                "the busiest stage %.1f ms per micro-batch, the mean %.1f ms (at most %.2f× one stage)",
                 1000 * busiest, 1000 * total / stages, total / busiest);
   return {"pipeline.stages " + std::to_string(stages) + ": blocks per stage [" + cut_text +
-              "] by measured cost (ms per micro-batch of each block on " + std::to_string(threads) + " thread" +
-              (threads == 1 ? "" : "s") + ": " + cost_text + ")",
+              "] by measured cost (ms per micro-batch of each block on " + std::to_string(threads) +
+              " thread" + (threads == 1 ? "" : "s") + ": " + cost_text + ")",
           std::string("  ") + balance};
 }
 

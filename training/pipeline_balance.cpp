@@ -26,11 +26,12 @@ std::optional<pipeline_balance> balance_of(const std::vector<stage_record>& stag
 
 std::string balance_text(const pipeline_balance& b) {
   char text[256];
-  std::snprintf(text, sizeof text,
-                "pipeline: busiest stage %d (busy %.0f %%): ideal %.0f img/s, efficiency %.0f %%; the stages' "
-                "compute is %.1f × the busiest's",
-                b.busiest_stage, 100 * b.busiest_fraction, b.ideal_images_per_s, 100 * b.efficiency,
-                b.compute_over_busiest);
+  std::snprintf(
+      text, sizeof text,
+      "pipeline: busiest stage %d (busy %.0f %%): ideal %.0f img/s, efficiency %.0f %%; the stages' "
+      "compute is %.1f × the busiest's",
+      b.busiest_stage, 100 * b.busiest_fraction, b.ideal_images_per_s, 100 * b.efficiency,
+      b.compute_over_busiest);
   return text;
 }
 

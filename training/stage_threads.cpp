@@ -59,12 +59,11 @@ std::vector<int> stage_cores(const config::run_config& c, std::size_t j, int cor
 void check_stage_threads(const config::run_config& c, int cores) {
   for (std::size_t j = 0; j < c.pipeline.threads.size(); ++j)
     if (on_cpu(c, j) && local(c, j) && c.pipeline.threads[j] > cores)
-      throw config::config_error("pipeline.threads[" + std::to_string(j) + "] = " +
-                                 std::to_string(c.pipeline.threads[j]) + " (stage " + std::to_string(j + 1) +
-                                 ") asks for more compute threads than this machine's " +
-                                 plural(static_cast<std::size_t>(cores), "core") +
-                                 ": give at most " + std::to_string(cores) +
-                                 ", or leave pipeline.threads empty to split the cores over the stages");
+      throw config::config_error(
+          "pipeline.threads[" + std::to_string(j) + "] = " + std::to_string(c.pipeline.threads[j]) +
+          " (stage " + std::to_string(j + 1) + ") asks for more compute threads than this machine's " +
+          plural(static_cast<std::size_t>(cores), "core") + ": give at most " + std::to_string(cores) +
+          ", or leave pipeline.threads empty to split the cores over the stages");
 }
 
 std::vector<std::string> describe_stage_threads(const config::run_config& c, int cores) {
@@ -81,14 +80,17 @@ std::vector<std::string> describe_stage_threads(const config::run_config& c, int
   }
   std::vector<std::string> out;
   if (local_cpu == 0) return out;
-  const std::string each = least == most ? std::to_string(least) : std::to_string(least) + "-" + std::to_string(most);
-  std::string line = "compute threads: " + plural(local_cpu, "CPU stage") + " × " + each + " thread" +
-                     (most == 1 ? "" : "s") + " on " + plural(static_cast<std::size_t>(cores), "core") +
-                     (c.pipeline.threads.empty() ? " (pipeline.threads not set: the cores split over the stages)"
-                                                 : " (pipeline.threads)");
+  const std::string each =
+      least == most ? std::to_string(least) : std::to_string(least) + "-" + std::to_string(most);
+  std::string line =
+      "compute threads: " + plural(local_cpu, "CPU stage") + " × " + each + " thread" +
+      (most == 1 ? "" : "s") + " on " + plural(static_cast<std::size_t>(cores), "core") +
+      (c.pipeline.threads.empty() ? " (pipeline.threads not set: the cores split over the stages)"
+                                  : " (pipeline.threads)");
   if (c.runtime.pin_threads) line += ", each stage pinned to cores of its own";
+  if (c.pipeline.threads.empty() && total > cores) line += "; more stages than cores: they take turns";
   out.push_back(line);
-  if (total > cores)
+  if (!c.pipeline.threads.empty() && total > cores)
     out.push_back("warning: the CPU stages ask for " + std::to_string(total) + " compute threads on " +
                   plural(static_cast<std::size_t>(cores), "core") +
                   ": they will share cores and wait for each other (pipeline.threads summing to at most " +

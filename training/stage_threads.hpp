@@ -31,7 +31,8 @@ std::vector<int> stage_cores(const config::run_config& c, std::size_t j, int cor
 void check_stage_threads(const config::run_config& c, int cores);
 
 /// The lines a run prints at its start about its compute threads: the split (and whether it was the
-/// default), and a warning when the local CPU stages ask for more threads than there are cores.
+/// default), and a warning when pipeline.threads asks for more threads on the local CPU stages than
+/// there are cores.
 std::vector<std::string> describe_stage_threads(const config::run_config& c, int cores);
 
 }  // namespace petra

@@ -2,6 +2,8 @@
 // barrier that only J forwards running at once can pass. On a scheduler of fewer threads than J
 // (CPU stages scheduled on CAF's workers) the first forwards hold every worker and the others never
 // start: the barrier gives up, and the test fails.
+#include "training/stage_threads.hpp"
+
 #include <doctest/doctest.h>
 
 #include <caf/all.hpp>
@@ -14,7 +16,6 @@
 #include "actors/stage_actor.hpp"
 #include "compute/cpu/pinning.hpp"
 #include "tests/skip.hpp"
-#include "training/stage_threads.hpp"
 
 using namespace petra;
 using namespace petra::messages;
@@ -80,25 +81,28 @@ TEST_CASE("J stages on a scheduler of 2 threads compute at the same time: a barr
       devices.push_back(std::shared_ptr<backend>(make_cpu_backend(1)));
       std::vector<std::unique_ptr<block>> blocks;
       blocks.push_back(std::make_unique<barrier_block>(at, passed));
-      auto compute = std::make_shared<stage>(j, std::move(blocks), *devices.back(), optimizer_settings{},
+      auto compute = std::make_shared<stage>(0, std::move(blocks), *devices.back(), optimizer_settings{},
                                              stage_options{});
-      actors.push_back(spawn_stage_actor(sys, stage_context{devices.back(), compute, j, mode}));
-      stage_links links;  // each stage alone, its output to the test: only the barrier joins them
+      // Each a first stage of two whose output goes to the test: only the barrier joins them.
+      actors.push_back(spawn_stage_actor(sys, stage_context{devices.back(), compute, 0, mode}));
+      stage_links links;
       links.next = caf::actor_cast<forward_sink>(me);
       links.loader = caf::actor_cast<loader_actor>(me);
       links.coordinator = caf::actor_cast<coordinator_actor>(me);
-      links.count = stages;
+      links.count = 2;
       coordinator->request(actors.back(), std::chrono::seconds(30), links)
           .receive([](wire_atom) {}, [&](caf::error& e) { FAIL(sys.render(e)); });
-      coordinator->request(actors.back(), std::chrono::seconds(30), plan_atom_v, phase_plan{1, 1, 1, 0})
+      // Lockstep: tick 0's forward is sent stamped tick 1, inside a phase of 2 ticks.
+      coordinator->request(actors.back(), std::chrono::seconds(30), plan_atom_v, phase_plan{1, 1, 2, 0})
           .receive([](plan_atom) {}, [&](caf::error& e) { FAIL(sys.render(e)); });
     }
     for (auto& s : actors)
       coordinator->send(s, forward_data{stamp{0, 0, 0, -1}, activation{tensor::zeros({2, 1, 2, 2}), {}}});
     int forwarded = 0;
-    for (int i = 0; i < 4 * stages && forwarded < stages; ++i)
-      coordinator->receive([&](forward_data&) { ++forwarded; }, [](caf::message&) {},
-                           caf::after(std::chrono::seconds(90)) >> [] {});
+    bool timed_out = false;  // other messages (credits, reports) stay in the mailbox, unread
+    while (forwarded < stages && !timed_out)
+      coordinator->receive([&](forward_data&) { ++forwarded; },
+                           caf::after(std::chrono::seconds(90)) >> [&] { timed_out = true; });
     CHECK(forwarded == stages);
     CHECK(at->arrived() == stages);
     CHECK(passed->load() == stages);  // all J forwards were waiting at the barrier at once

@@ -1,11 +1,12 @@
 // The cut by measured cost: the smallest busiest stage any cut into J consecutive stages has, a
 // function of the recorded costs alone; the blocks measured as a stage computes them.
+#include "training/cost_partition.hpp"
+
 #include <doctest/doctest.h>
 
 #include <numeric>
 
 #include "config/config.hpp"
-#include "training/cost_partition.hpp"
 #include "training/setup.hpp"
 
 using namespace petra;
@@ -55,7 +56,8 @@ TEST_CASE("a cut by cost makes the busiest stage as light as any cut can") {
   CHECK_THROWS_AS(partition_by_cost(costs, 0), std::invalid_argument);
 }
 
-TEST_CASE("pipeline.stages: the model's blocks measured, cut into that many stages, recorded as stage_blocks") {
+TEST_CASE(
+    "pipeline.stages: the model's blocks measured, cut into that many stages, recorded as stage_blocks") {
   config::run_config c = config::load_config("ci_smoke", {"pipeline.stages=2", "training.micro_batch=4"});
   const std::vector<double> costs = measure_block_costs(c, 1, 2);
   REQUIRE(costs.size() == stage_sizes(config::load_config("ci_smoke")).size());

@@ -1,17 +1,20 @@
 // The stages' compute threads: the machine's cores split over the CPU stages by default, given
 // counts kept, impossible ones refused, pinned cores consecutive per stage.
+#include "training/stage_threads.hpp"
+
 #include <doctest/doctest.h>
 
 #include "config/config.hpp"
 #include "training/setup.hpp"
-#include "training/stage_threads.hpp"
 
 using namespace petra;
 
 namespace {
 
 /// The default preset: fashion_small cut one block per stage, J = 8.
-config::run_config preset(const std::vector<std::string>& sets = {}) { return config::load_config("default", sets); }
+config::run_config preset(const std::vector<std::string>& sets = {}) {
+  return config::load_config("default", sets);
+}
 
 std::vector<int> threads_of(const config::run_config& c, int cores) {
   std::vector<int> out;
@@ -53,8 +56,8 @@ TEST_CASE("pipeline.threads given: kept; more than the cores on a stage of this 
     CHECK(what.find("4 cores") != std::string::npos);
   }
   // A stage on another node has that machine's cores: not refused here.
-  const auto remote = preset({"pipeline.stage_blocks=[4,4]", "pipeline.threads=[3,64]",
-                              "pipeline.nodes=[local,127.0.0.1:7001]"});
+  const auto remote = preset(
+      {"pipeline.stage_blocks=[4,4]", "pipeline.threads=[3,64]", "pipeline.nodes=[local,127.0.0.1:7001]"});
   CHECK_NOTHROW(check_stage_threads(remote, 4));
 }
 
@@ -63,7 +66,12 @@ TEST_CASE("the start lines say the split, and warn when the stages ask for more 
   REQUIRE(lines.size() == 1);
   CHECK(mentions(lines, "8 CPU stages × 2 threads on 16 cores"));
   CHECK(mentions(lines, "pipeline.threads not set"));
-  const auto over = describe_stage_threads(preset({"pipeline.stage_blocks=[4,4]", "pipeline.threads=[2,2]"}), 2);
+  const auto shared = describe_stage_threads(preset(), 2);  // the default never warns: it is no one's ask
+  REQUIRE(shared.size() == 1);
+  CHECK(mentions(shared, "8 CPU stages × 1 thread on 2 cores"));
+  CHECK(mentions(shared, "more stages than cores: they take turns"));
+  const auto over =
+      describe_stage_threads(preset({"pipeline.stage_blocks=[4,4]", "pipeline.threads=[2,2]"}), 2);
   REQUIRE(over.size() == 2);
   CHECK(mentions(over, "2 CPU stages × 2 threads on 2 cores (pipeline.threads)"));
   CHECK(mentions(over, "ask for 4 compute threads on 2 cores"));
