@@ -66,9 +66,9 @@ draw() {  # draw DIR: scaling.png from DIR/results.tsv (images/s against J, one 
     echo "set logscale x 2; set xrange [0.8:12]"
     for m in default revnet18; do
       grep -q "^$m	" "$dir/results.tsv" || continue
-      awk -F'\t' -v m="$m" '$1 == m && $2 == "backprop" && $5 == "1" && $8 == "one" {print $4, $9}' "$dir/results.tsv" | sort -n >"$dir/$m-backprop.dat"
-      awk -F'\t' -v m="$m" '$1 == m && $2 == "petra" && $8 == "one" && $7 == "off" {print $3, $9, $11}' "$dir/results.tsv" | sort -n >"$dir/$m-petra.dat"
-      awk -F'\t' -v m="$m" '$1 == m && $2 == "delayed" && $8 == "one" {print $3, $9}' "$dir/results.tsv" | sort -n >"$dir/$m-delayed.dat"
+      awk -F'\t' -v m="$m" '$1 == m && $2 == "backprop" && $3 == "1" && $8 == "one" && $9 != "-" {print $4, $9}' "$dir/results.tsv" | sort -n >"$dir/$m-backprop.dat"
+      awk -F'\t' -v m="$m" '$1 == m && $2 == "petra" && $8 == "one" && $7 == "false" && $9 != "-" {print $3, $9, $11}' "$dir/results.tsv" | sort -n >"$dir/$m-petra.dat"
+      awk -F'\t' -v m="$m" '$1 == m && $2 == "delayed" && $8 == "one" && $9 != "-" {print $3, $9}' "$dir/results.tsv" | sort -n >"$dir/$m-delayed.dat"
       local all base
       all=$(awk -v c="$cores" '$1 == c {print $2}' "$dir/$m-backprop.dat" | head -1)
       echo "set title '$m: N = $cores cores'"
