@@ -103,7 +103,8 @@ struct cpu_reference {
 
 cpu_reference cpu_reference_run(const std::vector<std::string>& extra = {}) {
   cpu_reference r;
-  r.run = train_once(gpu_config("lockstep", "", "", "", extra), micro_batches);
+  // One thread per stage, said: left empty, the stages would split the machine's cores.
+  r.run = train_once(gpu_config("lockstep", "", "", "[1,1,1,1,1,1,1,1]", extra), micro_batches);
   const trained two_threads =
       train_once(gpu_config("lockstep", "", "", "[2,2,2,2,2,2,2,2]", extra), micro_batches);
   std::string worst;
