@@ -19,8 +19,8 @@ int run_cli(int argc, char** argv) {
   auto* resume_opt =
       train_cmd->add_option("--resume", train.resume, "Continue the run in this run directory");
   config_opt->excludes(resume_opt);
-  train_cmd->add_option("--stop-after-epoch", train.stop_after_epoch,
-                        "Stop after this epoch (checkpointed; continue with --resume)");
+  auto* stop_opt = train_cmd->add_option("--stop-after-epoch", train.stop_after_epoch,
+                                         "Stop after this epoch (checkpointed; continue with --resume)");
   train_cmd->add_option("--set", train.sets, "Override a config value, e.g. --set training.epochs=10")
       ->allow_extra_args(false);
   std::string choices = "Named choices of the config (--set KEY=NAME):\n";
@@ -108,6 +108,12 @@ int run_cli(int argc, char** argv) {
   if (*train_cmd) {
     if (train.config.empty() && train.resume.empty()) {
       std::cerr << "petra train: give a config (file or preset) or --resume <run-dir>\n";
+      return 2;
+    }
+    // 0 would mean no stop (the option left out): a value given must name an epoch.
+    if (stop_opt->count() > 0 && train.stop_after_epoch < 1) {
+      std::cerr << "petra train: --stop-after-epoch " << train.stop_after_epoch
+                << ": expected an epoch (1 or more); leave the flag out to train to the end\n";
       return 2;
     }
     if (trace) train.sets.push_back("output.trace=true");

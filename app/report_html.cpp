@@ -54,7 +54,10 @@ std::string micro_batches(const run_data& run) {
   if (!run.summary || !run.summary->micro_batches) return "—";
   const accounting& a = *run.summary->micro_batches;
   auto count = [](int64_t n) { return std::to_string(n); };
-  return count(a.completed) + " / " + count(a.replayed) + " / " + count(a.restarts);
+  // A resumed run's counts are its last process's: what earlier ones completed is said beside them.
+  const std::string before =
+      a.completed_before_resume > 0 ? " (+" + count(a.completed_before_resume) + " before the resume)" : "";
+  return count(a.completed) + before + " / " + count(a.replayed) + " / " + count(a.restarts);
 }
 
 void summary_table(std::ostream& out, const std::vector<run_data>& runs) {
@@ -63,7 +66,7 @@ void summary_table(std::ostream& out, const std::vector<run_data>& runs) {
          "<th>micro-batches completed / replayed / restarts</th><th>failures</th></tr>\n";
   for (size_t r = 0; r < runs.size(); ++r) {
     const run_data& run = runs[r];
-    const bool done = run.summary.has_value();
+    const bool done = run.summary.has_value() && !run.summary->failed();
     const std::string wall =
         done && run.summary->wall_seconds ? fixed(*run.summary->wall_seconds, 1) + " s" : "—";
     const auto images = done ? run.summary->images_per_s : run.epochs.back().images_per_s;
@@ -80,6 +83,10 @@ void summary_table(std::ostream& out, const std::vector<run_data>& runs) {
     if (!run.summary)
       out << "<p class=\"missing\">" << html_escape(run.name)
           << ": no summary line: the run did not finish; its last epoch is shown.</p>\n";
+    else if (run.summary->failed())
+      out << "<p class=\"missing\">" << html_escape(run.name) << ": the run failed ("
+          << html_escape(run.summary->what.value_or("no reason given"))
+          << "); its last epoch is shown.</p>\n";
     for (const auto& what : run.failures)
       out << "<p class=\"missing\">" << html_escape(run.name) << ": failure: " << html_escape(what)
           << "</p>\n";

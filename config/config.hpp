@@ -303,6 +303,15 @@ std::vector<std::pair<std::string, std::string>> choice_keys();
 /// The resolved config as YAML, loadable again by load_config.
 std::string to_yaml(const run_config& config);
 
+/// A key whose value differs between two configs; each value as to_yaml writes it.
+struct key_change {
+  std::string key;  // "training.epochs"; "nodes" for the map of named nodes as a whole
+  std::string before, after;
+};
+
+/// Every key whose value differs between `before` and `after`, in the layout's order.
+std::vector<key_change> changed_keys(const run_config& before, const run_config& after);
+
 /// The address a pipeline.nodes or pipeline.spare_nodes entry stands for: "local" → "local",
 /// host:port → itself, a name of `config.nodes` → that node's address. Throws config_error naming
 /// the entry and the known names otherwise.

@@ -103,7 +103,38 @@ void write_section(std::ostringstream& out, const section& s, const std::string&
   }
 }
 
+/// The fields of `a` and `b` (the same layout over two configs) whose written values differ.
+void compare_section(const section& a, const section& b, const std::string& path,
+                     std::vector<key_change>& out) {
+  for (std::size_t i = 0; i < a.fields.size(); ++i) {
+    const auto text = [](const field& f) {
+      return std::visit([](auto* value) { return format(*value); }, f.value);
+    };
+    const std::string before = text(a.fields[i]), after = text(b.fields[i]);
+    if (before != after) out.push_back({join_path(path, a.fields[i].key), before, after});
+  }
+  for (std::size_t i = 0; i < a.sections.size(); ++i) {
+    const section &x = a.sections[i], &y = b.sections[i];
+    const std::string key = join_path(path, x.key);
+    if (x.entries == nullptr) {
+      compare_section(x, y, key, out);
+      continue;
+    }
+    std::ostringstream before, after;  // the named nodes: one value, as written
+    write_entries(before, x, "");
+    write_entries(after, y, "");
+    if (before.str() != after.str()) out.push_back({key, before.str(), after.str()});
+  }
+}
+
 }  // namespace
+
+std::vector<key_change> changed_keys(const run_config& before, const run_config& after) {
+  run_config a = before, b = after;  // schema() points into mutable configs; comparing changes neither
+  std::vector<key_change> out;
+  compare_section(schema(a), schema(b), "", out);
+  return out;
+}
 
 std::string to_yaml(const run_config& config) {
   run_config copy = config;  // schema() points into a mutable config; writing never changes it

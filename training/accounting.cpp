@@ -30,6 +30,13 @@ void accounting::add_failure(const run_failure& failure, int64_t kept, int64_t u
   recovery_seconds += seconds;
 }
 
+void accounting::add_given_up(const run_failure& failure, int64_t kept) {
+  completed += kept;
+  const fault_counts sum = total(failure.faults);
+  faults_injected += sum.injected();
+  duplicates_discarded += sum.duplicates_discarded;
+}
+
 void accounting::add_local(const local_recovery& r) {
   lost += r.lost;
   reissued += r.reissued;
@@ -54,6 +61,21 @@ nlohmann::json local_recovery_line(const local_recovery& r, int epoch, int64_t p
   line.reissued_micro_batches = r.reissued;
   line.recovery_seconds = r.seconds;
   return json_record::write(line);
+}
+
+rollback_record rollback_line(const run_failure& failure, int epoch, int64_t position, int attempt) {
+  rollback_record line;
+  line.epoch = epoch;
+  line.position = position;
+  line.kind = to_string(failure.kind());
+  if (failure.stage() >= 0) line.stage = failure.stage() + 1;
+  line.tick = failure.tick();
+  line.what = failure.what();
+  line.attempt = attempt;
+  if (failure.completed >= 0) line.completed_before_failure = failure.completed;
+  line.faults_injected = total(failure.faults).injected();
+  line.duplicates_discarded = total(failure.faults).duplicates_discarded;
+  return line;
 }
 
 void accounting::print() const {

@@ -25,6 +25,9 @@ struct accounting {
   int64_t lost = 0;             // cancelled in stage-local recoveries: never completed
   int64_t reissued = 0;         // cancelled in stage-local recoveries, sent again and completed then
   int64_t local_recoveries = 0;
+  // A resumed run: micro-batches of the run that earlier processes completed (the others count this
+  // process's only).
+  int64_t completed_before_resume = 0;
 
   /// A phase that succeeded, with its per-stage fault counts.
   void add_phase(int64_t completed_micro_batches, const std::vector<fault_counts>& faults);
@@ -32,6 +35,9 @@ struct accounting {
   /// `kept` of its completed micro-batches precede the point it restarts from (a snapshot), the
   /// `undone` others are undone.
   void add_failure(const run_failure& failure, int64_t kept, int64_t undone, int64_t count, double seconds);
+  /// A failed attempt after which the run gave up: its `kept` completed micro-batches precede the
+  /// restore point a resume continues from.
+  void add_given_up(const run_failure& failure, int64_t kept);
   /// A stage-local recovery (it ends no attempt).
   void add_local(const local_recovery& r);
   nlohmann::json json() const;
@@ -53,6 +59,7 @@ void describe(Fields& f, accounting& a) {
   f("lost", a.lost, presence::optional);
   f("reissued", a.reissued, presence::optional);
   f("local_recoveries", a.local_recoveries, presence::optional);
+  f("completed_before_resume", a.completed_before_resume, presence::optional);
 }
 
 /// The `{"event":"failure"}` line of a stage-local recovery (it ends no attempt).
@@ -85,7 +92,8 @@ void describe(Fields& f, local_recovery_record& r) {
   f("recovery_seconds", r.recovery_seconds);
 }
 
-/// The `{"event":"failure"}` line of a failed attempt that rolled every stage back and replays.
+/// The `{"event":"failure"}` line of a failed attempt that rolled every stage back and replays, or
+/// after which the run gave up (faults.max_restarts reached, or the rollback itself failed).
 struct rollback_record {
   int epoch = 0;
   int64_t position = 0;  // the phase's first micro-batch in its epoch
@@ -97,9 +105,10 @@ struct rollback_record {
   std::optional<int64_t> completed_before_failure;  // null when stage 1 was lost (not known)
   int64_t faults_injected = 0, duplicates_discarded = 0;
   double recovery_seconds = 0;
-  std::string restored_from;  // snapshot | checkpoint
-  std::string recovery;       // "global", or "global (why not local)"
+  std::optional<std::string> restored_from;  // snapshot | checkpoint; null when the run gave up
+  std::string recovery;                      // "global", or "global (why not local)"; "none": gave up
   int64_t replayed_micro_batches = 0;
+  std::optional<std::string> gave_up;  // why the run ended here instead of recovering
 };
 
 template <class Fields>
@@ -117,10 +126,15 @@ void describe(Fields& f, rollback_record& r) {
   f("faults_injected", r.faults_injected);
   f("duplicates_discarded", r.duplicates_discarded);
   f("recovery_seconds", r.recovery_seconds);
-  f("restored_from", r.restored_from);
+  f("restored_from", r.restored_from, presence::optional);
   f("recovery", r.recovery);
   f("replayed_micro_batches", r.replayed_micro_batches);
+  f("gave_up", r.gave_up, presence::omitted);
 }
+
+/// The failure line of attempt `attempt` of the phase that started at (epoch, position): what
+/// `failure` says; how the run recovered (or gave up) is the caller's to fill in.
+rollback_record rollback_line(const run_failure& failure, int epoch, int64_t position, int attempt);
 
 /// The metrics line of a stage-local recovery in the phase that started at (epoch, position); the
 /// terminal gets its line too.

@@ -51,22 +51,62 @@ void describe(Fields& f, epoch_record& e) {
   f("compute_over_busiest", e.compute_over_busiest, presence::omitted);
 }
 
-/// The `{"event":"summary"}` line that ends a finished run.
+/// The `{"event":"summary"}` line that ends a run's process: finished, or failed (it gave up).
+/// Figures are this process's: a resumed run's images/s counts what it trained since the resume.
 struct summary_record {
-  std::optional<double> test_accuracy;  // of the last epoch
+  std::optional<std::string> status;    // finished | failed (absent: finished, an older run)
+  std::optional<std::string> what;      // failed: why
+  std::optional<double> test_accuracy;  // of the last epoch this process logged
   std::optional<accounting> micro_batches;
   std::optional<double> wall_seconds, train_seconds, images_per_s;
+  bool failed() const { return status && *status == "failed"; }
 };
 
 template <class Fields>
 void describe(Fields& f, summary_record& s) {
   using json_record::presence;
   f.tag("event", "summary");
+  f("status", s.status, presence::optional);
+  f("what", s.what, presence::omitted);
   f("test_accuracy", s.test_accuracy, presence::optional);
   f("micro_batches", s.micro_batches, presence::optional);
   f("wall_seconds", s.wall_seconds, presence::optional);
   f("train_seconds", s.train_seconds, presence::optional);
   f("images_per_s", s.images_per_s, presence::optional);
+}
+
+/// A key of config.yaml a resume changed (values as config.yaml writes them).
+struct config_change_record {
+  std::string key, from, to;
+};
+
+template <class Fields>
+void describe(Fields& f, config_change_record& c) {
+  f("key", c.key);
+  f("from", c.from);
+  f("to", c.to);
+}
+
+/// The `{"event":"resume"}` line a resumed process writes first: where it continues the run from,
+/// and what its --set overrides changed (config.yaml says the new values from here on).
+struct resume_record {
+  int epoch = 0;                 // the phase it continues: its epoch and first micro-batch there
+  int64_t position = 0;          // (a snapshot's: the phase it was taken in)
+  std::string from;              // checkpoint | snapshot
+  int64_t micro_batch = 0;       // of the run, counted from epoch 1's first: the checkpoint or the cut
+  int64_t completed_before = 0;  // micro-batches of the run completed before it (stage 1's count)
+  std::vector<config_change_record> changed;
+};
+
+template <class Fields>
+void describe(Fields& f, resume_record& r) {
+  f.tag("event", "resume");
+  f("epoch", r.epoch);
+  f("position", r.position);
+  f("from", r.from);
+  f("micro_batch", r.micro_batch);
+  f("completed_before", r.completed_before);
+  f("changed", r.changed);
 }
 
 }  // namespace petra

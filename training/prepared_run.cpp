@@ -10,6 +10,7 @@
 #include "training/cost_partition.hpp"
 #include "training/migration.hpp"
 #include "training/rebalance.hpp"
+#include "training/resume_rules.hpp"
 #include "training/run_dir.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
@@ -19,6 +20,35 @@ namespace petra {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+/// --stop-after-epoch against the run: an epoch of it that this process trains to the end of.
+/// `start`: the micro-batch of the run this process starts from; `phase_end`: where the phase it
+/// resumes inside ends (a snapshot's; else `start`). Throws std::invalid_argument saying why not.
+void check_stop_after_epoch(const train_options& options, const prepared_run& p, int64_t start,
+                            int64_t phase_end) {
+  const int n = options.stop_after_epoch;
+  if (n == 0) return;
+  const std::string flag = "--stop-after-epoch " + std::to_string(n);
+  const int64_t stop = n * p.per_epoch;
+  if (stop <= start)
+    throw std::invalid_argument(flag + ": the run in '" + options.resume + "' is past the end of epoch " +
+                                std::to_string(n) + " already (it continues at micro-batch " +
+                                std::to_string(start) + " of the run, in epoch " +
+                                std::to_string(start / p.per_epoch + 1) +
+                                "); name a later epoch, or leave the flag out to train to the end");
+  if (stop < phase_end) {
+    const int64_t earliest = (phase_end + p.per_epoch - 1) / p.per_epoch;
+    throw std::invalid_argument(
+        flag + ": the snapshot the run resumes from was taken inside a phase that runs on to micro-batch " +
+        std::to_string(phase_end) +
+        " of the run, and the pipeline drains (and can stop) only there: name epoch " +
+        std::to_string(earliest) + " or later, or leave the flag out");
+  }
+}
+
+}  // namespace
+
 prepared_run prepare(const train_options& options, const runtime_factory& make_runtime) {
   prepared_run p;
   const bool resuming = !options.resume.empty();
@@ -27,8 +57,19 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
       (!fs::exists(resume_dir / "config.yaml") || !fs::exists(resume_dir / "checkpoint.safetensors")))
     throw std::invalid_argument("'" + options.resume +
                                 "' is not a run directory with config.yaml and checkpoint.safetensors");
+  const std::string stop_flag = "--stop-after-epoch " + std::to_string(options.stop_after_epoch);
+  if (options.stop_after_epoch < 0)
+    throw std::invalid_argument(stop_flag + ": expected an epoch (1 or more)");
   p.cfg =
       config::load_config(resuming ? (resume_dir / "config.yaml").string() : options.config, options.sets);
+  if (resuming) {  // what the overrides change, checked before anything is loaded or written
+    p.resume_changes =
+        check_resume_changes(config::load_config((resume_dir / "config.yaml").string()), p.cfg);
+    p.resumed_config = p.cfg;
+  }
+  if (options.stop_after_epoch > p.cfg.training.epochs)
+    throw std::invalid_argument(stop_flag + ": the run has " + std::to_string(p.cfg.training.epochs) +
+                                " epoch(s) (training.epochs) and ends after its last anyway");
   check_runtime_supports(p.cfg);
   for (const std::string& line : resolve_measured_partition(p.cfg)) std::printf("%s\n", line.c_str());
   check_stage_lists(p.cfg);
@@ -104,6 +145,17 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
         p.resume_count = number("phase_count");
         p.resume_position = number("global_position");
         p.resume_cut = snap.cut;
+        const int64_t phase_start = (p.epoch - 1) * p.per_epoch + p.position;
+        const int64_t phase_end = phase_start + p.resume_count;
+        if (phase_end > p.cfg.training.epochs * p.per_epoch)  // training.epochs lowered below it
+          throw config::config_error(
+              "training.epochs: the snapshot the run resumes from was taken inside a phase that runs on to "
+              "micro-batch " +
+              std::to_string(phase_end) + " of the run (the end of epoch " +
+              std::to_string((phase_end + p.per_epoch - 1) / p.per_epoch) + "); a resume can keep or raise " +
+              "training.epochs from there, not end the run before it");
+        check_stop_after_epoch(options, p, p.resume_position, phase_end);
+        p.completed_before = phase_start + snap.cut->completed;
         std::printf("resuming from the snapshot before micro-batch %lld of the run (%s)\n",
                     static_cast<long long>(p.resume_position), snap.manifest.c_str());
         return p;
@@ -111,8 +163,21 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
     }
     p.runtime->restore(from);
     if (p.position >= p.per_epoch) p.epoch += 1, p.position = 0;
+    const int done = p.epoch - 1;  // epochs trained to their end
+    if (done > p.cfg.training.epochs)
+      throw config::config_error(
+          "training.epochs: the run in '" + options.resume + "' has trained " + std::to_string(done) +
+          " epochs already, more than " + std::to_string(p.cfg.training.epochs) +
+          "; a resume can keep or raise training.epochs, not end the run before where it is");
     if (p.epoch > p.cfg.training.epochs)
-      throw std::invalid_argument("the run in '" + options.resume + "' is already complete");
+      throw std::invalid_argument("the run in '" + options.resume + "' is already complete (" +
+                                  std::to_string(done) +
+                                  " epochs); to train it on, raise training.epochs: --set training.epochs=" +
+                                  std::to_string(done + 1) + " or more");
+    p.completed_before = checkpointed;
+    check_stop_after_epoch(options, p, checkpointed, checkpointed);
+  } else {
+    check_stop_after_epoch(options, p, 0, 0);
   }
   return p;
 }

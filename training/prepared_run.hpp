@@ -30,7 +30,19 @@ struct prepared_run {
   int64_t resume_count = 0;
   int64_t resume_position = 0;
   trace_window trace;  // output.trace: the micro-batches of the run its timeline records
+  // Resuming: the run's config.yaml with the --set overrides (what `petra train <run>/config.yaml`
+  // repeats from now on), the keys they changed, and the micro-batches of the run that earlier
+  // processes completed (the checkpoint's position, or stage 1's count at the snapshot's cut).
+  config::run_config resumed_config;
+  std::vector<config::key_change> resume_changes;
+  int64_t completed_before = 0;
 };
+
+class run_dir;
+
+/// Trains a prepared run into its directory (the trainer loop): 0 when done or stopped as asked;
+/// a run that fails throws after writing its failure and summary lines.
+int train_prepared(prepared_run& p, const train_options& options, run_dir& dir);
 
 /// Loads and checks the config (or the run directory to resume), the data and the runtime; throws
 /// (config::config_error, data errors, std::invalid_argument) on bad input.

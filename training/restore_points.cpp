@@ -25,9 +25,10 @@ int64_t restore_points::phase_end(int64_t g, int64_t end) const {
                    : std::min(epoch_end, epoch_end - per_epoch + ((g % per_epoch) / size + 1) * size);
   }
   // Rebalancing moves blocks where the pipeline drains: at epoch ends too.
-  if (!waves() || cfg.pipeline.rebalance ||
-      (options_.stop_after_epoch > 0 && epoch_end == options_.stop_after_epoch * per_epoch))
-    next = std::min(next, epoch_end);
+  if (!waves() || cfg.pipeline.rebalance) next = std::min(next, epoch_end);
+  // --stop-after-epoch: the phase that reaches it ends there, whichever epoch it starts in.
+  const int64_t stop = static_cast<int64_t>(options_.stop_after_epoch) * per_epoch;
+  if (options_.stop_after_epoch > 0 && stop > g) next = std::min(next, stop);
   for (const config::stage_migration& m : cfg.pipeline.migrate)  // a stage moves where the pipeline drains
     if (m.position > g) {
       next = std::min(next, m.position);

@@ -5,7 +5,10 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
+
+#include "compute/serialize/atomic_file.hpp"
 
 namespace petra {
 
@@ -42,6 +45,25 @@ void run_dir::log(const nlohmann::json& record) {
   metrics_ << record.dump() << '\n';
   metrics_.flush();
   if (!metrics_) throw std::runtime_error("writing '" + file("metrics.jsonl") + "' failed (disk full?)");
+}
+
+void run_dir::forget_epochs_from(int epoch) {
+  const std::string path = file("metrics.jsonl");
+  std::ifstream in(path);
+  std::ostringstream kept;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;  // a line a killed process left half-written
+    if (j.value("event", "") == "epoch" && j.contains("epoch") && j["epoch"].is_number_integer() &&
+        j["epoch"].get<int64_t>() >= epoch)
+      continue;
+    kept << line << '\n';
+  }
+  in.close();
+  metrics_.close();  // the file is replaced: append to the new one
+  write_file_atomically(path, [&](std::ostream& out) { out << kept.str(); });
+  metrics_.open(path, std::ios::app);
+  if (!metrics_) throw std::runtime_error("cannot open '" + path + "' for appending");
 }
 
 std::string default_run_name(const std::string& stem, const std::string& method) {

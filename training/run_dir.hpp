@@ -19,7 +19,8 @@ class run_dir {
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
   /// The highest epoch of the epoch lines metrics.jsonl holds (0 for none; a line a killed process
-  /// left half-written is skipped): a resumed run does not log them again.
+  /// left half-written is skipped): a resumed run that logs one of them again removes the earlier
+  /// one (forget_epochs_from).
   int last_logged_epoch() const;
   /// The same for the per-step lines: the highest optimizer step logged and that line's
   /// `seconds` (0 and 0 for none); a resumed run's step lines count on from it.
@@ -30,6 +31,11 @@ class run_dir {
   logged_step last_logged_step() const;
   /// Appends one JSON object as a line of metrics.jsonl, flushed at once.
   void log(const nlohmann::json& record);
+  /// Removes the epoch lines of epoch `epoch` and later from metrics.jsonl (rewritten atomically;
+  /// every other line stays, but one a killed process left half-written): they came from an attempt
+  /// that was undone (a rollback, or a process stopped after its last restore point), and the
+  /// epochs' lines of the attempt kept replace them.
+  void forget_epochs_from(int epoch);
 
  private:
   run_dir() = default;

@@ -4,12 +4,12 @@
 namespace petra {
 
 step_lines::step_lines(int every, const optimizer_settings& optimizer, run_dir& dir,
-                       run_dir::logged_step logged)
+                       run_dir::logged_step logged, bool resumed)
     : every_(every),
       optimizer_(optimizer),
       dir_(dir),
       next_(every > 0 ? (logged.step / every + 1) * every : 0),
-      rebase_(logged.step > 0),
+      rebase_(resumed || logged.step > 0),
       seconds_before_(logged.seconds),
       start_(std::chrono::steady_clock::now()),
       last_time_(start_) {}

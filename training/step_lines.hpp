@@ -57,10 +57,12 @@ void describe(Fields& f, step_record& r) {
 class step_lines {
  public:
   /// One line every `every` optimizer steps of stage 1 (0 = never), into `dir`. A resumed run
-  /// passes the last step line `dir` has (its step and seconds): the steps it runs again
-  /// are not logged twice, its first line's window starts where it resumed, and its seconds count
-  /// on from the earlier process's.
-  step_lines(int every, const optimizer_settings& optimizer, run_dir& dir, run_dir::logged_step logged = {});
+  /// (`resumed`) passes the last step line `dir` has (its step and seconds): the steps it runs again
+  /// are not logged twice, its first line's window starts where it resumed (the totals it is shown
+  /// then carry what earlier processes trained: not in its images/s), and its seconds count on from
+  /// the earlier process's.
+  step_lines(int every, const optimizer_settings& optimizer, run_dir& dir, run_dir::logged_step logged = {},
+             bool resumed = false);
 
   /// Where the run stands: the stream's `position` (micro-batches of the run that reached the
   /// loss, counted from epoch 1's first) in `epoch`, the totals since this process started and

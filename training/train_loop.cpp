@@ -6,17 +6,15 @@
 #include <cstdio>
 #include <iostream>
 
-#include "compute/serialize/atomic_file.hpp"
 #include "training/accounting.hpp"
-#include "training/conv_algorithm_file.hpp"
 #include "training/metrics_records.hpp"
 #include "training/migration.hpp"
-#include "training/pipeline_balance.hpp"
 #include "training/prepared_run.hpp"
 #include "training/progress.hpp"
 #include "training/rebalance.hpp"
 #include "training/restore_points.hpp"
 #include "training/run_dir.hpp"
+#include "training/run_records.hpp"
 #include "training/setup.hpp"
 #include "training/snapshot.hpp"
 #include "training/stage_metrics.hpp"
@@ -40,17 +38,30 @@ class run {
         bar_(p.cfg.output.progress),
         J_(stage_sizes(p.cfg).size()),
         steps_(p.cfg.output.metrics_every_steps, p.opt, dir,
-               options.resume.empty() ? run_dir::logged_step{} : dir.last_logged_step()),
+               options.resume.empty() ? run_dir::logged_step{} : dir.last_logged_step(),
+               !options.resume.empty()),
         points_(p, options, dir),
-        last_logged_epoch_(options.resume.empty() ? 0 : dir.last_logged_epoch()),
+        records_(p, dir, bar_, !options.resume.empty()),
         initial_partition_(stage_sizes(p.cfg)),
         migrations_(p, dir) {
     if (p.cfg.pipeline.rebalance) rebalancer_ = std::make_unique<rebalancer>(p.cfg);
+    account_.completed_before_resume = p.completed_before;
   }
 
+  /// Trains to the end (or the stop asked for). A run that gives up ends its process's record with a
+  /// failed summary before the exception goes on.
   int go() {
-    const auto run_start = clock_type::now();
-    epoch_clock_ = run_start;
+    records_.start();
+    try {
+      return train();
+    } catch (const std::exception& e) {
+      records_.summarize_failure(account_, e.what());
+      throw;
+    }
+  }
+
+ private:
+  int train() {
     if (options_.resume.empty()) points_.checkpoint(p_.epoch, p_.position);  // the first rollback target
     const int64_t per_epoch = p_.per_epoch;
     const int64_t end =
@@ -67,18 +78,19 @@ class run {
       request.cut_before = points_.cuts_in(g, next);
       if (resumed) request.resume = p_.resume_cut;
       resume_position_ = resumed ? p_.resume_position : g;
-      const auto t0 = clock_type::now();
+      // A phase resumed from a cut carries the totals of what earlier processes trained before it.
+      const int64_t samples_before = resumed ? p_.resume_cut->totals.samples : 0;
+      records_.phase_started();
       const phase_result phase = run_phase(request);
-      train_seconds_ += seconds_since(t0);
-      train_images_ += phase.samples;
+      records_.phase_ended(phase.samples - samples_before);
       run_done_ += phase;
       bar_.break_line();                         // the phase's line ends with it
       for (epoch_result& e : drained_epochs_) {  // drained epochs: evaluated now, on the drained weights
         const auto e0 = clock_type::now();
         e.test = p_.runtime->evaluate(*p_.data.test_feed);
         e.evaluated = true;
-        eval_seconds_ += seconds_since(e0);
-        log_epoch(e);
+        records_.evaluated(seconds_since(e0));
+        records_.log_epoch(e);
       }
       drained_epochs_.clear();
       g = next;
@@ -94,7 +106,7 @@ class run {
       }
     }
     migrations_.at_end();
-    summarize(seconds_since(run_start));
+    summarize();
     if (p_.cfg.output.trace) {
       p_.runtime->write_trace(dir_.file("trace.json"));
       std::printf("trace: %s -> %s\n", describe(p_.trace).c_str(), dir_.file("trace.json").c_str());
@@ -102,7 +114,6 @@ class run {
     return 0;
   }
 
- private:
   /// Epochs evaluated on the live weights by waves inside the stream (no drain at epoch ends).
   bool waves() const { return !p_.cfg.training.drain_at_epoch_end; }
 
@@ -129,11 +140,12 @@ class run {
       const int64_t position =
           ended_by >= 0 ? ended_by + 1 - p_.per_epoch : phase_start + sample.totals.micro_batches;
       steps_.observe(epoch_at(position, p_.per_epoch), position, in_run, sample.stages);
+      scored_at_ = phase_start + sample.totals.micro_batches;
     };
+    // Every epoch that ends is logged, also one an undone attempt logged already (its line goes).
     const epoch_fn on_epoch = [&](const epoch_result& e) {
-      if (e.epoch <= last_logged_epoch_) return;  // a replay after a rollback: logged already
       if (e.evaluated)
-        log_epoch(e);
+        records_.log_epoch(e);
       else
         drained_epochs_.push_back(e);
     };
@@ -149,6 +161,8 @@ class run {
         };
         attempt.on_local_recovery = [&](const local_recovery& r) {
           account_.add_local(r);
+          // A stage 1 rebuilt starts its epoch clock again: about where the stream stands now.
+          if (!r.stages.empty() && r.stages.front() == 0) records_.stage1_restarted(scored_at_);
           dir_.log(local_recovery_line(r, request.epoch, request.first));
         };
       }
@@ -162,45 +176,62 @@ class run {
         account_.add_phase(result.completed, result.faults);
         return result;
       } catch (const run_failure& e) {
-        if (limit_reached()) throw;
         const auto t0 = clock_type::now();
         // Back to the last snapshot of this phase, else to where the phase started (its cut or
         // the checkpoint); what the attempt completed after that point is undone and replayed.
         const bool to_snapshot = points_.last_snapshot() > phase_start;
         attempt.resume = to_snapshot ? read_snapshot(dir_.path(), J_).cut : request.resume;
+        const char* restore_point = attempt.resume ? "snapshot" : "checkpoint";
         const int64_t restart_at = to_snapshot ? points_.last_snapshot() : resume_position_;
         const int64_t replay = phase_start + request.count - restart_at;
         const int64_t before_restart = (attempt.resume ? attempt.resume->completed : 0) - resumed_completed;
-        const int64_t kept = e.completed < 0 ? before_restart : std::min(e.completed, before_restart);
-        std::printf(
-            "\n%s; rolling back to the %s at micro-batch %lld of the run and replaying %lld micro-batches\n",
-            e.what(), attempt.resume ? "snapshot" : "checkpoint", static_cast<long long>(restart_at),
-            static_cast<long long>(replay));
+        const int64_t kept =
+            std::max<int64_t>(0, e.completed < 0 ? before_restart : std::min(e.completed, before_restart));
+        if (limit_reached()) {
+          const int n = p_.cfg.faults.max_restarts;
+          give_up(e, request, attempt.attempt, kept,
+                  n == 0 ? "faults.max_restarts is 0: no recovery is tried"
+                         : "faults.max_restarts (" + std::to_string(n) +
+                               ") recoveries of this phase made already");
+        }
+        std::printf("\n%s; rolling back to the %s at micro-batch %lld of the run\n", e.what(), restore_point,
+                    static_cast<long long>(restart_at));
         std::fflush(stdout);
-        p_.runtime->recover();
-        if (!attempt.resume) p_.runtime->restore(read_checkpoint(dir_.file("checkpoint.safetensors"), J_));
+        try {
+          p_.runtime->recover();
+          if (!attempt.resume) p_.runtime->restore(read_checkpoint(dir_.file("checkpoint.safetensors"), J_));
+        } catch (const std::exception& failed) {  // no spare node for a lost one, say
+          give_up(e, request, attempt.attempt, kept,
+                  std::string("the rollback to the ") + restore_point + " failed: " + failed.what());
+        }
+        std::printf("rolled back; replaying %lld micro-batches\n", static_cast<long long>(replay));
+        std::fflush(stdout);
+        // The replay restarts the stages' epoch clocks where it starts.
+        records_.stage1_restarted(phase_start + (attempt.resume ? attempt.resume->completed : 0));
         drained_epochs_.clear();
         const double seconds = seconds_since(t0);
-        account_.add_failure(e, std::max<int64_t>(0, kept), std::max<int64_t>(0, e.completed - kept), replay,
+        account_.add_failure(e, kept, std::max<int64_t>(0, e.completed - kept), replay,
                              seconds);  // (stage 1 lost: what it had undone is not known)
-        rollback_record line;
-        line.epoch = request.epoch;
-        line.position = request.first;
-        line.kind = to_string(e.kind());
-        if (e.stage() >= 0) line.stage = e.stage() + 1;
-        line.tick = e.tick();
-        line.what = e.what();
-        line.attempt = attempt.attempt;
-        if (e.completed >= 0) line.completed_before_failure = e.completed;
-        line.faults_injected = total(e.faults).injected();
-        line.duplicates_discarded = total(e.faults).duplicates_discarded;
+        rollback_record line = rollback_line(e, request.epoch, request.first, attempt.attempt);
         line.recovery_seconds = seconds;
-        line.restored_from = attempt.resume ? "snapshot" : "checkpoint";
+        line.restored_from = restore_point;
         line.recovery = e.not_local.empty() ? "global" : "global (" + e.not_local + ")";
         line.replayed_micro_batches = replay;
         dir_.log(json_record::write(line));
       }
     }
+  }
+
+  /// The failed attempt `attempt` of `request` ends the run (`why`): its failure line says so, and
+  /// the micro-batches it completed before the restore point a resume continues from (`kept`) count.
+  [[noreturn]] void give_up(const run_failure& e, const phase_request& request, int attempt, int64_t kept,
+                            const std::string& why) {
+    account_.add_given_up(e, kept);
+    rollback_record line = rollback_line(e, request.epoch, request.first, attempt);
+    line.recovery = "none";
+    line.gave_up = why;
+    dir_.log(json_record::write(line));
+    throw std::runtime_error(std::string(e.what()) + "; the run gives up: " + why);
   }
 
   /// At the drained point before micro-batch g of the run: moves a block if the rule (or a forced move)
@@ -239,69 +270,8 @@ class run {
     return true;
   }
 
-  /// The epoch line of metrics.jsonl and the terminal's.
-  void log_epoch(const epoch_result& e) {
-    bar_.break_line();
-    const config::run_config& cfg = p_.cfg;
-    last_logged_epoch_ = e.epoch;
-    last_test_accuracy_ = e.test.accuracy;
-    double seconds = seconds_since(epoch_clock_) - eval_seconds_;
-    // Without a drain epochs overlap, and an epoch's record is whole only once its evaluation wave
-    // passed every stage, maybe late in the next epoch: its time is then stage 1's, from its
-    // previous epoch's last backward to this one's.
-    if (waves() && !e.stages.empty() && e.stages.front().wall_seconds > 0)
-      seconds = e.stages.front().wall_seconds;
-    epoch_clock_ = clock_type::now();
-    eval_seconds_ = 0;
-    epoch_record line;
-    for (std::size_t j = 0; j < e.stages.size(); ++j)
-      line.stages.push_back(stage_line(e.stages[j], e.faults[j], cfg, J_));
-    for (const data::bad_image& bad : p_.data.new_bad_images())
-      dir_.log({{"event", "bad_image"}, {"path", bad.path}, {"reason", bad.reason}});
-    const double waited = p_.data.train_feed->waited_seconds();
-    const double images_per_s = seconds > 0 ? e.train.samples / seconds : 0.0;
-    line.epoch = e.epoch;
-    line.runtime = config::to_string(cfg.runtime.mode);
-    line.evaluated = waves() ? "live weights (evaluation wave)" : "drained pipeline";
-    line.train_loss = e.train.mean_loss();
-    line.train_accuracy = e.train.accuracy();
-    line.test_loss = e.test.loss;
-    line.test_accuracy = e.test.accuracy;
-    line.images_per_s = images_per_s;
-    line.epoch_seconds = seconds;
-    // Stage 1's rate after its epoch-end step count, not the live one: without a drain the record
-    // arrives during the next epoch, and an actor runtime learns stage 1's count only at a phase end.
-    if (!e.stages.empty()) line.lr = p_.runtime->first_stage_lr(e.stages.front().weight_version);
-    line.loader_wait_seconds = waited - waited_before_;
-    line.bad_images = p_.data.bad_image_count();
-    const std::optional<pipeline_balance> balance =
-        balance_of(line.stages, static_cast<double>(e.train.samples), images_per_s);
-    if (balance) {
-      line.busiest_stage = balance->busiest_stage;
-      line.ideal_images_per_s = balance->ideal_images_per_s;
-      line.pipeline_efficiency = balance->efficiency;
-      line.compute_over_busiest = balance->compute_over_busiest;
-    }
-    dir_.log(json_record::write(line));
-    waited_before_ = waited;
-    std::printf("epoch %d/%d  train loss %.4f acc %.2f%%  test loss %.4f acc %.2f%%  %.0f img/s  %.1f s\n",
-                e.epoch, cfg.training.epochs, e.train.mean_loss(), 100 * e.train.accuracy(), e.test.loss,
-                100 * e.test.accuracy, images_per_s, seconds);
-    if (balance) std::printf("  %s\n", balance_text(*balance).c_str());
-    std::fflush(stdout);
-  }
-
-  void summarize(double wall) {
-    const double images_per_s = train_seconds_ > 0 ? train_images_ / train_seconds_ : 0.0;
-    summary_record line;
-    line.test_accuracy = last_test_accuracy_;
-    line.micro_batches = account_;
-    line.wall_seconds = wall;
-    line.train_seconds = train_seconds_;
-    line.images_per_s = images_per_s;
-    dir_.log(json_record::write(line));
-    std::printf("done: test accuracy %.2f%%, wall %.1f s, %.0f img/s training -> %s\n",
-                100 * last_test_accuracy_, wall, images_per_s, dir_.path().c_str());
+  void summarize() {
+    records_.summarize(account_);
     if (rebalancer_) {
       const std::vector<int> final_partition = stage_sizes(p_.cfg);
       dir_.log({{"event", "partition"},
@@ -326,18 +296,13 @@ class run {
   std::size_t J_;
   step_lines steps_;
   restore_points points_;
+  run_records records_;  // the epoch lines and the summary
   accounting account_;
   run_totals run_done_;                       // the phases finished so far in this process
   std::vector<epoch_result> drained_epochs_;  // ended in the running phase, to evaluate when it drained
-  int last_logged_epoch_ = 0;
+  int64_t scored_at_ = 0;               // micro-batches of the run scored, as the last progress report said
   int64_t resume_position_ = 0;         // where the running phase started: the last checkpoint or resumed cut
-  clock_type::time_point epoch_clock_;  // since the previous epoch line
-  double eval_seconds_ = 0;             // drained evaluations since then (not training time)
-  double waited_before_ = 0;            // the loader's waited time at the previous epoch line
-  double train_seconds_ = 0;
-  int64_t train_images_ = 0;
-  double last_test_accuracy_ = 0;
-  std::vector<int> initial_partition_;      // blocks per stage when this process started
+  std::vector<int> initial_partition_;  // blocks per stage when this process started
   std::unique_ptr<rebalancer> rebalancer_;  // pipeline.rebalance
   int moves_ = 0;
   migration_desk migrations_;  // pipeline.migrate and `petra migrate`
@@ -345,56 +310,8 @@ class run {
 
 }  // namespace
 
-int run_training(const train_options& options, const runtime_factory& make_runtime) {
-  prepared_run p;
-  try {
-    p = prepare(options, make_runtime);
-  } catch (const std::exception& e) {
-    std::cerr << "petra train: " << e.what() << "\n";
-    return 2;
-  }
-  try {
-    run_dir dir = options.resume.empty() ? run_dir::create(p.run_path) : run_dir::reopen(p.run_path);
-    if (options.on_run_dir) options.on_run_dir(dir.path());
-    if (options.resume.empty()) {
-      // Saved without output.name, so that `petra train <run>/config.yaml` repeats the run into a new
-      // directory.
-      config::run_config repeatable = p.cfg;
-      repeatable.output.name.clear();
-      write_file_atomically(dir.file("config.yaml"),
-                            [&](std::ostream& out) { out << config::to_yaml(repeatable); });
-      if (auto names = p.data.train->class_names(); !names.empty())
-        data::write_class_index(names, dir.path());
-    }
-    std::printf(
-        "petra train: %s, %s, runtime %s, J = %zu stages, %lld micro-batches of %d per epoch, k = %d, lr "
-        "%.4g%s -> %s\n",
-        config::to_string(p.cfg.model.arch).c_str(), p.method.str().c_str(),
-        config::to_string(p.cfg.runtime.mode).c_str(), stage_sizes(p.cfg).size(),
-        static_cast<long long>(p.per_epoch), p.cfg.training.micro_batch, p.cfg.training.accumulation,
-        p.opt.lr,
-        options.resume.empty() ? ""
-        : p.resume_cut         ? (" (resuming inside epoch " +
-                          std::to_string((p.resume_position - 1) / p.per_epoch + 1) + " from its snapshot)")
-                             .c_str()
-                       : (" (resuming epoch " + std::to_string(p.epoch) + " at micro-batch " +
-                          std::to_string(p.position) + ")")
-                             .c_str(),
-        dir.path().c_str());
-    std::fflush(stdout);
-    const int status = run(p, options, dir).go();
-    // The algorithms this process's GPU stages chose, so that a run can repeat them
-    // (runtime.cudnn_algorithms); nothing without a GPU stage here.
-    write_conv_algorithms(p.cfg, dir.path());
-    return status;
-  } catch (const stopped_at_snapshot& s) {
-    std::printf("\nstopped after the snapshot before micro-batch %lld as asked\n",
-                static_cast<long long>(s.position));
-    return 0;
-  } catch (const std::exception& e) {
-    std::cerr << "\npetra train: failed: " << e.what() << "\n";
-    return 1;
-  }
+int train_prepared(prepared_run& p, const train_options& options, run_dir& dir) {
+  return run(p, options, dir).go();
 }
 
 }  // namespace petra

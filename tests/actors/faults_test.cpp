@@ -176,13 +176,18 @@ TEST_CASE("faults.max_restarts bounds the recoveries of one phase, rollbacks and
   CHECK(summary["micro_batches"]["local_recoveries"] == 1);
 
   // One phase, two failures, one recovery allowed: stage 3 is rebuilt alone at tick 20, stage 2's
-  // crash at tick 28 ends the run (exit code 1), neither rebuilt nor rolled back.
+  // crash at tick 28 ends the run (exit code 1), neither rebuilt nor rolled back: its failure line
+  // says the run gave up, and the summary that it failed.
   CHECK(train_command({"tiny",
                        dirs.sets("one", {"faults.crash_at_tick=[-1,28,20,-1]", "faults.max_restarts=1"}), "",
                        0}) == 1);
   const auto once = dirs.events("one", "failure");
-  REQUIRE(once.size() == 1);
+  REQUIRE(once.size() == 2);
   CHECK(once[0]["recovery"] == "local");
+  CHECK(once[1]["stage"] == 2);
+  CHECK(once[1]["recovery"] == "none");
+  CHECK(once[1]["gave_up"] == "faults.max_restarts (1) recoveries of this phase made already");
+  CHECK(dirs.summary("one")["status"] == "failed");
 }
 
 TEST_CASE("a dropped message stalls the phase, the stall is noticed and the phase replayed") {

@@ -55,7 +55,7 @@ TEST_CASE("lockstep, drained epochs: stop after epoch 1 and resume = two epochs 
   std::ifstream metrics(dir / "interrupted" / "metrics.jsonl");
   int lines = 0;
   for (std::string line; std::getline(metrics, line);) ++lines;
-  CHECK(lines == 3);  // epoch 1, epoch 2 (after the resume), summary
+  CHECK(lines == 4);  // epoch 1, the resume, epoch 2 (after it), summary
   CHECK_FALSE(fs::exists(dir / "interrupted" / "checkpoint.safetensors.tmp.Ab12Cd"));
   fs::remove_all(dir);
 }

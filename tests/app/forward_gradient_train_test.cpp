@@ -91,8 +91,9 @@ TEST_CASE("a forward_gradient run evaluates, and resumes (its auxiliary heads ar
   again.resume = (out.path / "fg").string();
   REQUIRE(train_command(again) == 0);
   const auto metrics = read_metrics(out.path / "fg" / "metrics.jsonl");
-  REQUIRE(metrics.size() == 3);  // epoch 1, epoch 2 after the resume, the summary
-  CHECK(metrics[1]["epoch"].get<int>() == 2);
+  REQUIRE(metrics.size() == 4);  // epoch 1, the resume, epoch 2 after it, the summary
+  CHECK(metrics[1]["event"] == "resume");
+  CHECK(metrics[2]["epoch"].get<int>() == 2);
 }
 
 TEST_CASE(

@@ -380,3 +380,45 @@ TEST_CASE("report: a block moved by pipeline.rebalance is marked on the throughp
   CHECK(report({(out.path / "run").string()}, (out.path / "r2").string(), &errors) == 2);
   CHECK(errors.find("a rebalance line needs numbers") != std::string::npos);
 }
+
+TEST_CASE("report: a failed run is not shown as finished, a resumed one's counts say what came before") {
+  scratch_dir out;
+  fixture_run f;
+  f.steps_per_epoch = 0;
+  for (const char* name : {"failed", "resumed"}) {  // each with a summary of its own instead
+    write_run(out.path / name, f);
+    std::string text = read_text(out.path / name / "metrics.jsonl");
+    text.erase(text.rfind('\n', text.size() - 2) + 1);
+    std::ofstream(out.path / name / "metrics.jsonl") << text;
+  }
+  // The failed run's process ended with a summary marked failed (no images/s: its work is undone).
+  std::ofstream(out.path / "failed" / "metrics.jsonl", std::ios::app)
+      << json{{"event", "summary"},
+              {"status", "failed"},
+              {"what", "stage 3 crashed; the run gives up"},
+              {"test_accuracy", 0.65},
+              {"wall_seconds", 9.0},
+              {"train_seconds", 8.0},
+              {"images_per_s", nullptr},
+              {"micro_batches", {{"completed", 12}}}}
+             .dump()
+      << "\n";
+  std::ofstream(out.path / "resumed" / "metrics.jsonl", std::ios::app)
+      << json{{"event", "summary"},
+              {"status", "finished"},
+              {"test_accuracy", 0.65},
+              {"wall_seconds", 9.0},
+              {"train_seconds", 8.0},
+              {"images_per_s", 900.0},
+              {"micro_batches",
+               {{"completed", 43}, {"replayed", 0}, {"restarts", 0}, {"completed_before_resume", 85}}}}
+             .dump()
+      << "\n";
+  REQUIRE(report({(out.path / "failed").string(), (out.path / "resumed").string()},
+                 (out.path / "r").string()) == 0);
+  const std::string html = read_text(out.path / "r" / "report.html");
+  CHECK(html.find("failed: the run failed (stage 3 crashed; the run gives up); its last epoch is shown") !=
+        std::string::npos);
+  CHECK(html.find("65.00 % (last epoch)") != std::string::npos);  // the failed run's, not as finished
+  CHECK(html.find("43 (+85 before the resume) / 0 / 0") != std::string::npos);
+}
