@@ -15,8 +15,8 @@ struct stage_report {
   int64_t mailbox_peak = 0;  // forward + backward messages waiting at once (actor runtimes)
   double busy_seconds = 0;   // computing (actor runtimes)
   double phase_busy_seconds =
-      0;                     // computing since the phase began (every runtime): what rebalancing compares
-  double wall_seconds = 0;   // the period
+      0;                    // computing since the phase began (every runtime): what rebalancing compares
+  double wall_seconds = 0;  // the period
   // Actor runtimes: the period's time with nothing to compute, by what the stage waited for: input
   // (no forward to run: the stage before, the loader) or a gradient (its next backward's gradient,
   // the loss, or a window full of micro-batches awaiting backward). Busy and waiting aside, the rest

@@ -79,7 +79,8 @@ TEST_CASE("lockstep: tick t waits for both inputs, one message per neighbour, st
   blocks.push_back(std::make_unique<identity_block>());
   auto compute =
       std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{});
-  auto first = spawn_stage_actor(sys, on_test_scheduler(stage_context{device, compute, 0, config::runtime_mode::lockstep}));
+  auto first = spawn_stage_actor(
+      sys, on_test_scheduler(stage_context{device, compute, 0, config::runtime_mode::lockstep}));
   stage_links links;
   links.next = caf::actor_cast<forward_sink>(sink);
   links.loader = caf::actor_cast<loader_actor>(sink);
@@ -137,7 +138,8 @@ TEST_CASE("lockstep: a neighbour's message of an older generation than the one w
   blocks.push_back(std::make_unique<identity_block>());
   auto compute =
       std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{});
-  auto first = spawn_stage_actor(sys, on_test_scheduler(stage_context{device, compute, 0, config::runtime_mode::lockstep}));
+  auto first = spawn_stage_actor(
+      sys, on_test_scheduler(stage_context{device, compute, 0, config::runtime_mode::lockstep}));
   stage_links links;
   links.next = caf::actor_cast<forward_sink>(sink);
   links.loader = caf::actor_cast<loader_actor>(sink);
