@@ -30,12 +30,13 @@ config::migration_target placement_of(const config::run_config& c, std::size_t j
 config::run_config placed_at(config::run_config c, std::size_t j, const config::migration_target& to) {
   const std::size_t count = stage_sizes(c).size();
   config::pipeline_config& p = c.pipeline;
-  // Every stage keeps the threads it has (a default split would change with the CPU stages' count).
-  const int cores = usable_cores();
-  std::vector<int> threads(count);
-  for (std::size_t k = 0; k < count; ++k) threads[k] = stage_threads(c, k, cores);
-  if (to.threads > 0) threads[j] = to.threads;
-  p.threads = threads;
+  if (to.threads > 0) {  // the list made whole: every other stage keeps the threads it has
+    const int cores = usable_cores();
+    std::vector<int> threads(count);
+    for (std::size_t k = 0; k < count; ++k) threads[k] = stage_threads(c, k, cores);
+    threads[j] = to.threads;
+    p.threads = threads;
+  }
   p.devices.resize(count);  // added entries: cpu
   p.devices[j] = to.device;
   p.nodes.resize(count, "local");

@@ -43,7 +43,7 @@ TEST_CASE("by default the cores are split evenly over the CPU stages, at least o
   CHECK(threads_of(mixed, 16) == std::vector<int>{8, 1, 8});
 }
 
-TEST_CASE("pipeline.threads given: kept; more than the cores on a stage of this process is refused") {
+TEST_CASE("pipeline.threads given: kept, and more than the cores on a stage of this process refused") {
   const auto c = preset({"pipeline.stage_blocks=[4,4]", "pipeline.threads=[3,5]"});
   CHECK(threads_of(c, 2) == std::vector<int>{3, 5});
   CHECK_NOTHROW(check_stage_threads(c, 5));
