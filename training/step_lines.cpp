@@ -1,6 +1,8 @@
 // Per-step metric lines.
 #include "training/step_lines.hpp"
 
+#include <algorithm>
+
 namespace petra {
 
 step_lines::step_lines(int every, const optimizer_settings& optimizer, run_dir& dir,
@@ -19,19 +21,26 @@ double step_lines::seconds() const {
 }
 
 void step_lines::observe(int epoch, int64_t position, const run_totals& run_so_far,
-                         const std::vector<stage_window>& stages) {
+                         const std::vector<stage_window>& stages, int64_t window_end) {
   if (rebase_) {
     rebase_ = false;
     last_ = run_so_far;
+    seen_.clear();
     last_time_ = std::chrono::steady_clock::now();
   }
+  if (seen_.empty() || run_so_far.micro_batches > seen_.back().micro_batches) seen_.push_back(run_so_far);
   if (every_ <= 0 || stages.empty() || stages.front().optimizer_steps < next_) return;
-  if (run_so_far.micro_batches <= last_.micro_batches) return;  // no loss of the window yet: wait for it
+  // The window's losses: the latest totals seen that end at or before its last micro-batch.
+  const run_totals* end = nullptr;
+  for (const run_totals& t : seen_)
+    if (t.micro_batches <= window_end && t.micro_batches > last_.micro_batches) end = &t;
+  if (!end) return;  // no loss of the window yet: wait for it
+  const run_totals window_totals = *end;
   const int64_t steps = stages.front().optimizer_steps;
   next_ = (steps / every_ + 1) * every_;
   const auto now = std::chrono::steady_clock::now();
   const double window_seconds = std::chrono::duration<double>(now - last_time_).count();
-  const run_totals window = run_so_far.since(last_);
+  const run_totals window = window_totals.since(last_);
   step_record line;
   line.epoch = epoch;
   line.step = steps;
@@ -46,7 +55,10 @@ void step_lines::observe(int epoch, int64_t position, const run_totals& run_so_f
         {w.stage + 1, w.staleness_mean,
          w.inversion_error_mean < 0 ? std::nullopt : std::optional(w.inversion_error_mean)});
   dir_.log(json_record::write(line));
-  last_ = run_so_far;
+  last_ = window_totals;
+  seen_.erase(seen_.begin(), std::find_if(seen_.begin(), seen_.end(), [&](const run_totals& t) {
+                return t.micro_batches > window_totals.micro_batches;
+              }));
   last_time_ = now;
 }
 

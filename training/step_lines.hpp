@@ -66,10 +66,12 @@ class step_lines {
 
   /// Where the run stands: the stream's `position` (micro-batches of the run that reached the
   /// loss, counted from epoch 1's first) in `epoch`, the totals since this process started and
-  /// each stage's latest window. Writes a line when stage 1's window reached the next multiple of
-  /// `every` steps.
+  /// each stage's latest window; `window_end` is how many micro-batches run_so_far counted when the
+  /// last of stage 1's window was scored (the loss runs ahead of stage 1's backward: the totals seen
+  /// now may hold later micro-batches, which belong to the next line). Writes a line when stage 1's
+  /// window reached the next multiple of `every` steps, with the losses up to its end.
   void observe(int epoch, int64_t position, const run_totals& run_so_far,
-               const std::vector<stage_window>& stages);
+               const std::vector<stage_window>& stages, int64_t window_end);
 
   /// The step lines' clock now: seconds since the run started, counted on across a resume.
   double seconds() const;
@@ -80,7 +82,8 @@ class step_lines {
   run_dir& dir_;
   int64_t next_ = 0;
   run_totals last_;
-  bool rebase_ = false;  // resumed: the first observation is the window's start
+  std::vector<run_totals> seen_;  // the totals observed since the last line, in order
+  bool rebase_ = false;           // resumed: the first observation is the window's start
   double seconds_before_ = 0;
   std::chrono::steady_clock::time_point start_, last_time_;
 };

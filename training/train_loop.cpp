@@ -139,8 +139,11 @@ class run {
       const int64_t ended_by = sample.stages.empty() ? -1 : sample.stages.front().ended_by;
       const int64_t position =
           ended_by >= 0 ? ended_by + 1 - p_.per_epoch : phase_start + sample.totals.micro_batches;
-      steps_.observe(epoch_at(position, p_.per_epoch), position, in_run, sample.stages);
-      scored_at_ = phase_start + sample.totals.micro_batches;
+      // The micro-batches scored run ahead of stage 1's backward: its window ended that many earlier.
+      const int64_t scored = phase_start + sample.totals.micro_batches;
+      steps_.observe(epoch_at(position, p_.per_epoch), position, in_run, sample.stages,
+                     in_run.micro_batches - std::max<int64_t>(0, scored - position));
+      scored_at_ = scored;
     };
     // Every epoch that ends is logged, also one an undone attempt logged already (its line goes).
     const epoch_fn on_epoch = [&](const epoch_result& e) {

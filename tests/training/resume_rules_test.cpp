@@ -72,14 +72,42 @@ TEST_CASE(
   stage_window w;
   w.stage = 0;
   w.optimizer_steps = 10;
-  lines.observe(1, 10, totals, {w});  // its first report: where its window starts
+  lines.observe(1, 10, totals, {w}, totals.micro_batches);  // its first report: where its window starts
   totals.micro_batches += 1, totals.samples += 32, totals.loss_sum += 1;
   w.optimizer_steps += 1;
-  lines.observe(1, totals.micro_batches, totals, {w});
+  lines.observe(1, totals.micro_batches, totals, {w}, totals.micro_batches);
   std::ifstream in(out.path / "r" / "metrics.jsonl");
   std::string line;
   REQUIRE(std::getline(in, line));
   const nlohmann::json step = nlohmann::json::parse(line);
   CHECK(step["step"] == 11);
   CHECK(step["loss"] == 1.0);  // 51 / 11 had it counted the earlier process's part
+}
+
+TEST_CASE("step lines: a window's losses are those up to its end, though the loss ran ahead of it") {
+  testing::scratch_dir out;
+  run_dir dir = run_dir::create((out.path / "w").string());
+  step_lines lines(2, optimizer_settings{}, dir);
+  // The loss has scored micro-batches 1..4 (loss 1 each, then 3 each) before stage 1's window of
+  // steps 1..2 (micro-batches 1 and 2) ends: its line has the first two only, the next the rest.
+  run_totals totals;
+  stage_window w;
+  w.stage = 0;
+  for (int m = 1; m <= 4; ++m) {
+    totals.micro_batches = m, totals.samples = 32 * m, totals.loss_sum += m <= 2 ? 1 : 3;
+    w.optimizer_steps = 0;
+    lines.observe(1, m, totals, {w}, 0);
+  }
+  w.optimizer_steps = 2;
+  lines.observe(1, 2, totals, {w}, 2);
+  w.optimizer_steps = 4;
+  lines.observe(1, 4, totals, {w}, 4);  // nothing new was scored: the window's losses were seen already
+  std::ifstream in(out.path / "w" / "metrics.jsonl");
+  std::vector<nlohmann::json> steps;
+  for (std::string line; std::getline(in, line);) steps.push_back(nlohmann::json::parse(line));
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0]["step"] == 2);
+  CHECK(steps[0]["loss"] == 1.0);
+  CHECK(steps[1]["step"] == 4);
+  CHECK(steps[1]["loss"] == 3.0);
 }
