@@ -28,8 +28,9 @@ void step_lines::observe(int epoch, int64_t position, const run_totals& run_so_f
     seen_.clear();
     last_time_ = std::chrono::steady_clock::now();
   }
+  if (every_ <= 0) return;  // no step lines: nothing to keep
   if (seen_.empty() || run_so_far.micro_batches > seen_.back().micro_batches) seen_.push_back(run_so_far);
-  if (every_ <= 0 || stages.empty() || stages.front().optimizer_steps < next_) return;
+  if (stages.empty() || stages.front().optimizer_steps < next_) return;
   // The window's losses: the latest totals seen that end at or before its last micro-batch.
   const run_totals* end = nullptr;
   for (const run_totals& t : seen_)
