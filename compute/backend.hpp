@@ -25,6 +25,13 @@ struct batch_norm_saved {
   tensor inv_std;  // (C)
 };
 
+/// What a layer-norm forward keeps for its backward: per token, the mean μ of its C features and
+/// 1/sqrt(σ² + eps) (biased variance).
+struct layer_norm_saved {
+  tensor mean;     // (N, T)
+  tensor inv_std;  // (N, T)
+};
+
 /// SGD with momentum, one parameter: g = scale·grad (+ wd·w); buf = μ·buf + g;
 /// step = nesterov ? g + μ·buf : buf; w −= lr·step.
 struct sgd_update_params {
@@ -163,6 +170,36 @@ class backend {
   /// dw += dyᵀ·x; db += Σ_n dy.
   void linear_backward_weight(const tensor& x, const tensor& dy, tensor& dw, tensor& db);
 
+  // --- token ops (transformers): x (N, T, C), N samples of T tokens of C features, row-major ---
+  /// y = γ·(x − μ)·inv_std + β, μ and the biased σ² over each token's C features; fills `saved`.
+  tensor layer_norm_forward(const tensor& x, const tensor& gamma, const tensor& beta, float eps,
+                            layer_norm_saved& saved);
+  /// dx of layer_norm_forward; dγ += Σ_tokens dy·x̂, dβ += Σ_tokens dy.
+  tensor layer_norm_backward(const tensor& x, const tensor& gamma, const layer_norm_saved& saved,
+                             const tensor& dy, tensor& dgamma, tensor& dbeta);
+  /// Forward mode, x's part: ẏ = γ·inv_std·(ẋ − mean(ẋ) − x̂·mean(ẋ·x̂)) per token (not symmetric
+  /// in the features, unlike batch norm's, so not the backward applied to ẋ).
+  tensor layer_norm_jvp(const tensor& x, const tensor& gamma, const layer_norm_saved& saved,
+                        const tensor& x_dot);
+  /// y = x·Φ(x) = x/2·(1 + erf(x/√2)), the exact (erf) GELU, elementwise on any shape.
+  tensor gelu_forward(const tensor& x);
+  /// dx = dy·(Φ(x) + x·φ(x)), φ the standard normal density.
+  tensor gelu_backward(const tensor& x, const tensor& dy);
+  /// y = softmax over the last axis (any rank ≥ 1): exp(x − max)/Σ exp(x − max).
+  tensor softmax_forward(const tensor& x);
+  /// dx = y·(dy − Σ_last dy·y), from the output y.
+  tensor softmax_backward(const tensor& y, const tensor& dy);
+  /// c[i] = op(a[i])·op(b[i]) for each i of the batch → (B, M, N); op(a) = a (B, M, K) or, with
+  /// transpose_a, aᵀ of a (B, K, M); op(b) = b (B, K, N) or, with transpose_b, bᵀ of b (B, N, K).
+  tensor batched_matmul(const tensor& a, const tensor& b, bool transpose_a, bool transpose_b);
+  /// {da, db}, fresh and shaped as a and b: d op(a) = dc·op(b)ᵀ, d op(b) = op(a)ᵀ·dc per item.
+  std::pair<tensor, tensor> batched_matmul_backward(const tensor& a, const tensor& b, const tensor& dc,
+                                                    bool transpose_a, bool transpose_b);
+  /// (N, T, C) → (N, C), the mean over the T tokens.
+  tensor token_mean_forward(const tensor& x);
+  /// dx[n, t, c] = dy[n, c]/T → x_shape (N, T, C).
+  tensor token_mean_backward(const tensor& dy, const shape_t& x_shape);
+
   // --- channels ------------------------------------------------------------
   /// (N,2C,H,W) → two (N,C,H,W) halves.
   std::pair<tensor, tensor> split_channels(const tensor& x);
@@ -248,6 +285,23 @@ class backend {
   virtual tensor linear_forward_impl(const tensor& x, const tensor& w, const tensor& b) = 0;
   virtual tensor linear_backward_data_impl(const tensor& dy, const tensor& w) = 0;
   virtual void linear_backward_weight_impl(const tensor& x, const tensor& dy, tensor& dw, tensor& db) = 0;
+  virtual tensor layer_norm_forward_impl(const tensor& x, const tensor& gamma, const tensor& beta, float eps,
+                                         layer_norm_saved& saved) = 0;
+  virtual tensor layer_norm_backward_impl(const tensor& x, const tensor& gamma, const layer_norm_saved& saved,
+                                          const tensor& dy, tensor& dgamma, tensor& dbeta) = 0;
+  virtual tensor layer_norm_jvp_impl(const tensor& x, const tensor& gamma, const layer_norm_saved& saved,
+                                     const tensor& x_dot) = 0;
+  virtual tensor gelu_forward_impl(const tensor& x) = 0;
+  virtual tensor gelu_backward_impl(const tensor& x, const tensor& dy) = 0;
+  virtual tensor softmax_forward_impl(const tensor& x) = 0;
+  virtual tensor softmax_backward_impl(const tensor& y, const tensor& dy) = 0;
+  virtual tensor batched_matmul_impl(const tensor& a, const tensor& b, bool transpose_a,
+                                     bool transpose_b) = 0;
+  virtual std::pair<tensor, tensor> batched_matmul_backward_impl(const tensor& a, const tensor& b,
+                                                                 const tensor& dc, bool transpose_a,
+                                                                 bool transpose_b) = 0;
+  virtual tensor token_mean_forward_impl(const tensor& x) = 0;
+  virtual tensor token_mean_backward_impl(const tensor& dy, const shape_t& x_shape) = 0;
   virtual std::pair<tensor, tensor> split_channels_impl(const tensor& x) = 0;
   virtual tensor concat_channels_impl(const tensor& a, const tensor& b) = 0;
   virtual float softmax_cross_entropy_impl(const tensor& logits, const std::vector<int32_t>& labels,

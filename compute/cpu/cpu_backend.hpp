@@ -80,6 +80,27 @@ class cpu_backend final : public backend {
   tensor linear_backward_data_impl(const tensor& dy, const tensor& w) override;
   void linear_backward_weight_impl(const tensor& x, const tensor& dy, tensor& dw, tensor& db) override;
 
+  // layer_norm.cpp
+  tensor layer_norm_forward_impl(const tensor& x, const tensor& gamma, const tensor& beta, float eps,
+                                 layer_norm_saved& saved) override;
+  tensor layer_norm_backward_impl(const tensor& x, const tensor& gamma, const layer_norm_saved& saved,
+                                  const tensor& dy, tensor& dgamma, tensor& dbeta) override;
+  tensor layer_norm_jvp_impl(const tensor& x, const tensor& gamma, const layer_norm_saved& saved,
+                             const tensor& x_dot) override;
+
+  // tokens.cpp
+  tensor gelu_forward_impl(const tensor& x) override;
+  tensor gelu_backward_impl(const tensor& x, const tensor& dy) override;
+  tensor softmax_forward_impl(const tensor& x) override;
+  tensor softmax_backward_impl(const tensor& y, const tensor& dy) override;
+  tensor batched_matmul_impl(const tensor& a, const tensor& b, bool transpose_a, bool transpose_b) override;
+  std::pair<tensor, tensor> batched_matmul_backward_impl(const tensor& a, const tensor& b, const tensor& dc,
+                                                         bool transpose_a, bool transpose_b) override;
+  tensor token_mean_forward_impl(const tensor& x) override;
+  tensor token_mean_backward_impl(const tensor& dy, const shape_t& x_shape) override;
+  /// c (B, M, N) ← op(a)·op(b) item by item (gemm_operand's rounding in bf16).
+  void batched_gemm(const tensor& a, bool transpose_a, const tensor& b, bool transpose_b, tensor& c);
+
   // channels.cpp
   std::pair<tensor, tensor> split_channels_impl(const tensor& x) override;
   tensor concat_channels_impl(const tensor& a, const tensor& b) override;

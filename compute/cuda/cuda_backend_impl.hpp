@@ -103,6 +103,23 @@ class cuda_backend final : public backend {
   tensor linear_backward_data_impl(const tensor& dy, const tensor& w) override;
   void linear_backward_weight_impl(const tensor& x, const tensor& dy, tensor& dw, tensor& db) override;
 
+  // token_ops.cpp
+  tensor layer_norm_forward_impl(const tensor& x, const tensor& gamma, const tensor& beta, float eps,
+                                 layer_norm_saved& saved) override;
+  tensor layer_norm_backward_impl(const tensor& x, const tensor& gamma, const layer_norm_saved& saved,
+                                  const tensor& dy, tensor& dgamma, tensor& dbeta) override;
+  tensor layer_norm_jvp_impl(const tensor& x, const tensor& gamma, const layer_norm_saved& saved,
+                             const tensor& x_dot) override;
+  tensor gelu_forward_impl(const tensor& x) override;
+  tensor gelu_backward_impl(const tensor& x, const tensor& dy) override;
+  tensor softmax_forward_impl(const tensor& x) override;
+  tensor softmax_backward_impl(const tensor& y, const tensor& dy) override;
+  tensor batched_matmul_impl(const tensor& a, const tensor& b, bool transpose_a, bool transpose_b) override;
+  std::pair<tensor, tensor> batched_matmul_backward_impl(const tensor& a, const tensor& b, const tensor& dc,
+                                                         bool transpose_a, bool transpose_b) override;
+  tensor token_mean_forward_impl(const tensor& x) override;
+  tensor token_mean_backward_impl(const tensor& dy, const shape_t& x_shape) override;
+
   // channels.cpp
   std::pair<tensor, tensor> split_channels_impl(const tensor& x) override;
   tensor concat_channels_impl(const tensor& a, const tensor& b) override;
@@ -149,6 +166,10 @@ class cuda_backend final : public backend {
   /// (CUBLAS_COMPUTE_32F, tensor cores); otherwise cublasSgemm (on rounded operands in bf16_emulated).
   void gemm(cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k, const tensor& a, int lda,
             const tensor& b, int ldb, float beta, float* c, int ldc);
+  /// token_ops.cpp: c (B, M, N) ← op(a)·op(b) per item by one strided batched GEMM, with gemm's
+  /// precision rules (bf16: cublasGemmStridedBatchedEx on bf16 copies, fp32 c and sums).
+  void batched_gemm(const char* op, const tensor& a, bool transpose_a, const tensor& b, bool transpose_b,
+                    tensor& c);
   /// `host` (a host tensor) copied to this GPU through pinned memory; `staged`: copy it into a
   /// staging block first (the caller may change `host` afterwards), else a pinned `host` is
   /// read in place and kept alive until the copy has run.

@@ -131,6 +131,57 @@ tensor global_avg_pool_tangent(backend& be, const tensor& x_dot) {
   return x_dot.defined() ? be.global_avg_pool_forward(x_dot) : tensor{};
 }
 
+tensor layer_norm_tangent(backend& be, const tensor& x, const tensor& x_dot, const tensor& gamma,
+                          const tensor& gamma_dot, const tensor& beta_dot, const layer_norm_saved& saved,
+                          float eps) {
+  const int64_t m = groups_of(x_dot, x.dim(0), "layer_norm_tangent");
+  tensor y_dot;
+  if (x_dot.defined())  // J_x depends on x per token: group by group
+    y_dot = per_group(be, x_dot, x.dim(0),
+                      [&](const tensor& group) { return be.layer_norm_jvp(x, gamma, saved, group); });
+  if (gamma_dot.defined() || beta_dot.defined()) {
+    // γ̇·x̂ + β̇ is layer norm's own forward with (γ̇, β̇) as its affine parameters.
+    layer_norm_saved same_statistics;
+    accumulate(be, y_dot,
+               tile_batch(be,
+                          be.layer_norm_forward(x, or_zeros(be, gamma_dot, gamma.shape()),
+                                                or_zeros(be, beta_dot, gamma.shape()), eps, same_statistics),
+                          m));
+  }
+  return y_dot;
+}
+
+tensor gelu_tangent(backend& be, const tensor& x, const tensor& x_dot) {
+  if (!x_dot.defined()) return {};
+  stacked_groups(x_dot, x.dim(0), "gelu_tangent", "x_dot");
+  return per_group(be, x_dot, x.dim(0), [&](const tensor& group) { return be.gelu_backward(x, group); });
+}
+
+tensor softmax_tangent(backend& be, const tensor& y, const tensor& x_dot) {
+  if (!x_dot.defined()) return {};
+  stacked_groups(x_dot, y.dim(0), "softmax_tangent", "x_dot");
+  return per_group(be, x_dot, y.dim(0), [&](const tensor& group) { return be.softmax_backward(y, group); });
+}
+
+tensor batched_matmul_tangent(backend& be, const tensor& a, const tensor& a_dot, const tensor& b,
+                              const tensor& b_dot, bool transpose_a, bool transpose_b) {
+  // Item i of ȧ multiplies item i of b: a stack of m tangents goes group by group.
+  tensor from_a, from_b;
+  if (a_dot.defined())
+    from_a = per_group(be, a_dot, a.dim(0), [&](const tensor& group) {
+      return be.batched_matmul(group, b, transpose_a, transpose_b);
+    });
+  if (b_dot.defined())
+    from_b = per_group(be, b_dot, b.dim(0), [&](const tensor& group) {
+      return be.batched_matmul(a, group, transpose_a, transpose_b);
+    });
+  return add_tangents(be, from_a, from_b);
+}
+
+tensor token_mean_tangent(backend& be, const tensor& x_dot) {
+  return x_dot.defined() ? be.token_mean_forward(x_dot) : tensor{};
+}
+
 tensor add_tangents(backend& be, const tensor& a_dot, const tensor& b_dot) {
   if (!a_dot.defined()) return b_dot;
   if (!b_dot.defined()) return a_dot;

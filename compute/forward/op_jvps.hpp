@@ -42,6 +42,22 @@ tensor max_pool2x2_tangent(backend& be, const tensor& x, const tensor& x_dot);
 /// ẏ = the mean of ẋ over H·W.
 tensor global_avg_pool_tangent(backend& be, const tensor& x_dot);
 
+/// Layer norm over each token's features (`saved` of the forward at x), statistics' tangents
+/// included: ẏ = J_x ẋ + γ̇·x̂ + β̇, J_x ẋ = γ·inv_std·(ẋ − mean(ẋ) − x̂·mean(ẋ·x̂)) per token.
+tensor layer_norm_tangent(backend& be, const tensor& x, const tensor& x_dot, const tensor& gamma,
+                          const tensor& gamma_dot, const tensor& beta_dot, const layer_norm_saved& saved,
+                          float eps);
+/// ẏ = (Φ(x) + x·φ(x))·ẋ, the exact GELU's derivative.
+tensor gelu_tangent(backend& be, const tensor& x, const tensor& x_dot);
+/// ẏ = y·(ẋ − Σ_last ẋ·y) (y the softmax's output; its Jacobian is symmetric, so this is its backward
+/// applied to ẋ).
+tensor softmax_tangent(backend& be, const tensor& y, const tensor& x_dot);
+/// ċ = op(ȧ)·op(b) + op(a)·op(ḃ) item by item (the product is bilinear); either tangent may be zero.
+tensor batched_matmul_tangent(backend& be, const tensor& a, const tensor& a_dot, const tensor& b,
+                              const tensor& b_dot, bool transpose_a, bool transpose_b);
+/// ẏ = the mean of ẋ over the tokens.
+tensor token_mean_tangent(backend& be, const tensor& x_dot);
+
 /// ȧ + ḃ and ȧ − ḃ (either may be zero).
 tensor add_tangents(backend& be, const tensor& a_dot, const tensor& b_dot);
 tensor sub_tangents(backend& be, const tensor& a_dot, const tensor& b_dot);

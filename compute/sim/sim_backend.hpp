@@ -1,7 +1,8 @@
 // The simulated-device backend `sim:N`: the CPU backend's kernels run on the device's worker
 // thread, in this backend's stream order, while the caller goes on (docs/design.md §5). Its tensors
 // refuse host access and use by another stream until handed over, so tests without a GPU
-// exercise every hand-over path. The compute ops live in sim_ops.cpp and sim_elementwise_ops.cpp.
+// exercise every hand-over path. The compute ops live in sim_ops.cpp, sim_elementwise_ops.cpp and
+// sim_token_ops.cpp.
 #pragma once
 
 #include <functional>
@@ -73,6 +74,23 @@ class sim_backend final : public backend {
   tensor linear_forward_impl(const tensor& x, const tensor& w, const tensor& b) override;
   tensor linear_backward_data_impl(const tensor& dy, const tensor& w) override;
   void linear_backward_weight_impl(const tensor& x, const tensor& dy, tensor& dw, tensor& db) override;
+
+  // sim_token_ops.cpp
+  tensor layer_norm_forward_impl(const tensor& x, const tensor& gamma, const tensor& beta, float eps,
+                                 layer_norm_saved& saved) override;
+  tensor layer_norm_backward_impl(const tensor& x, const tensor& gamma, const layer_norm_saved& saved,
+                                  const tensor& dy, tensor& dgamma, tensor& dbeta) override;
+  tensor layer_norm_jvp_impl(const tensor& x, const tensor& gamma, const layer_norm_saved& saved,
+                             const tensor& x_dot) override;
+  tensor gelu_forward_impl(const tensor& x) override;
+  tensor gelu_backward_impl(const tensor& x, const tensor& dy) override;
+  tensor softmax_forward_impl(const tensor& x) override;
+  tensor softmax_backward_impl(const tensor& y, const tensor& dy) override;
+  tensor batched_matmul_impl(const tensor& a, const tensor& b, bool transpose_a, bool transpose_b) override;
+  std::pair<tensor, tensor> batched_matmul_backward_impl(const tensor& a, const tensor& b, const tensor& dc,
+                                                         bool transpose_a, bool transpose_b) override;
+  tensor token_mean_forward_impl(const tensor& x) override;
+  tensor token_mean_backward_impl(const tensor& dy, const shape_t& x_shape) override;
 
   // sim_elementwise_ops.cpp
   tensor relu_forward_impl(const tensor& x) override;

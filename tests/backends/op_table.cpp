@@ -5,7 +5,8 @@ namespace petra::testing {
 
 std::vector<op_case> op_table() {
   std::vector<op_case> table;
-  for (auto family : {memory_cases, convolution_cases, batch_norm_cases, elementwise_cases, dense_cases})
+  for (auto family :
+       {memory_cases, convolution_cases, batch_norm_cases, elementwise_cases, dense_cases, token_cases})
     for (op_case& c : family()) table.push_back(std::move(c));
   return table;
 }

@@ -95,6 +95,39 @@ class recording_backend final : public backend {
   void linear_backward_weight_impl(const tensor& x, const tensor& dy, tensor& dw, tensor& db) override {
     note("linear_backward_weight").linear_backward_weight(x, dy, dw, db);
   }
+  tensor layer_norm_forward_impl(const tensor& x, const tensor& gamma, const tensor& beta, float eps,
+                                 layer_norm_saved& saved) override {
+    return note("layer_norm_forward").layer_norm_forward(x, gamma, beta, eps, saved);
+  }
+  tensor layer_norm_backward_impl(const tensor& x, const tensor& gamma, const layer_norm_saved& saved,
+                                  const tensor& dy, tensor& dgamma, tensor& dbeta) override {
+    return note("layer_norm_backward").layer_norm_backward(x, gamma, saved, dy, dgamma, dbeta);
+  }
+  tensor layer_norm_jvp_impl(const tensor& x, const tensor& gamma, const layer_norm_saved& saved,
+                             const tensor& x_dot) override {
+    return note("layer_norm_jvp").layer_norm_jvp(x, gamma, saved, x_dot);
+  }
+  tensor gelu_forward_impl(const tensor& x) override { return note("gelu_forward").gelu_forward(x); }
+  tensor gelu_backward_impl(const tensor& x, const tensor& dy) override {
+    return note("gelu_backward").gelu_backward(x, dy);
+  }
+  tensor softmax_forward_impl(const tensor& x) override { return note("softmax_forward").softmax_forward(x); }
+  tensor softmax_backward_impl(const tensor& y, const tensor& dy) override {
+    return note("softmax_backward").softmax_backward(y, dy);
+  }
+  tensor batched_matmul_impl(const tensor& a, const tensor& b, bool transpose_a, bool transpose_b) override {
+    return note("batched_matmul").batched_matmul(a, b, transpose_a, transpose_b);
+  }
+  std::pair<tensor, tensor> batched_matmul_backward_impl(const tensor& a, const tensor& b, const tensor& dc,
+                                                         bool transpose_a, bool transpose_b) override {
+    return note("batched_matmul_backward").batched_matmul_backward(a, b, dc, transpose_a, transpose_b);
+  }
+  tensor token_mean_forward_impl(const tensor& x) override {
+    return note("token_mean_forward").token_mean_forward(x);
+  }
+  tensor token_mean_backward_impl(const tensor& dy, const shape_t& x_shape) override {
+    return note("token_mean_backward").token_mean_backward(dy, x_shape);
+  }
   std::pair<tensor, tensor> split_channels_impl(const tensor& x) override {
     return note("split_channels").split_channels(x);
   }

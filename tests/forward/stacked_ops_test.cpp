@@ -159,3 +159,49 @@ TEST_CASE("a stacked tangent whose batch is not a multiple of the primal's is re
                        doctest::Contains("relu_tangent: the tangent x_dot (6, 3, 5, 5) must stack m >= 1"),
                        std::invalid_argument);
 }
+
+TEST_CASE("layer norm, GELU, softmax, token mean, batched matmul: m stacked = m alone") {
+  auto be = make_cpu_backend(1);
+  std::mt19937 rng(66);
+  for (int64_t m : {1, 3}) {
+    CAPTURE(m);
+    const tensor x = random_tensor({3, 5, 6}, rng), gamma = random_tensor({6}, rng),
+                 beta = random_tensor({6}, rng);
+    const tensor gamma_dot = random_direction({6}, rng), beta_dot = random_direction({6}, rng);
+    layer_norm_saved saved;
+    be->layer_norm_forward(x, gamma, beta, 1e-5f, saved);
+    const std::vector<tensor> xs = directions(x.shape(), m, rng);
+    for (bool with_parameters : {false, true}) {
+      CAPTURE(with_parameters);
+      const tensor gd = with_parameters ? gamma_dot : tensor{}, bd = with_parameters ? beta_dot : tensor{};
+      check_op(
+          *be, xs,
+          [&](const tensor& t) { return layer_norm_tangent(*be, x, t, gamma, gd, bd, saved, 1e-5f); },
+          match::bits);
+    }
+    const tensor y = be->softmax_forward(x);
+    check_op(
+        *be, xs, [&](const tensor& t) { return gelu_tangent(*be, x, t); }, match::bits);
+    check_op(
+        *be, xs, [&](const tensor& t) { return softmax_tangent(*be, y, t); }, match::bits);
+    check_op(
+        *be, xs, [&](const tensor& t) { return token_mean_tangent(*be, t); }, match::bits);
+    // Q·Kᵀ with a tangent of Q, of K, or both (each its own stack of m).
+    const tensor keys = random_tensor({3, 7, 6}, rng);
+    const std::vector<tensor> key_dots = directions(keys.shape(), m, rng);
+    check_op(
+        *be, xs, [&](const tensor& t) { return batched_matmul_tangent(*be, x, t, keys, {}, false, true); },
+        match::bits);
+    check_op(
+        *be, key_dots,
+        [&](const tensor& t) { return batched_matmul_tangent(*be, x, {}, keys, t, false, true); },
+        match::bits);
+    std::vector<tensor> both;
+    for (int64_t g = 0; g < m; ++g)
+      both.push_back(batched_matmul_tangent(*be, x, xs[g], keys, key_dots[g], false, true));
+    check_groups(*be,
+                 batched_matmul_tangent(*be, x, stack_batches(*be, xs), keys, stack_batches(*be, key_dots),
+                                        false, true),
+                 both, match::bits);
+  }
+}

@@ -63,6 +63,18 @@ inline double scaled_error(const tensor& actual, const tensor& expected) {
                       std::vector<double>(expected.data(), expected.data() + expected.numel()));
 }
 
+/// scaled_error of each of `items` equal runs of `analytic` against `numeric`, the worst: a gradient
+/// stale or missing on a single item (the last of an odd number, say) fails on that item's own scale.
+inline double worst_item_error(const tensor& analytic, const std::vector<double>& numeric, int64_t items) {
+  const int64_t each = analytic.numel() / items;
+  double worst = 0;
+  for (int64_t i = 0; i < items; ++i)
+    worst = std::max(worst, scaled_error(analytic.data() + i * each,
+                                         std::vector<double>(numeric.begin() + i * each,
+                                                             numeric.begin() + (i + 1) * each)));
+  return worst;
+}
+
 /// The elements of `after − before` (an accumulated gradient's increment).
 inline tensor difference(const tensor& after, const tensor& before) {
   tensor d = tensor::empty(after.shape());
