@@ -57,7 +57,7 @@ TEST_CASE("layer norm gradients match finite differences on every token, the las
   CHECK(scaled_error(difference(dbeta, dbeta_start), numeric_gradient(beta, 1e-3f, loss)) < 5e-3);
 }
 
-TEST_CASE("layer norm's output has mean β and std |γ| per token; one thread and two give the same bits") {
+TEST_CASE("layer norm's output has mean β and std |γ| per token, the same bits on one thread and two") {
   std::mt19937 rng(72);
   const tensor x = random_tensor({4, 33, 64}, rng, 3.f, 5.f);  // |mean| ≫ std: the two-pass variance
   const tensor gamma = tensor::from_vector({64}, std::vector<float>(64, 1.5f));

@@ -33,7 +33,7 @@ TEST_CASE("gelu gradient matches finite differences") {
   CHECK(scaled_error(cpu->gelu_backward(x, probe), numeric_gradient(x, 1e-3f, loss)) < 5e-3);
 }
 
-TEST_CASE("token_mean averages each sample's tokens per feature; its gradient matches differences") {
+TEST_CASE("token_mean averages each sample's tokens per feature, its gradient matches differences") {
   auto cpu = make_cpu_backend(1);
   const tensor x = tensor::from_vector({2, 3, 2}, {1, 2, 3, 4, 5, 6, -1, 0, -2, 0, -3, 3});
   CHECK(cpu->token_mean_forward(x).to_vector() == std::vector<float>{3, 4, -2, 1});
