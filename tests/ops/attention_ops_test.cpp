@@ -53,22 +53,27 @@ TEST_CASE("batched_matmul multiplies item i of a by item i of b, for each choice
     }
 }
 
-TEST_CASE("batched_matmul keeps items apart: changing item 1 of b changes item 1 of c only") {
+TEST_CASE("batched_matmul keeps items apart: changing item j of b changes item j of c only, each j") {
   // Attention's scores Q·Kᵀ per (sample, head): a (tokens, batch, channels) mix-up would let one
   // sample's keys reach another's queries.
   auto cpu = make_cpu_backend(1);
   std::mt19937 rng(82);
   const tensor q = random_tensor({3, 7, 4}, rng);
-  tensor keys = random_tensor({3, 7, 4}, rng);
-  const std::vector<float> before = cpu->batched_matmul(q, keys, false, true).to_vector();
-  for (int64_t i = 28; i < 56; ++i) keys.data()[i] += 1.f;  // item 1
-  const std::vector<float> after = cpu->batched_matmul(q, keys, false, true).to_vector();
-  for (int64_t i = 0; i < 3 * 49; ++i) {
-    CAPTURE(i);
-    if (i / 49 == 1)
-      CHECK(after[i] != before[i]);
-    else
-      CHECK(after[i] == before[i]);
+  for (int64_t changed = 0; changed < 3; ++changed) {
+    CAPTURE(changed);
+    tensor keys = random_tensor({3, 7, 4}, rng);
+    const std::vector<float> before = cpu->batched_matmul(q, keys, false, true).to_vector();
+    for (int64_t i = changed * 28; i < (changed + 1) * 28; ++i) keys.data()[i] += 1.f;
+    const std::vector<float> after = cpu->batched_matmul(q, keys, false, true).to_vector();
+    int64_t changed_elsewhere = 0, unchanged_here = 0;
+    for (int64_t i = 0; i < 3 * 49; ++i) {
+      if (i / 49 == changed)
+        unchanged_here += after[i] == before[i];
+      else
+        changed_elsewhere += after[i] != before[i];
+    }
+    CHECK(unchanged_here == 0);
+    CHECK(changed_elsewhere == 0);
   }
 }
 
