@@ -42,8 +42,8 @@ void control_channel::await_phase_ends(std::size_t count, const std::function<vo
   while (events_->phase_ends() < count) pump(stall_, on_stall);
 }
 
-void control_channel::await_epochs(const epoch_collector& epochs, std::size_t count) {
-  while (epochs.completed() < count)
+void control_channel::await_epochs(const epoch_collector& epochs, int first, int last) {
+  while (!epochs.done(first, last))
     pump(stall_, [&] {
       throw events_->with_counts(
           run_failure(failure_kind::stall, -1, -1,
@@ -124,7 +124,7 @@ void control_channel::on_cut_part(cut_part& p) {
   if (++c.in <= J) return;
   std::vector<cut_part> parts;
   for (auto& part : c.parts) parts.push_back(std::move(*part));
-  const nlohmann::json epochs = c.shadow.save();
+  const nlohmann::json epochs = {{"open", c.shadow.save()}, {"done", c.shadow.done_epochs()}};
   const int64_t tick = it->first;
   cuts_.erase(it);
   cuts_fn_(tick, parts, epochs);

@@ -25,6 +25,10 @@
 
 namespace petra {
 
+/// How long the trainer waits for an actor's reply to a control request (plan, report, restore,
+/// move) before it counts the actor as lost.
+inline constexpr auto control_timeout = std::chrono::seconds(60);
+
 /// The loss actor's totals as the trainer loop counts them.
 run_totals totals_of(const messages::loss_report& r);
 
@@ -82,7 +86,8 @@ class control_channel {
   /// that end in it go to `epochs`.
   void begin_attempt(std::size_t stages, progress_fn progress, epoch_collector* epochs);
   /// Called when every part of a cut is in (the stages' in stage order, the loss actor's last),
-  /// with the open epochs as they stood at the cut (epoch_collector::save).
+  /// with the epochs as they stood at the cut: {"open": epoch_collector::save, "done": the epochs
+  /// whole before it}.
   using cut_fn =
       std::function<void(int64_t tick, std::vector<messages::cut_part>& parts, const nlohmann::json& epochs)>;
   /// Where the attempt's cuts go (none: parts are dropped).
@@ -109,8 +114,8 @@ class control_channel {
   /// Waits until `count` stages reported the end of their phase; `on_stall` names what stopped
   /// when nothing arrives for the stall time (it throws).
   void await_phase_ends(std::size_t count, const std::function<void()>& on_stall);
-  /// Waits until `epochs` has completed `count` epochs.
-  void await_epochs(const epoch_collector& epochs, std::size_t count);
+  /// Waits until `epochs` holds epochs `first`..`last` whole (none when first > last).
+  void await_epochs(const epoch_collector& epochs, int first, int last);
 
   /// Sends `msg...` to every target and returns their replies, in target order. A target that
   /// is lost, fails or does not answer within `timeout` ends the attempt (run_failure).

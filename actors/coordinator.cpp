@@ -27,7 +27,6 @@ namespace {
 using namespace messages;
 using namespace atoms;
 
-constexpr auto control_timeout = std::chrono::seconds(60);
 constexpr auto status_timeout = std::chrono::seconds(10);
 // A fault event sent before a stage's report reaches the coordinator actor in microseconds locally, and
 // over a node's link in milliseconds: the wait for the last ones is bounded all the same.
@@ -65,6 +64,7 @@ class actor_runtime : public pipeline_runtime {
   phase_result train(phase_request request, const progress_fn& progress, const epoch_fn& on_epoch,
                      const cut_fn& on_cut) override {
     const bool lockstep = config_.runtime.mode == config::runtime_mode::lockstep;
+    const int64_t phase_start = (request.epoch - 1) * per_epoch_ + request.first;  // in the run
     const int64_t extra =
         request.attempt == 0 && lockstep ? link_delay_ticks(config_) : 0;  // a replay runs clean
     const int64_t spacing = pipeline_entry_spacing(config_, extra);
@@ -110,7 +110,7 @@ class actor_runtime : public pipeline_runtime {
     const auto begin = training::trace_clock::now();
     if (request.attempt == 0) pipeline_.send_node_kills();
     try {
-      if (plan.start_tick > 0) resume_from(*request.resume, epochs);
+      if (plan.start_tick > 0) resume_from(*request.resume, epochs, phase_start + plan.start_tick / spacing);
       // The stages and the loss actor have their parts (copies): from here on only the cut's counts
       // are read, and its tensors would stay in memory to the phase's end.
       if (request.resume) {
@@ -154,12 +154,10 @@ class actor_runtime : public pipeline_runtime {
       out.faults = control_.faults_after(out.stages, fault_events_timeout);
       out.completed =
           control_.ask<stage_status>(pipeline_.stages().front(), control_timeout, status_atom_v).completed;
-      // The epochs' last parts (an evaluation wave's score) may still be on their way.
-      // (Resumed from a cut: those that ended before it and were complete there are logged already.)
-      int64_t ending = (request.first + request.count) / per_epoch_;
-      if (request.resume && plan.start_tick > 0)
-        ending -= (request.first + plan.start_tick / spacing) / per_epoch_ - open_at_resume_;
-      control_.await_epochs(epochs, static_cast<std::size_t>(std::max<int64_t>(0, ending)));
+      // The epochs' last parts (an evaluation wave's score) may still be on their way: every epoch
+      // that ends in the phase is whole here (resumed from a cut: or was whole there, and logged).
+      control_.await_epochs(epochs, static_cast<int>(phase_start / per_epoch_) + 1,
+                            static_cast<int>((phase_start + request.count) / per_epoch_));
       // A phase that ends with its epoch: fault events after the stages' epoch reports (a copy of
       // the epoch's last message, discarded after its original ended the epoch) belong to it too;
       // all are in by now (faults_after), and the next epoch starts from none.
@@ -282,8 +280,8 @@ class actor_runtime : public pipeline_runtime {
   }
 
  private:
-  /// A cut from its parts: each stage's decoded, the loss actor's and the open epochs kept for the
-  /// resume (the runtime's own record, opaque to the trainer).
+  /// A cut from its parts: each stage's decoded, the loss actor's, and the epochs open and whole at
+  /// it kept for the resume (the runtime's own record, opaque to the trainer).
   pipeline_cut assemble_cut(int64_t tick, std::vector<cut_part>& parts, const nlohmann::json& open) {
     pipeline_cut cut;
     cut.tick = tick;
@@ -304,18 +302,23 @@ class actor_runtime : public pipeline_runtime {
       cut.completed = tick >= round_trip + 1 ? (tick - 1 - round_trip) / cut_spacing_ + 1 : 0;
     for (const auto& l : loss.labels)
       if (l.eval_epoch < 0) cut.labels[l.id] = l.labels;
-    cut.driver = nlohmann::json{{"epochs", open}, {"loss", parts[stages_].meta}}.dump();
+    cut.driver =
+        nlohmann::json{
+            {"epochs", open.at("open")}, {"epochs_done", open.at("done")}, {"loss", parts[stages_].meta}}
+            .dump();
     return cut;
   }
 
   /// Before a phase that resumes from `cut`: every stage and the loss actor get their part back,
-  /// the epochs open at the cut go back into the collector.
-  void resume_from(const pipeline_cut& cut, epoch_collector& epochs) {
+  /// the epochs open at the cut go back into the collector, and those whole before it (`at`: the
+  /// cut's position in the run) are marked so.
+  void resume_from(const pipeline_cut& cut, epoch_collector& epochs, int64_t at) {
     nlohmann::json driver;
     try {
       driver = nlohmann::json::parse(cut.driver);
       epochs.load(driver.at("epochs"));
-      open_at_resume_ = static_cast<int64_t>(driver.at("epochs").size());
+      epochs.load_done(driver.contains("epochs_done") ? &driver.at("epochs_done") : nullptr,
+                       static_cast<int>(at / per_epoch_));
     } catch (const nlohmann::json::exception& e) {
       throw std::runtime_error(std::string("the snapshot's record of the actor runtime is damaged: ") +
                                e.what());
@@ -372,7 +375,6 @@ class actor_runtime : public pipeline_runtime {
   std::size_t stages_;
   int64_t phase_ = 0;
   int64_t drained_proved_at_ = -1;  // the phase after which a migration last proved the pipeline drained
-  int64_t open_at_resume_ = 0;      // epochs open at the cut the running phase resumed from
   int64_t late_reported_ = 0;       // late messages of lost nodes already on a fencing line
   int64_t cut_spacing_ = 1;         // the running phase's ticks between two micro-batches entering
 };

@@ -12,8 +12,6 @@ using namespace atoms;
 
 namespace {
 
-constexpr auto control_timeout = std::chrono::seconds(60);
-
 struct local_outcome {
   bool done = false;
   std::string why_not;          // when not done: why only a global rollback can recover

@@ -16,8 +16,6 @@ using namespace atoms;
 
 namespace {
 
-constexpr auto control_timeout = std::chrono::seconds(60);
-
 std::string stage_name(std::size_t j) { return "stage " + std::to_string(j + 1); }
 
 }  // namespace

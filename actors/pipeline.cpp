@@ -20,8 +20,6 @@ using namespace atoms;
 
 namespace {
 
-constexpr auto control_timeout = std::chrono::seconds(60);
-
 template <class List, class Value>
 Value entry(const List& list, int32_t i, Value fallback) {
   return i >= 0 && static_cast<std::size_t>(i) < list.size()

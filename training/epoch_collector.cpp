@@ -50,7 +50,27 @@ void epoch_collector::complete_if_done(int epoch) {
   epoch_result done = std::move(p.result);
   open_.erase(it);
   ++completed_;
+  done_.insert(done.epoch);
   on_complete_(done);
+}
+
+bool epoch_collector::done(int first, int last) const {
+  for (int e = first; e <= last; ++e)
+    if (done_.count(e) == 0) return false;
+  return true;
+}
+
+void epoch_collector::load_done(const nlohmann::json* done, int ended) {
+  try {
+    if (done) {
+      for (int e : done->get<std::vector<int>>()) done_.insert(e);
+      return;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("the snapshot's whole epochs are damaged: ") + e.what());
+  }
+  for (int e = 1; e <= ended; ++e)
+    if (open_.count(e) == 0) done_.insert(e);
 }
 
 nlohmann::json epoch_collector::save() const {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <vector>
 
 #include "compute/pipeline/stage_report.hpp"
@@ -45,6 +46,14 @@ class epoch_collector {
   void load(const nlohmann::json& open);
   /// Epochs handed on so far.
   std::size_t completed() const { return completed_; }
+  /// Whether every epoch first..last was handed on here, or was whole at the cut this collector
+  /// resumed from (mark_done).
+  bool done(int first, int last) const;
+  /// The epochs handed on (a cut's record: those whole before it).
+  std::vector<int> done_epochs() const { return {done_.begin(), done_.end()}; }
+  /// After load: the epochs whole at the cut, as it recorded them (done_epochs), or, for a cut
+  /// that did not (`done` null: an earlier petra's), every epoch up to `ended` that is not open.
+  void load_done(const nlohmann::json* done, int ended);
   /// A whole wave at once.
   void add_wave(int epoch, double loss_sum, int64_t correct, int64_t samples) {
     add_eval(epoch, loss_sum, correct, samples, wave_size_);
@@ -74,6 +83,7 @@ class epoch_collector {
   std::function<void(epoch_result&)> on_complete_;
   std::map<int, partial> open_;
   std::size_t completed_ = 0;
+  std::set<int> done_;
 };
 
 }  // namespace petra
