@@ -168,3 +168,12 @@ TEST_CASE("memory-model of a small model prints its table in MB, not rows of 0.0
   CHECK(has(r.output, "paper (MB)"));
   CHECK_FALSE(has(r.output, " 0.0 "));
 }
+
+TEST_CASE("pipeline.threads given one number names the list it takes and runtime.threads, the scalar") {
+  auto r = run_petra("model-info default --set pipeline.threads=2");
+  INFO(r.output);
+  CHECK(r.code == 2);
+  CHECK(has(r.output,
+            "pipeline.threads in --set pipeline.threads=2: expected a list of compute threads per stage"));
+  CHECK(has(r.output, "runtime.threads"));
+}
