@@ -95,7 +95,7 @@ TEST_CASE("model-info --arch tiny takes the 1x28x28 input the tiny presets train
   CHECK(has(r.output, "input 1×28×28"));
 }
 
-TEST_CASE("petra --version prints the project's version; an unknown subcommand is named") {
+TEST_CASE("petra --version prints the project's version, and an unknown subcommand is named") {
   auto version = run_petra("--version");
   INFO(version.output);
   CHECK(version.code == 0);
@@ -176,4 +176,21 @@ TEST_CASE("pipeline.threads given one number names the list it takes and runtime
   CHECK(has(r.output,
             "pipeline.threads in --set pipeline.threads=2: expected a list of compute threads per stage"));
   CHECK(has(r.output, "runtime.threads"));
+}
+
+TEST_CASE("cuda:0 on a machine without a GPU or driver says so, not 'driver version is insufficient'") {
+  if (fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidiactl"))
+    PETRA_SKIP("this machine has an NVIDIA device: the message of a machine without one cannot show");
+  if (!have_fashion_mnist())
+    PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
+  scratch_dir out;
+  auto r = run_petra(
+      "train ci_smoke --set runtime.mode=lockstep --set 'pipeline.devices=[cuda:0,cpu,cpu,cpu,cpu]'"
+      " --set output.dir=" +
+      out.path.string());
+  INFO(r.output);
+  if (has(r.output, "this build has no CUDA backend")) PETRA_SKIP("this build has no CUDA backend");
+  CHECK(r.code == 2);
+  CHECK(has(r.output, "pipeline.devices[0] (stage 1): device cuda:0 is not usable: no GPU"));
+  CHECK(out.entries() == 0);
 }
