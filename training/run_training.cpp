@@ -54,7 +54,7 @@ int run_training(const train_options& options, const runtime_factory& make_runti
   } catch (const std::exception& e) {
     std::string what = e.what();
     // --trace is output.trace=true: a refusal of the key names the flag the user typed.
-    if (options.trace_flag && what.rfind("output.trace", 0) == 0)
+    if (options.trace_flag && what.rfind("output.trace:", 0) == 0)
       what = "--trace (output.trace)" + what.substr(12);
     std::cerr << "petra train: " << what << "\n";
     return 2;
