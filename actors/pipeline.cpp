@@ -62,9 +62,20 @@ actor_pipeline::~actor_pipeline() {
   if (loss_) local.push_back(loss_.address()), caf::anon_send_exit(loss_, caf::exit_reason::user_shutdown);
   if (loader_)
     local.push_back(loader_.address()), caf::anon_send_exit(loader_, caf::exit_reason::user_shutdown);
-  // The monitor calls into control_: gone before it is.
-  local.push_back(heartbeats_.address()), caf::anon_send_exit(heartbeats_, caf::exit_reason::user_shutdown);
-  heartbeats_ = nullptr;
+  // The monitor calls into control_: its behavior must be over before control_ goes. Its end is
+  // awaited, not its last reference: the next round it booked (a delayed message, up to a round
+  // after its exit: 1 s by default) and a heartbeat request to a node (an hour) keep it referenced,
+  // and waiting for those held every run's end by up to a second.
+  if (heartbeats_) {
+    caf::scoped_actor waiter{control_.self()->system()};
+    waiter->monitor(heartbeats_);
+    waiter->send_exit(heartbeats_, caf::exit_reason::user_shutdown);
+    heartbeats_ = nullptr;
+    bool ended = false;
+    waiter->receive([&](const caf::down_msg&) { ended = true; },
+                    caf::after(std::chrono::seconds(10)) >> [] {});
+    if (!ended) std::cerr << "petra: the heartbeat monitor did not end within 10 s of the pipeline's stop\n";
+  }
   stages_.clear();
   loss_ = nullptr;
   loader_ = nullptr;

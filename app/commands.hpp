@@ -10,6 +10,9 @@
 namespace petra::app {
 
 int train_command(const train_options& options);
+/// The signal (SIGINT, SIGTERM) that arrived after the last train_command's run completed, else 0;
+/// reading it clears it. The run lost nothing; a caller with more to do (a sweep) stops there.
+int signal_after_completed_run();
 
 struct node_options {
   std::string listen = "127.0.0.1:0";     // host:port; port 0 picks a free one (printed)

@@ -23,8 +23,20 @@ int eval_command(const std::string& target, const std::vector<std::string>& sets
                                   "': give a run directory or a .safetensors file");
     const safetensors_file file = load_safetensors(path);
     auto it = file.metadata.find("config");
-    if (it == file.metadata.end())
-      throw std::invalid_argument("checkpoint '" + path + "' carries no config in its metadata");
+    if (it == file.metadata.end()) {
+      // A snapshot's part (<run>/snapshots/<name>/stage-N.safetensors) holds one stage's cut, no model.
+      if (file.metadata.count("stage") != 0) {
+        const fs::path run = fs::path(path).parent_path().parent_path().parent_path();
+        throw std::invalid_argument("'" + path +
+                                    "' is one stage's part of a snapshot (the pipeline's state inside a "
+                                    "phase), not a checkpoint: evaluate the run directory (petra eval " +
+                                    (run.empty() ? std::string("RUN") : run.string()) +
+                                    ") or its checkpoint.safetensors");
+      }
+      throw std::invalid_argument("'" + path +
+                                  "' carries no config in its metadata: it is not a checkpoint petra train "
+                                  "wrote; give a run directory or its checkpoint.safetensors");
+    }
     // Only the model and the data matter here: every stage on this process's CPU.
     const config::run_config cfg =
         for_evaluation(config::parse_config(it->second, path + " (metadata config)", sets));

@@ -1,4 +1,5 @@
 // `petra model-info` and `petra memory-model`: what a model holds, per stage.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -58,9 +59,9 @@ config::run_config load_with_flags(const std::string& config, const std::vector<
   if (!flags.arch.empty()) {
     cfg.model = config::model_config{};
     cfg.model.arch = parse_flag<config::model_arch>("--arch", flags.arch);
+    // The inputs the presets train each on: 1×28×28 (Fashion-MNIST, tiny too) or 3×32×32.
     cfg.model.input = revnet_preset(flags.arch).in_channels == 1 ? std::vector<int>{1, 28, 28}
                                                                  : std::vector<int>{3, 32, 32};
-    if (cfg.model.arch == config::model_arch::tiny) cfg.model.input = {1, 8, 8};
   }
   if (flags.classes > 0) cfg.model.num_classes = flags.classes;
   if (!flags.input.empty()) {
@@ -122,14 +123,20 @@ int memory_model_command(const std::string& config, const std::vector<std::strin
     std::printf("memory model: %s, input %d×%d×%d, micro-batch %d, k = %d, J = %zu\n", m.spec.name.c_str(),
                 m.spec.in_channels, m.spec.height, m.spec.width, cfg.training.micro_batch, k,
                 m.stages.size());
-    std::printf("%-14s %-14s %-22s %12s %14s\n", "input buffer", "weight stash", "method", "paper (GB)",
-                "petra (GB)");
     const char* names[] = {"PipeDream-like", "DSP-like", "reversible+stash", "PETRA"};
     const bool bf = backward_first(cfg);
     const auto rows = memory_table(m.stages, k, cfg.runtime.inversion_sample_every, bf);
+    // A small model's rows in GB would all read 0.0: below 1 GB the table is in MB.
+    double largest = 0;
+    for (const auto& r : rows) largest = std::max({largest, r.paper_gb, r.runtime_gb});
+    const bool in_mb = largest < 1.0;
+    const double scale = in_mb ? 1e3 : 1.0;
+    std::printf("%-14s %-14s %-22s %12s %14s\n", "input buffer", "weight stash", "method",
+                in_mb ? "paper (MB)" : "paper (GB)", in_mb ? "petra (MB)" : "petra (GB)");
     for (std::size_t i = 0; i < rows.size(); ++i)
-      std::printf("%-14s %-14s %-22s %12.1f %14.2f\n", rows[i].stash_inputs ? "yes" : "no",
-                  rows[i].stash_weights ? "yes" : "no", names[i], rows[i].paper_gb, rows[i].runtime_gb);
+      std::printf(in_mb ? "%-14s %-14s %-22s %12.3f %14.3f\n" : "%-14s %-14s %-22s %12.1f %14.2f\n",
+                  rows[i].stash_inputs ? "yes" : "no", rows[i].stash_weights ? "yes" : "no", names[i],
+                  rows[i].paper_gb * scale, rows[i].runtime_gb * scale);
     std::printf(
         "paper: docs/design.md §2 convention (one stream per input, doubled for downsampling "
         "stages, 4 bytes).\n"

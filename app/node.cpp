@@ -67,10 +67,12 @@ int node_command(const node_options& options) {
                                [main = pthread_self()] { pthread_kill(main, SIGTERM); });
   auto bound = publish_node(system, node, host, port, tls.enabled());
   if (!bound) {
-    std::cerr << "petra node: cannot listen on " << options.listen << ": " << system.render(bound.error())
-              << "\n";
+    // The address given cannot be had (in use by another process, not this host's): bad input.
+    std::cerr << "petra node: --listen " << options.listen
+              << ": cannot listen there (the port is in use, or the address is not this host's): "
+              << system.render(bound.error()) << "\n";
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
-    return 1;
+    return 2;
   }
   std::printf("petra node listening on %s:%u%s\n", host.c_str(), static_cast<unsigned>(*bound),
               tls.enabled() ? " (TLS)" : "");

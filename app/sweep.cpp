@@ -146,6 +146,14 @@ int sweep_command(const sweep_options& options) {
                     describe(axes, r.values).c_str(), code);
       std::fflush(stdout);
       write_tables();
+      // A signal that came once the point's run was complete: the point counts, the sweep stops here.
+      if (const int signal = signal_after_completed_run(); signal != 0) {
+        std::fprintf(stderr,
+                     "petra sweep: interrupted after point %zu/%zu (recorded); the points after it were not "
+                     "run -> %s\n",
+                     i + 1, plan.size(), sweep_dir.c_str());
+        return 128 + signal;
+      }
     }
 
     const std::string skipped = write_accuracy_plot(sweep_dir.string(), axes, results);

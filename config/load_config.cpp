@@ -115,6 +115,21 @@ run_config parse_config(const std::string& yaml_text, const std::string& origin_
   try {
     head = read_stream_head(yaml_text);
   } catch (const YAML::ParserException& e) {
+    // YAML indents with spaces only; yaml-cpp's words for a tab ("illegal map value") do not say so.
+    std::istringstream lines(yaml_text);
+    int number = 0;
+    for (std::string line; std::getline(lines, line);) {
+      ++number;
+      const std::size_t text = line.find_first_not_of(" \t");
+      if (text == std::string::npos || line[text] == '#') continue;
+      if (line.find('\t') < text) {
+        YAML::Mark at;
+        at.line = number - 1;
+        throw config_error(from.place(at) + ": a tab in the indentation (column " +
+                           std::to_string(line.find('\t') + 1) +
+                           "); YAML indents with spaces only: replace the tabs with spaces");
+      }
+    }
     throw config_error(from.place(e.mark) + ": YAML syntax error at column " +
                        std::to_string(e.mark.column + 1) + ": " + e.msg);
   }

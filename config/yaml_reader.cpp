@@ -91,6 +91,14 @@ void read_value(const YAML::Node& node, const std::string& where, const std::str
 template <class Value>
 void read_value(const YAML::Node& node, const std::string& where, const std::string& path, const origin& from,
                 std::vector<Value>& out) {
+  // The presets' scalar `threads: 2` is runtime.threads (the scheduler's); pipeline.threads is one
+  // count per stage, in YAML and --set alike.
+  if (!node.IsSequence() && path == "pipeline.threads")
+    fail_type(
+        path, where,
+        "a list of compute threads per stage, e.g. [2, 1, 1] (the scalar `threads: 2` of the presets is "
+        "runtime.threads, the scheduler's threads)",
+        node);
   if (!node.IsSequence()) fail_type(path, where, expected_list(static_cast<Value*>(nullptr)), node);
   std::vector<Value> values(node.size());
   for (size_t i = 0; i < node.size(); ++i) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "training/conv_algorithm_file.hpp"
@@ -47,6 +49,27 @@ void check_stop_after_epoch(const train_options& options, const prepared_run& p,
   }
 }
 
+/// faults.crash_at_tick fires once per run and stage: the stages whose crash an earlier process of
+/// the run met (its failure line in metrics.jsonl) do not crash again after a resume.
+void forget_fired_crashes(config::run_config& c, const std::string& metrics) {
+  std::ifstream in(metrics);
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("event", "") != "failure" || !j.contains("stage") ||
+        !j["stage"].is_number_integer() || !j.contains("what") || !j["what"].is_string() ||
+        j["what"].get<std::string>().find("faults.crash_at_tick") == std::string::npos)
+      continue;
+    const int64_t stage = j["stage"].get<int64_t>();
+    auto& ticks = c.faults.crash_at_tick;
+    if (stage < 1 || stage > static_cast<int64_t>(ticks.size()) || ticks[stage - 1] < 0) continue;
+    ticks[stage - 1] = -1;
+    std::printf(
+        "faults.crash_at_tick: stage %lld crashed in an earlier process of this run; once per run, "
+        "it does not crash again\n",
+        static_cast<long long>(stage));
+  }
+}
+
 }  // namespace
 
 prepared_run prepare(const train_options& options, const runtime_factory& make_runtime) {
@@ -82,6 +105,15 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
                                 ? default_run_name(config::to_string(p.cfg.model.arch), p.method.str())
                                 : p.cfg.output.name))
                               .string();
+  if (!resuming)  // a file where the run directory or a folder above it would go
+    for (fs::path up = p.run_path; !up.empty(); up = up.parent_path()) {
+      std::error_code ec;
+      if (fs::exists(up, ec) && !fs::is_directory(up, ec))
+        throw std::invalid_argument("output.dir '" + p.cfg.output.dir + "', output.name '" +
+                                    p.cfg.output.name + "': '" + up.string() +
+                                    "' is a file, not a directory; the run directory cannot go there");
+      if (up == up.parent_path()) break;
+    }
   if (!resuming && fs::exists(p.run_path) && !fs::is_empty(p.run_path))
     throw std::invalid_argument("run directory '" + p.run_path +
                                 "' already exists and is not empty: choose another output.name or remove it");
@@ -113,6 +145,7 @@ prepared_run prepare(const train_options& options, const runtime_factory& make_r
       if (!written.empty()) p.cfg.pipeline.stage_blocks = written;
     }
   }
+  if (resuming) forget_fired_crashes(p.cfg, (resume_dir / "metrics.jsonl").string());
   p.runtime = make_runtime(p.cfg, p.data, p.opt);
   if (resuming) {
     const std::size_t J = stage_sizes(p.cfg).size();

@@ -71,7 +71,7 @@ void progress::draw(int64_t done, const run_totals& totals, clock::time_point no
     if (decile == last_printed_) return;
     last_printed_ = decile;
   }
-  std::fprintf(out_, "%sepoch %d/%d  step %lld/%lld  %.0f img/s  loss %.4f  acc %.2f%%  ETA %s%s",
+  std::fprintf(out_, "%sepoch %d/%d  micro-batch %lld/%lld  %.0f img/s  loss %.4f  acc %.2f%%  ETA %s%s",
                terminal_ ? "\r" : "", epoch_, epochs_, static_cast<long long>(done),
                static_cast<long long>(per_epoch_), rate, line.mean_loss(), 100 * line.accuracy(),
                format_duration(eta).c_str(), terminal_ ? "   " : "\n");

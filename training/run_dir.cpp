@@ -20,8 +20,18 @@ run_dir run_dir::create(const std::string& path) {
   if (fs::exists(p) && !fs::is_empty(p))
     throw std::runtime_error("run directory '" + p.string() +
                              "' already exists and is not empty: choose another output.name or remove it");
+  // The outermost folder this call makes: removed again if the rest cannot be made (no partial output).
+  fs::path made;
+  for (fs::path up = p; !up.empty() && !fs::exists(up, ec); up = up.parent_path()) {
+    made = up;
+    if (up == up.parent_path()) break;
+  }
   fs::create_directories(p, ec);
-  if (ec) throw std::runtime_error("cannot create run directory '" + p.string() + "': " + ec.message());
+  if (ec) {
+    const std::string why = ec.message();
+    if (!made.empty()) fs::remove_all(made, ec);
+    throw run_dir_refused("cannot create run directory '" + p.string() + "': " + why);
+  }
   r.path_ = p.string();
   r.metrics_.open(r.file("metrics.jsonl"), std::ios::app);
   if (!r.metrics_) throw std::runtime_error("cannot open '" + r.file("metrics.jsonl") + "' for writing");

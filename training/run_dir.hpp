@@ -3,13 +3,21 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
 namespace petra {
 
+/// The run directory cannot be made where output.dir and output.name put it (a file on the way, a
+/// folder nobody may write): bad input, and nothing is left behind.
+struct run_dir_refused : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class run_dir {
  public:
   /// Creates the directory at `path`; refuses an existing non-empty one (nothing is overwritten).
+  /// Throws run_dir_refused where it cannot be made (what it made on the way is removed).
   static run_dir create(const std::string& path);
 
   /// An existing run directory, to continue (metrics are appended; temp files of an interrupted

@@ -119,6 +119,7 @@ void run_records::summarize(const accounting& account) {
   std::printf("done: test accuracy %.2f%%, wall %.1f s, %.0f img/s training%s -> %s\n",
               100 * last_test_accuracy_.value_or(0.0), wall, images_per_s, resumed.c_str(),
               dir_.path().c_str());
+  std::fflush(stdout);  // through a pipe too, the line comes when the run is done, not at the exit
 }
 
 void run_records::summarize_failure(const accounting& account, const std::string& what) {

@@ -16,6 +16,10 @@
 namespace petra {
 namespace {
 
+struct bad_output_place : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// config.yaml: the resolved config without output.name, so that `petra train <run>/config.yaml`
 /// repeats the run into a new directory.
 void write_config(const run_dir& dir, config::run_config c) {
@@ -48,12 +52,26 @@ int run_training(const train_options& options, const runtime_factory& make_runti
   try {
     p = prepare(options, make_runtime);
   } catch (const std::exception& e) {
-    std::cerr << "petra train: " << e.what() << "\n";
+    std::string what = e.what();
+    // --trace is output.trace=true: a refusal of the key names the flag the user typed.
+    if (options.trace_flag && what.rfind("output.trace:", 0) == 0)
+      what = "--trace (output.trace)" + what.substr(12);
+    std::cerr << "petra train: " << what << "\n";
     return 2;
   }
   std::string made;  // the run directory, once it exists
   try {
-    run_dir dir = options.resume.empty() ? run_dir::create(p.run_path) : run_dir::reopen(p.run_path);
+    run_dir dir = [&] {
+      if (!options.resume.empty()) return run_dir::reopen(p.run_path);
+      try {
+        return run_dir::create(p.run_path);
+      } catch (const run_dir_refused& e) {  // bad input: output.dir or output.name
+        throw bad_output_place(
+            std::string("output.dir '") + p.cfg.output.dir + "', output.name '" +
+            (p.cfg.output.name.empty() ? std::string("(a generated name)") : p.cfg.output.name) +
+            "': " + e.what());
+      }
+    }();
     made = dir.path();
     if (options.on_run_dir) options.on_run_dir(dir.path());
     if (options.resume.empty()) {
@@ -84,6 +102,9 @@ int run_training(const train_options& options, const runtime_factory& make_runti
     // (runtime.cudnn_algorithms); nothing without a GPU stage here.
     write_conv_algorithms(p.cfg, dir.path());
     return status;
+  } catch (const bad_output_place& e) {
+    std::cerr << "petra train: " << e.what() << "\n";
+    return 2;
   } catch (const stopped_at_snapshot& s) {
     std::printf("\nstopped after the snapshot before micro-batch %lld as asked\n",
                 static_cast<long long>(s.position));

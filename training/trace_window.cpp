@@ -38,4 +38,19 @@ std::string describe(const trace_window& w) {
   return text;
 }
 
+std::string describe_traced(const trace_window& w, int64_t per_epoch, int64_t from, int64_t to) {
+  const int64_t first = std::max(w.first, from), last = std::min(w.last, to - 1);
+  const std::string trained = "this process trained micro-batches " + std::to_string(from) + "-" +
+                              std::to_string(to - 1) + " of the run";
+  if (first > last)
+    return "no micro-batch: " + trained + ", none of the window " + std::to_string(w.first) + "-" +
+           std::to_string(w.last);
+  std::string text = describe(trace_window{first, last, w.fitted});
+  if (first != w.first || last != w.last)
+    text += " (" + trained + " of the window " + std::to_string(w.first) + "-" + std::to_string(w.last) + ")";
+  return text + "; trace.json labels them by micro-batch id, " + std::to_string(first + per_epoch) + "-" +
+         std::to_string(last + per_epoch) + " (id = micro-batch of the run + " + std::to_string(per_epoch) +
+         ")";
+}
+
 }  // namespace petra

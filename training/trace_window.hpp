@@ -25,4 +25,9 @@ trace_window fit_trace_window(const config::run_config& c, int64_t run_micro_bat
 /// "micro-batches 0-31 of the run (the whole run: ...)", for the line the trainer prints.
 std::string describe(const trace_window& w);
 
+/// What a process's trace.json holds: the part of `w` it trained (micro-batches `from` to `to` - 1
+/// of the run: a resumed process starts later, a stopped one ends early), and the micro-batch ids
+/// the file labels them with (epoch e's ids start at e · per_epoch: run position + per_epoch).
+std::string describe_traced(const trace_window& w, int64_t per_epoch, int64_t from, int64_t to);
+
 }  // namespace petra

@@ -19,6 +19,7 @@
 #include "training/snapshot.hpp"
 #include "training/stage_metrics.hpp"
 #include "training/step_lines.hpp"
+#include "training/trace_window.hpp"
 
 namespace petra {
 namespace {
@@ -100,18 +101,34 @@ class run {
         points_.checkpoint(epoch, g - (epoch - 1) * per_epoch);
       if (g < end) migrations_.at_point(g, run_done_.ticks);
       if (options_.stop_after_epoch > 0 && g == options_.stop_after_epoch * per_epoch && g < end) {
+        write_trace(g);  // what this process traced up to the stop
         std::printf("stopped after epoch %d as asked; continue with: petra train --resume %s\n", epoch,
                     dir_.path().c_str());
+        // Without drain_at_epoch_end an uninterrupted run streams on across this epoch end: the stop
+        // drained the pipeline where it would not, so the resumed run is not bit-identical to it.
+        if (!p_.cfg.training.drain_at_epoch_end)
+          std::printf(
+              "(training.drain_at_epoch_end is false: the stop drained the pipeline here, which an "
+              "uninterrupted run does not; the resumed run trains the same micro-batches, not the same "
+              "bits)\n");
         return 0;
       }
     }
     migrations_.at_end();
+    write_trace(end);  // before the summary: a run whose summary is written is complete
     summarize();
-    if (p_.cfg.output.trace) {
-      p_.runtime->write_trace(dir_.file("trace.json"));
-      std::printf("trace: %s -> %s\n", describe(p_.trace).c_str(), dir_.file("trace.json").c_str());
-    }
+    if (options_.on_complete) options_.on_complete();
     return 0;
+  }
+
+  /// output.trace: trace.json of what this process trained, up to micro-batch `to` of the run (the
+  /// end, or a stop), and the line that says which micro-batches it holds under which ids.
+  void write_trace(int64_t to) {
+    if (!p_.cfg.output.trace) return;
+    p_.runtime->write_trace(dir_.file("trace.json"));
+    const int64_t from = p_.resume_cut ? p_.resume_position : (p_.epoch - 1) * p_.per_epoch + p_.position;
+    std::printf("trace: %s -> %s\n", describe_traced(p_.trace, p_.per_epoch, from, to).c_str(),
+                dir_.file("trace.json").c_str());
   }
 
   /// Epochs evaluated on the live weights by waves inside the stream (no drain at epoch ends).

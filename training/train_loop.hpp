@@ -23,6 +23,10 @@ struct train_options {
   /// Told the run directory once it exists (and before anything is trained): `petra train` keeps
   /// it for the message a Ctrl-C prints.
   std::function<void(const std::string& run_dir)> on_run_dir{};
+  /// Told once the run is complete (its summary line written): what follows is only the process's
+  /// shutdown, and a signal from here on loses nothing.
+  std::function<void()> on_complete{};
+  bool trace_flag = false;  // --trace was given (a refusal of output.trace names the flag)
 };
 
 /// Builds the runtime runtime.mode names (the caller knows every runtime; training/ knows none).

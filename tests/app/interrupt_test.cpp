@@ -90,6 +90,7 @@ TEST_CASE("Ctrl-C ends petra train with 130 and names the resume command, the ru
   CHECK(log.find("continue with: petra train --resume " + run.string()) != std::string::npos);
   CHECK(fs::exists(run / "checkpoint.safetensors"));
   CHECK(fs::exists(run / "config.yaml"));
+  CHECK_FALSE(fs::exists(run / "train.pid"));  // it names a running trainer: gone with this one
 
   // The resumed run picks up the checkpoint and is itself interruptible (SIGTERM: 143).
   const int again =
@@ -99,5 +100,6 @@ TEST_CASE("Ctrl-C ends petra train with 130 and names the resume command, the ru
   INFO(log2);
   REQUIRE(WIFEXITED(again));
   CHECK(WEXITSTATUS(again) == 143);
+  CHECK_FALSE(fs::exists(run / "train.pid"));
   CHECK(log2.find("continue with: petra train --resume " + run.string()) != std::string::npos);
 }

@@ -47,7 +47,7 @@ std::vector<line> printed(int epochs, int64_t per_epoch, int64_t phase_start,
   std::fclose(f);
   std::vector<line> out;
   const std::regex re(
-      R"(epoch (\d+)/(\d+)  step (\d+)/(\d+)  \d+ img/s  loss ([0-9.]+)  acc [0-9.]+%  ETA \S+)");
+      R"(epoch (\d+)/(\d+)  micro-batch (\d+)/(\d+)  \d+ img/s  loss ([0-9.]+)  acc [0-9.]+%  ETA \S+)");
   for (std::sregex_iterator it(text.begin(), text.end(), re), e; it != e; ++it)
     out.push_back({std::stoi((*it)[1]), std::stoi((*it)[2]), std::stoll((*it)[3]), std::stoll((*it)[4]),
                    std::stod((*it)[5])});
