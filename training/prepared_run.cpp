@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
@@ -52,11 +51,9 @@ void check_stop_after_epoch(const train_options& options, const prepared_run& p,
 /// faults.crash_at_tick fires once per run and stage: the stages whose crash an earlier process of
 /// the run met (its failure line in metrics.jsonl) do not crash again after a resume.
 void forget_fired_crashes(config::run_config& c, const std::string& metrics) {
-  std::ifstream in(metrics);
-  for (std::string line; std::getline(in, line);) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || j.value("event", "") != "failure" || !j.contains("stage") ||
-        !j["stage"].is_number_integer() || !j.contains("what") || !j["what"].is_string() ||
+  for (const nlohmann::json& j : logged_events(metrics, "failure")) {
+    if (!j.contains("stage") || !j["stage"].is_number_integer() || !j.contains("what") ||
+        !j["what"].is_string() ||
         j["what"].get<std::string>().find("faults.crash_at_tick") == std::string::npos)
       continue;
     const int64_t stage = j["stage"].get<int64_t>();

@@ -85,18 +85,23 @@ std::string default_run_name(const std::string& stem, const std::string& method)
   return stem + "-" + method + "-" + stamp;
 }
 
+std::vector<nlohmann::json> logged_events(const std::string& path, const std::string& event) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("event", "") == event) out.push_back(std::move(j));
+  }
+  return out;
+}
+
 namespace {
 
-/// The highest integer `key` of the `event` lines of metrics.jsonl (0 for none; lines a killed
-/// process left half-written are skipped).
+/// The highest integer `key` of the `event` lines of metrics.jsonl (0 for none).
 int64_t last_logged(const std::string& path, const std::string& event, const std::string& key) {
-  std::ifstream in(path);
   int64_t last = 0;
-  for (std::string line; std::getline(in, line);) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.value("event", "") == event && j.contains(key) && j[key].is_number_integer())
-      last = std::max(last, j[key].get<int64_t>());
-  }
+  for (const nlohmann::json& j : logged_events(path, event))
+    if (j.contains(key) && j[key].is_number_integer()) last = std::max(last, j[key].get<int64_t>());
   return last;
 }
 
@@ -107,13 +112,9 @@ int run_dir::last_logged_epoch() const {
 }
 
 run_dir::logged_step run_dir::last_logged_step() const {
-  std::ifstream in(file("metrics.jsonl"));
   logged_step last;
-  for (std::string line; std::getline(in, line);) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || j.value("event", "") != "step" || !j.contains("step") ||
-        !j["step"].is_number_integer())
-      continue;
+  for (const nlohmann::json& j : logged_events(file("metrics.jsonl"), "step")) {
+    if (!j.contains("step") || !j["step"].is_number_integer()) continue;
     if (j["step"].get<int64_t>() > last.step)
       last = {j["step"].get<int64_t>(),
               j.contains("seconds") && j["seconds"].is_number() ? j["seconds"].get<double>() : 0.0};

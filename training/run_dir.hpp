@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace petra {
 
@@ -53,5 +54,9 @@ class run_dir {
 
 /// "<stem>-<method>-YYYYmmdd-HHMMSS" in UTC.
 std::string default_run_name(const std::string& stem, const std::string& method);
+
+/// The `event` lines of the metrics.jsonl at `path`, in order (none if it is missing; lines a
+/// killed process left half-written are skipped).
+std::vector<nlohmann::json> logged_events(const std::string& path, const std::string& event);
 
 }  // namespace petra
