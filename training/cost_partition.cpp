@@ -42,6 +42,19 @@ std::vector<int> partition_by_cost(const std::vector<double>& costs, int stages)
   return sizes;
 }
 
+std::vector<int> split_cores_by_cost(const std::vector<double>& costs, int cores, int measured_threads) {
+  std::vector<int> threads(costs.size(), 1);
+  if (costs.empty()) return threads;
+  const auto predicted = [&](std::size_t j) { return costs[j] * measured_threads / threads[j]; };
+  for (int spare = cores - static_cast<int>(costs.size()); spare > 0; --spare) {
+    std::size_t slowest = 0;
+    for (std::size_t j = 1; j < costs.size(); ++j)
+      if (predicted(j) > predicted(slowest)) slowest = j;
+    ++threads[slowest];
+  }
+  return threads;
+}
+
 std::vector<double> measure_block_costs(const config::run_config& c, int threads, int micro_batches) {
   // One block per stage, every one on stage 1's device with `threads` threads, in this process,
   // without faults: the blocks as a stage computes them, nothing else.
@@ -97,6 +110,46 @@ std::vector<double> measure_block_costs(const config::run_config& c, int threads
   return out;
 }
 
+namespace {
+
+bool on_cpu(const config::run_config& c, std::size_t j) {
+  return j >= c.pipeline.devices.size() || c.pipeline.devices[j].type == config::device_spec::kind::cpu;
+}
+
+/// Sets pipeline.threads for the cut in c.pipeline.stage_blocks: the cores over its CPU stages by
+/// the blocks' measured `costs` (on `measured` threads each), 1 for the others; returns the line
+/// that says so. Leaves it empty and returns "" when there are no more cores than CPU stages.
+std::string split_threads_by_cost(config::run_config& c, const std::vector<double>& costs, int measured,
+                                  int cores) {
+  std::vector<double> stage_cost;
+  std::vector<std::size_t> cpu_stages;
+  std::size_t b = 0;
+  for (std::size_t j = 0; j < c.pipeline.stage_blocks.size(); ++j) {
+    double sum = 0;
+    for (int k = 0; k < c.pipeline.stage_blocks[j]; ++k) sum += costs[b++];
+    if (on_cpu(c, j)) cpu_stages.push_back(j), stage_cost.push_back(sum);
+  }
+  // Nothing to split with a core or less per stage: the default (1 each, taking turns) stands.
+  if (cpu_stages.empty() || cores <= static_cast<int>(cpu_stages.size())) return "";
+  const std::vector<int> split = split_cores_by_cost(stage_cost, cores, measured);
+  c.pipeline.threads.assign(c.pipeline.stage_blocks.size(), 1);
+  std::string list, slowest_text;
+  double slowest = 0;
+  for (std::size_t i = 0; i < cpu_stages.size(); ++i) {
+    c.pipeline.threads[cpu_stages[i]] = split[i];
+    slowest = std::max(slowest, stage_cost[i] * measured / split[i]);
+  }
+  for (std::size_t j = 0; j < c.pipeline.threads.size(); ++j)
+    list += (j ? "," : "") + std::to_string(c.pipeline.threads[j]);
+  char predicted[96];
+  std::snprintf(predicted, sizeof predicted, "the slowest stage predicted at %.1f ms per micro-batch",
+                1000 * slowest);
+  return "compute threads by the same costs: pipeline.threads [" + list + "] on " + std::to_string(cores) +
+         " core" + (cores == 1 ? "" : "s") + ", " + predicted;
+}
+
+}  // namespace
+
 std::vector<std::string> resolve_measured_partition(config::run_config& c) {
   if (c.pipeline.stages <= 0 || !c.pipeline.stage_blocks.empty()) return {};
   const int stages = c.pipeline.stages;
@@ -131,10 +184,16 @@ std::vector<std::string> resolve_measured_partition(config::run_config& c) {
   std::snprintf(balance, sizeof balance,
                 "the busiest stage %.1f ms per micro-batch, the mean %.1f ms (at most %.2f× one stage)",
                 1000 * busiest, 1000 * total / stages, total / busiest);
-  return {"pipeline.stages " + std::to_string(stages) + ": blocks per stage [" + cut_text +
-              "] by measured cost (ms per micro-batch of each block on " + std::to_string(threads) +
-              " thread" + (threads == 1 ? "" : "s") + ": " + cost_text + ")",
-          std::string("  ") + balance};
+  std::vector<std::string> lines = {
+      "pipeline.stages " + std::to_string(stages) + ": blocks per stage [" + cut_text +
+          "] by measured cost (ms per micro-batch of each block on " + std::to_string(threads) + " thread" +
+          (threads == 1 ? "" : "s") + ": " + cost_text + ")",
+      std::string("  ") + balance};
+  if (c.pipeline.threads.empty()) {
+    std::string split = split_threads_by_cost(c, costs, threads, cores);
+    if (!split.empty()) lines.push_back("  " + split);
+  }
+  return lines;
 }
 
 }  // namespace petra

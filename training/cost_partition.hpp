@@ -14,6 +14,13 @@ namespace petra {
 /// A function of its arguments only. Throws std::invalid_argument when stages is not in 1..costs.
 std::vector<int> partition_by_cost(const std::vector<double>& costs, int stages);
 
+/// Splits `cores` over stages whose compute seconds per micro-batch on `measured_threads` threads
+/// each are `costs`, so that the slowest stage is as fast as whole threads make it: each stage starts
+/// with 1 and every further core goes to the stage predicted slowest (cost × measured_threads /
+/// threads: a stage's time taken as inversely proportional to its threads; the earlier stage on a
+/// tie). Sums to max(cores, stages). A function of its arguments only.
+std::vector<int> split_cores_by_cost(const std::vector<double>& costs, int cores, int measured_threads);
+
 /// Each block's compute seconds per micro-batch (forward, rebuild and backward with its optimizer
 /// step, as a stage runs them): the model one block per stage on stage 1's device with
 /// `threads` compute threads, through the simulator, `micro_batches` random micro-batches timed after
@@ -21,8 +28,10 @@ std::vector<int> partition_by_cost(const std::vector<double>& costs, int stages)
 std::vector<double> measure_block_costs(const config::run_config& c, int threads, int micro_batches);
 
 /// With pipeline.stages set and pipeline.stage_blocks empty: measures the blocks, sets stage_blocks
-/// to the cut by cost and clears pipeline.stages (the run directory's config.yaml then repeats the
-/// cut), and returns the lines to print about it; nothing otherwise.
+/// to the cut by cost and clears pipeline.stages; with pipeline.threads empty too and more cores
+/// than CPU stages, sets it to this machine's cores split over the CPU stages by the same costs
+/// (split_cores_by_cost; other stages 1). The run directory's config.yaml then repeats both. Returns the
+/// lines to print about it; nothing otherwise.
 std::vector<std::string> resolve_measured_partition(config::run_config& c);
 
 }  // namespace petra

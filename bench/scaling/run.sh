@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # PETRA's speed-up with stages on this machine's CPU cores: the same training work as backprop at
 # one stage with 1, 2, 4, … N threads, and as PETRA (and delayed gradients) at J = 2, 4, 8 stages
-# with N / J threads each, in one process and (J = 8) over `petra node` processes on this host; for
+# with N / J threads each, and with `pipeline.stages: J` (the cut and the threads by measured cost),
+# in one process and (J = 8) over `petra node` processes on this host; for
 # the default preset (Fashion-MNIST) and RevNet-18 at micro-batch 32 (CIFAR-10, or a synthetic set in
 # its format where CIFAR-10 is absent). Every run is one async epoch; its images/s is the epoch
 # line's. Per run it also reports the pipeline's ideal rate from its busiest stage's compute
@@ -67,7 +68,8 @@ draw() {  # draw DIR: scaling.png from DIR/results.tsv (images/s against J, one 
     for m in default revnet18; do
       grep -q "^$m	" "$dir/results.tsv" || continue
       awk -F'\t' -v m="$m" '$1 == m && $2 == "backprop" && $3 == "1" && $8 == "one" && $9 != "-" {print $4, $9}' "$dir/results.tsv" | sort -n >"$dir/$m-backprop.dat"
-      awk -F'\t' -v m="$m" '$1 == m && $2 == "petra" && $8 == "one" && $7 == "false" && $9 != "-" {print $3, $9, $11}' "$dir/results.tsv" | sort -n >"$dir/$m-petra.dat"
+      awk -F'\t' -v m="$m" '$1 == m && $2 == "petra" && $8 == "one" && $7 == "false" && $4 ~ /^[0-9]+$/ && $9 != "-" {print $3, $9, $11}' "$dir/results.tsv" | sort -n >"$dir/$m-petra.dat"
+      awk -F'\t' -v m="$m" '$1 == m && $2 == "petra" && $8 == "one" && $4 !~ /^[0-9]+$/ && $9 != "-" {print $3, $9}' "$dir/results.tsv" | sort -n >"$dir/$m-cost.dat"
       awk -F'\t' -v m="$m" '$1 == m && $2 == "delayed" && $8 == "one" && $9 != "-" {print $3, $9}' "$dir/results.tsv" | sort -n >"$dir/$m-delayed.dat"
       local all base
       all=$(awk -v c="$cores" '$1 == c {print $2}' "$dir/$m-backprop.dat" | head -1)
@@ -76,6 +78,7 @@ draw() {  # draw DIR: scaling.png from DIR/results.tsv (images/s against J, one 
       awk -v c="$cores" 'NR == FNR {rate[$1] = $2; next} {t = int(c / $1); if (t in rate) print $1, $1 * rate[t]}' \
         "$dir/$m-backprop.dat" "$dir/$m-petra.dat" >"$dir/$m-ideal.dat"
       base="'$dir/$m-petra.dat' using 1:2 with linespoints lw 2 title 'PETRA', '$dir/$m-ideal.dat' using 1:2 with lines dt 2 title 'ideal: J x backprop at N/J threads'"
+      [ -s "$dir/$m-cost.dat" ] && base="$base, '$dir/$m-cost.dat' using 1:2 with linespoints lw 2 title 'PETRA, cut and threads by measured cost'"
       [ -s "$dir/$m-delayed.dat" ] && base="$base, '$dir/$m-delayed.dat' using 1:2 with linespoints title 'delayed gradients'"
       [ -s "$dir/$m-petra.dat" ] && base="$base, '$dir/$m-petra.dat' using 1:3 with points pt 6 title 'PETRA ideal from its busiest stage'"
       [ -n "$all" ] && base="$base, $all with lines lw 2 title 'backprop, 1 stage x N threads'"
@@ -159,14 +162,23 @@ run() {
     for ((j = 0; j < J; j++)); do k=$((j / per)); placement+="${placement:+,}${node_addresses[$k]}"; done
     extra+=(--set "pipeline.nodes=[$placement]")
   fi
+  # blocks "measured": pipeline.stages J cuts the model and splits the cores by measured cost.
+  local shape=(--set "pipeline.stage_blocks=$blocks" --set "pipeline.threads=[$list]")
+  [ "$blocks" = measured ] && shape=(--set "pipeline.stages=$J")
   local started=$SECONDS
   "$petra" train "$preset" --set runtime.mode=async --set training.epochs=1 --set "training.method=$method" \
-    --set "pipeline.stage_blocks=$blocks" --set "pipeline.threads=[$list]" --set "runtime.pin_threads=$pin" \
+    "${shape[@]}" --set "runtime.pin_threads=$pin" \
     --set output.progress=false --set "output.dir=$out/runs" --set "output.name=$name" "${extra[@]}" "${sets[@]}" \
     >"$out/logs/$name.log" 2>&1
   local rc=$? seconds=$((SECONDS - started))
   [ "$place" = nodes ] && stop_nodes
   local metrics=$out/runs/$name/metrics.jsonl
+  if [ "$blocks" = measured ] && [ -f "$out/runs/$name/config.yaml" ]; then  # the cut and threads taken
+    blocks=$(sed -n 's/^  stage_blocks: \(\[.*\]\)/\1/p' "$out/runs/$name/config.yaml" | tr -d ' ')
+    local taken
+    taken=$(sed -n 's/^  threads: \(\[.*\]\)/\1/p' "$out/runs/$name/config.yaml" | tr -d ' ')
+    threads=${taken:-even}
+  fi
   if [ $rc -ne 0 ] || [ ! -s "$metrics" ]; then
     echo "  $name: failed (exit $rc): $(tail -n 2 "$out/logs/$name.log" | tr '\n' ' ')"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t-\t-\t-\t-\t%s\n' "$model" "$method" "$J" "$threads" "$threads" "$blocks" "$pin" "$place" "$seconds" >>"$out/results.tsv"
@@ -224,6 +236,7 @@ for model in $models; do
       run default petra "$J" "$t" "$blocks" false one
       run default delayed "$J" "$t" "$blocks" false one
     done
+    for J in 4 8; do run default petra "$J" cost measured false one; done
     t=$((cores / 8)); [ $t -ge 1 ] || t=1
     run default petra 8 "$t" "[]" true one
     [ $nodes = 1 ] && run default petra 8 "$t" "[]" false nodes
@@ -236,6 +249,7 @@ for model in $models; do
       t=$((cores / J)); [ $t -ge 1 ] || t=1
       run revnet18 petra "$J" "$t" "$blocks" false one
     done
+    for J in 5 10; do run revnet18 petra "$J" cost measured false one; done
     t=$((cores / 10)); [ $t -ge 1 ] || t=1
     run revnet18 delayed 10 "$t" "[]" false one
   fi

@@ -8,6 +8,7 @@
 
 #include "config/config.hpp"
 #include "training/setup.hpp"
+#include "training/stage_threads.hpp"
 
 using namespace petra;
 
@@ -63,11 +64,64 @@ TEST_CASE(
   REQUIRE(costs.size() == stage_sizes(config::load_config("ci_smoke")).size());
   for (double cost : costs) CHECK(cost > 0);
   const std::vector<std::string> lines = resolve_measured_partition(c);
-  REQUIRE(lines.size() == 2);
+  REQUIRE(lines.size() >= 2);  // a third when there are cores to split (the next case)
   CHECK(lines[0].find("pipeline.stages 2: blocks per stage [") == 0);
   CHECK(c.pipeline.stages == 0);
   REQUIRE(c.pipeline.stage_blocks.size() == 2);
   CHECK(std::accumulate(c.pipeline.stage_blocks.begin(), c.pipeline.stage_blocks.end(), 0) ==
         static_cast<int>(costs.size()));
   CHECK(resolve_measured_partition(c).empty());  // resolved once: a resumed run keeps its cut
+}
+
+TEST_CASE("the cores split over the stages by cost: every further core to the stage predicted slowest") {
+  // Measured on 2 threads each: 1 ms and 3 ms; on 4 cores the heavy stage takes 3 (2 ms vs 2 ms).
+  CHECK(split_cores_by_cost({1.0, 3.0}, 4, 2) == std::vector<int>{1, 3});
+  // Equal costs, equal shares; on a tie the earlier stage first.
+  CHECK(split_cores_by_cost(std::vector<double>(8, 1.0), 16, 2) == std::vector<int>(8, 2));
+  CHECK(split_cores_by_cost({1.0, 1.0}, 3, 1) == std::vector<int>{2, 1});
+  // Fewer cores than stages: one each (they take turns); none: nothing.
+  CHECK(split_cores_by_cost({1.0, 5.0, 1.0}, 2, 1) == std::vector<int>{1, 1, 1});
+  CHECK(split_cores_by_cost({}, 4, 1).empty());
+  // The 8 stages of the default preset as measured at 8 × 2 on 16 cores (busy seconds of an epoch):
+  // the light head keeps 1 thread, the heavy middle stages take the rest; all 16 used.
+  const std::vector<double> busy = {0.98, 2.28, 2.14, 1.83, 1.52, 1.41, 1.11, 0.10};
+  const std::vector<int> split = split_cores_by_cost(busy, 16, 2);
+  CHECK(std::accumulate(split.begin(), split.end(), 0) == 16);
+  CHECK(split == std::vector<int>{1, 3, 3, 2, 2, 2, 2, 1});
+  double slowest = 0;
+  for (std::size_t j = 0; j < busy.size(); ++j) slowest = std::max(slowest, busy[j] * 2 / split[j]);
+  CHECK(slowest == doctest::Approx(1.96));  // stage 1 on 1 thread; the even split's slowest is 2.28
+}
+
+TEST_CASE("pipeline.stages with pipeline.threads empty: the cores split over the cut by cost, recorded") {
+  // The split as a function of the cores: more cores than CPU stages split them; fewer leave the
+  // default (the stages take turns).
+  const std::vector<std::string> extra = {"pipeline.stages=2", "training.micro_batch=4"};
+  config::run_config c = config::load_config("ci_smoke", extra);
+  const std::vector<std::string> lines = resolve_measured_partition(c);
+  const int cores = usable_cores();
+  if (cores > 2) {
+    REQUIRE(lines.size() == 3);
+    CHECK(lines[2].find("  compute threads by the same costs: pipeline.threads [") == 0);
+    REQUIRE(c.pipeline.threads.size() == 2);
+    CHECK(c.pipeline.threads[0] + c.pipeline.threads[1] == cores);
+  } else {
+    CHECK(lines.size() == 2);
+    CHECK(c.pipeline.threads.empty());
+  }
+  // Threads given are kept.
+  config::run_config given = config::load_config(
+      "ci_smoke", {"pipeline.stages=2", "training.micro_batch=4", "pipeline.threads=[1,1]"});
+  CHECK(resolve_measured_partition(given).size() == 2);
+  CHECK(given.pipeline.threads == std::vector<int>{1, 1});
+  // A stage on a simulated device gets 1 and is not counted: the other takes every core.
+  config::run_config mixed = config::load_config(
+      "ci_smoke", {"pipeline.stages=2", "training.micro_batch=4", "pipeline.devices=[cpu, sim:0]"});
+  const std::vector<std::string> mixed_lines = resolve_measured_partition(mixed);
+  if (cores > 1) {
+    REQUIRE(mixed_lines.size() == 3);
+    CHECK(mixed.pipeline.threads == std::vector<int>{cores, 1});
+  } else {
+    CHECK(mixed.pipeline.threads.empty());
+  }
 }
