@@ -122,13 +122,23 @@ void reissue(self_ptr self, const recovery_order& order) {
   }
 }
 
+/// Lockstep: the loss actor's marker of each cut whose tick the loader has now reached: the labels
+/// of every tick before it are sent (training::loss_cut_assembly).
+void mark_cuts_to_loss(self_ptr self) {
+  auto& st = self->state;
+  for (; st.next_cut < st.plan.cut_ticks.size() && st.plan.cut_ticks[st.next_cut] <= st.tick; ++st.next_cut)
+    self->send(st.loss, cut_marker{st.plan.cut_ticks[st.next_cut], true});
+}
+
 void feed_while_credit(self_ptr self) {
   auto& st = self->state;
   if (st.held) return;
   if (st.lockstep) {  // one message per tick, markers included, as long as the phase's ticks last
     for (; !st.failed && st.credits > 0 && st.tick < st.plan.ticks; --st.credits) {
       forward_data out = next_tick(self);
-      if (!st.failed) self->send(st.first_stage, std::move(out));
+      if (st.failed) return;
+      self->send(st.first_stage, std::move(out));
+      mark_cuts_to_loss(self);
     }
     return;
   }
@@ -153,6 +163,7 @@ void feed_while_credit(self_ptr self) {
       marker.s.tick = st.last_marker = st.plan.cut_ticks[st.next_cut++];
       marker.s.phase = st.plan.phase;
       self->send(st.first_stage, std::move(marker));
+      self->send(st.loss, cut_marker{st.last_marker, true});
       continue;
     }
     if (!st.more || st.credits <= 0) return;

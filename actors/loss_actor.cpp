@@ -37,6 +37,7 @@ struct loss_actor_state {
   std::set<int64_t> coming_again;  // cancelled, and re-issued by the loader: taken in when their labels come
   training::recent_ids scored;  // the newest training micro-batches scored (a re-issue is not scored twice)
   int64_t abandoned_cuts = -1;  // cuts given up in a stage-local recovery: their markers are ignored
+  training::loss_cut_assembly cuts;  // parts taken at the last stage's marker, awaiting the loader's
   std::shared_ptr<training::trace_recorder> trace;
   training::trace_track track;
   int32_t stages = 1;
@@ -184,6 +185,7 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
       },
       [=](labels_data& in) {
         auto& st = self->state;
+        st.cuts.labels_came(in.eval_epoch, in.micro_batch, in.labels);
         if (in.eval_epoch < 0 && st.coming_again.erase(in.micro_batch) > 0)
           st.cancelled.erase(in.micro_batch);  // re-issued: its logits come again
         const auto key = std::make_pair(in.eval_epoch, in.micro_batch);
@@ -218,13 +220,16 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
         }
       },
       [=](const cut_marker& marker) {
-        // Every logits message the last stage sent before the cut is in. The labels kept (also
-        // those of micro-batches the loader sent after the cut: it sends them again), the totals
-        // so far and the epochs' partial sums make the loss side's part.
+        // The last stage's: every logits message it sent before the cut is in. The labels kept
+        // (also those of micro-batches the loader sent after the cut: it sends them again), the
+        // totals so far and the epochs' partial sums make the loss side's part, to which labels that
+        // come before the loader's marker are added (training::loss_cut_assembly).
         auto& st = self->state;
         const int64_t tick = marker.tick;
         if (tick <= st.abandoned_cuts) return;
-        self->send(st.coordinator, cut_part{-1, tick, 0, {}, training::encode(part_of(st))});
+        std::optional<training::loss_cut> whole =
+            marker.from_loader ? st.cuts.loader_marker(tick) : st.cuts.stage_marker(tick, part_of(st));
+        if (whole) self->send(st.coordinator, cut_part{-1, tick, 0, {}, training::encode(*whole)});
       },
       [=](state_atom) -> caf::result<std::string> {
         // Drained: the open epochs' tallies, for the loss actor of a pipeline built anew on another
@@ -254,12 +259,14 @@ loss_actor::behavior_type loss_behavior(self_ptr self, std::shared_ptr<backend> 
         self->state.coming_again.clear();
         self->state.scored.clear();
         self->state.abandoned_cuts = -1;
+        self->state.cuts.clear();
         return out;
       },
       [=](hold_atom) { return self->state.ledger.eval_scored; },
       [=](recover_atom, const recovery_order& order) {
         auto& st = self->state;
         st.abandoned_cuts = std::max(st.abandoned_cuts, order.abandon_cuts);
+        st.cuts.abandon_upto(st.abandoned_cuts);
         for (int64_t id : order.cancel) {
           st.cancelled.insert(id);
           st.labels.erase({-1, id});

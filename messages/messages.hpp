@@ -94,10 +94,12 @@ struct credit_return {
   int64_t micro_batch = -1;  // async, from stage 1: the micro-batch it completed (the loader's record)
 };
 
-/// The last stage's marker of the cut before tick `tick`, to the loss actor (lockstep and async):
-/// every logits message the stage sent before the cut is in.
+/// A marker of the cut before tick `tick`, to the loss actor (lockstep and async): the last stage's
+/// (every logits message it sent before the cut is in) or the loader's (every label of the batches
+/// that entered before the cut is in); the loss side's part is whole after both.
 struct cut_marker {
   int64_t tick = -1;
+  bool from_loader = false;
 };
 
 /// One evaluation batch flowing forward through every stage (running BN statistics).

@@ -99,7 +99,7 @@ typename Inspector::result_type inspect(Inspector& f, credit_return& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cut_marker& x) {
-  return f(caf::meta::type_name("cut_marker"), x.tick);
+  return f(caf::meta::type_name("cut_marker"), x.tick, x.from_loader);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_data& x) {

@@ -241,6 +241,7 @@ void link_seeds() {
   namespace m = petra::messages;
   typed_seed("credit-return-stage1", m::credit_return{1, 3, 45});
   typed_seed("cut-marker", m::cut_marker{128});
+  typed_seed("cut-marker-loader", m::cut_marker{128, true});
   m::stage_links links;
   links.prev_device = petra::device::parse("cuda:0");
   links.next_device = petra::device::parse("sim:1");

@@ -33,7 +33,11 @@ TEST_CASE("a credit crosses a process with its count and its phase") {
   CHECK(back.phase == 7);
 }
 
-TEST_CASE("a cut marker crosses a process with its tick") { CHECK(round_trip(cut_marker{42}).tick == 42); }
+TEST_CASE("a cut marker crosses a process with its tick and its sender") {
+  CHECK(round_trip(cut_marker{42}).tick == 42);
+  CHECK_FALSE(round_trip(cut_marker{42}).from_loader);
+  CHECK(round_trip(cut_marker{7, true}).from_loader);
+}
 
 TEST_CASE("a node's orders cross a process whole") {
   const spawn_stage spawn = round_trip(spawn_stage{"model: {}", 2, 120});
