@@ -103,11 +103,16 @@ caf_config::caf_config(int scheduler_threads, const config::tls_config& tls) : c
 
 caf_config::caf_config(int scheduler_threads, const config::tls_config& tls, double heartbeat_timeout_s)
     : caf_config(scheduler_threads, tls) {
-  // CAF's own silence check (middleman.connection-timeout, 10 s above) and the heartbeats raced for a
-  // hung node at the default timeout of 10 s: when CAF's came first, the node's stage was merely
-  // "lost" (remote_link_unreachable), the node was never declared lost, and the stop order could no
-  // longer reach it. Twice the timeout leaves the heartbeats (timeout + one interval) the first word.
-  close_connections_silent_for(std::max(10.0, 2 * heartbeat_timeout_s));
+  // The heartbeats find a hung or vanished node (they declare it lost and fence it); CAF's own
+  // silence check (middleman.connection-timeout) is only the last resort. At 10 s it raced with the
+  // heartbeats for a hung node (when CAF's came first, the node's stage was merely "lost"
+  // (remote_link_unreachable), the node was never declared lost, and the stop order could no longer
+  // reach it); at twice the heartbeat timeout it closed the connections of a coordinator stopped
+  // (SIGSTOP, a debugger, a paused machine) for longer, on waking: its check ran before the
+  // heartbeats the nodes had sent meanwhile were read, and the nodes, seeing the connection close,
+  // stopped the run's stages. The nodes' own check waits 300 s (`petra node --silence-timeout`):
+  // the coordinator waits as long, or twice the heartbeat timeout if that is longer.
+  close_connections_silent_for(std::max(300.0, 2 * heartbeat_timeout_s));
 }
 
 void caf_config::close_connections_silent_for(double seconds) {
