@@ -199,6 +199,13 @@ class backend {
   tensor token_mean_forward(const tensor& x);
   /// dx[n, t, c] = dy[n, c]/T → x_shape (N, T, C).
   tensor token_mean_backward(const tensor& dy, const shape_t& x_shape);
+  /// y = α·x elementwise, any shape (attention's 1/√d_head on its scores). Linear: its backward and
+  /// its tangent are the op itself with the same α.
+  tensor scale(const tensor& x, float alpha);
+  /// (N, A, B, C) → (N, B, A, C), axes 1 and 2 swapped (PyTorch's x.transpose(1, 2).contiguous()):
+  /// attention's heads (N, T, h, d) ↔ (N, h, T, d), a feature map (N, C, H·W, 1) → tokens
+  /// (N, H·W, C, 1). A permutation: its backward and tangent are the op on dy and on ẋ.
+  tensor transpose12(const tensor& x);
 
   // --- channels ------------------------------------------------------------
   /// (N,2C,H,W) → two (N,C,H,W) halves.
@@ -302,6 +309,8 @@ class backend {
                                                                  bool transpose_b) = 0;
   virtual tensor token_mean_forward_impl(const tensor& x) = 0;
   virtual tensor token_mean_backward_impl(const tensor& dy, const shape_t& x_shape) = 0;
+  virtual tensor scale_impl(const tensor& x, float alpha) = 0;
+  virtual tensor transpose12_impl(const tensor& x) = 0;
   virtual std::pair<tensor, tensor> split_channels_impl(const tensor& x) = 0;
   virtual tensor concat_channels_impl(const tensor& a, const tensor& b) = 0;
   virtual float softmax_cross_entropy_impl(const tensor& logits, const std::vector<int32_t>& labels,

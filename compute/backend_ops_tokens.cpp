@@ -1,5 +1,7 @@
-// The backend's public token ops (layer norm, GELU, softmax, batched matmul, token mean: what a
-// transformer needs): each checks its arguments once, for every backend, and calls its *_impl.
+// The backend's public token ops (layer norm, GELU, softmax, batched matmul, token mean, scale,
+// transpose12: what a transformer needs): each checks its arguments once, for every backend, and calls its
+// *_impl.
+#include <cmath>
 #include <string>
 
 #include "compute/op_checks.hpp"
@@ -170,6 +172,19 @@ tensor backend::token_mean_backward(const tensor& dy, const shape_t& x_shape) {
                     ": expected x (N, T, C) and dy (N, C)");
   if (x_shape[1] < 1) fail_op(op, "x_shape " + to_string(x_shape) + " has no tokens");
   return token_mean_backward_impl(dy, x_shape);
+}
+
+// --- scale and transpose12 ---------------------------------------------------------------------
+
+tensor backend::scale(const tensor& x, float alpha) {
+  require("scale", "x", x);
+  if (!std::isfinite(alpha)) fail_op("scale", "alpha = " + std::to_string(alpha) + " must be finite");
+  return scale_impl(x, alpha);
+}
+
+tensor backend::transpose12(const tensor& x) {
+  require("transpose12", "x", x, 4, "(N, A, B, C)");
+  return transpose12_impl(x);
 }
 
 }  // namespace petra

@@ -38,6 +38,22 @@ tensor uniform_fan_in(const shape_t& shape, int64_t fan_in, uint64_t seed, const
   return t;
 }
 
+tensor truncated_normal(const shape_t& shape, float std, uint64_t seed, const std::string& name) {
+  constexpr double two_pi = 6.28318530717958647692;
+  tensor t = tensor::empty(shape);
+  init_rng rng(seed, name);
+  float* p = t.data();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double z = 0;
+    do {  // Box–Muller; a draw beyond ±2 (or not finite, from log 0) is drawn again
+      const double u1 = 1.0 - static_cast<double>(rng.uniform(0.f, 1.f)), u2 = rng.uniform(0.f, 1.f);
+      z = std::sqrt(-2.0 * std::log(u1)) * std::cos(two_pi * u2);
+    } while (!(std::abs(z) <= 2.0));
+    p[i] = static_cast<float>(std * z);
+  }
+  return t;
+}
+
 tensor filled(const shape_t& shape, float value) {
   tensor t = tensor::empty(shape);
   float* p = t.data();

@@ -1,4 +1,5 @@
-// Seeded parameter initialisation, as PyTorch's defaults (Kaiming-uniform a=√5, uniform bias).
+// Seeded parameter initialisation, as PyTorch's defaults (Kaiming-uniform a=√5, uniform bias), and
+// ViTs' truncated normal.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,10 @@ class init_rng {
 /// Host tensor of `shape` with values U(−1/√fan_in, 1/√fan_in): PyTorch's default
 /// for conv/linear weights (Kaiming-uniform, a = √5) and their biases alike.
 tensor uniform_fan_in(const shape_t& shape, int64_t fan_in, uint64_t seed, const std::string& name);
+
+/// Host tensor of `shape` with values drawn from N(0, std²) truncated to ±2·std (redrawn beyond):
+/// ViTs' initialisation of linear weights and position embeddings (std 0.02).
+tensor truncated_normal(const shape_t& shape, float std, uint64_t seed, const std::string& name);
 
 /// Host tensor filled with `value`.
 tensor filled(const shape_t& shape, float value);

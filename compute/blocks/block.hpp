@@ -1,4 +1,5 @@
-// Block: one unit of a RevNet (stem, coupling, downsampling, head), the grain of pipeline stages.
+// Block: one unit of a network (a RevNet's stem, coupling, downsampling, head; a RevViT's patch stem,
+// transformer block, token head), the grain of pipeline stages.
 #pragma once
 
 #include <string>
@@ -16,7 +17,7 @@ class block {
  public:
   virtual ~block() = default;
 
-  /// "stem", "coupling", "downsample" or "head".
+  /// "stem", "coupling", "downsample", "transformer" or "head".
   virtual std::string kind() const = 0;
   const std::string& name() const { return name_; }
 

@@ -98,6 +98,8 @@ class cpu_backend final : public backend {
                                                          bool transpose_a, bool transpose_b) override;
   tensor token_mean_forward_impl(const tensor& x) override;
   tensor token_mean_backward_impl(const tensor& dy, const shape_t& x_shape) override;
+  tensor scale_impl(const tensor& x, float alpha) override;
+  tensor transpose12_impl(const tensor& x) override;
   /// c (B, M, N) ← op(a)·op(b) item by item (gemm_operand's rounding in bf16).
   void batched_gemm(const tensor& a, bool transpose_a, const tensor& b, bool transpose_b, tensor& c);
 

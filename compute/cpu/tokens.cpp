@@ -1,6 +1,7 @@
 // The token ops but layer norm: the exact GELU, softmax over the last axis, the batched matmul
-// (OpenBLAS SGEMMs, one per item; in bf16 on operands rounded to bf16, as linear) and the mean
-// over tokens. Each row's or item's arithmetic is independent of the thread count.
+// (OpenBLAS SGEMMs, one per item; in bf16 on operands rounded to bf16, as linear), the mean
+// over tokens, the scale and the swap of axes 1 and 2. Each row's or item's arithmetic is independent of the
+// thread count.
 #include <cblas.h>
 
 #include <cmath>
@@ -151,6 +152,35 @@ tensor cpu_backend::token_mean_backward_impl(const tensor& dy, const shape_t& x_
 #pragma omp parallel for num_threads(cpu::team_for(dx.numel(), threads_)) schedule(static)
   for (int64_t i = 0; i < dx.numel(); ++i) out[i] = grad[(i / (t * c)) * c + i % c] * scale;
   return dx;
+}
+
+// --- scale and transpose12 ---------------------------------------------------------------------
+
+tensor cpu_backend::scale_impl(const tensor& x, float alpha) {
+  tensor y = output(x.shape());
+  const float* in = x.data();
+  float* out = y.data();
+  const int64_t count = x.numel();
+#pragma omp parallel for num_threads(cpu::team_for(count, threads_)) schedule(static)
+  for (int64_t i = 0; i < count; ++i) out[i] = alpha * in[i];
+  return y;
+}
+
+tensor cpu_backend::transpose12_impl(const tensor& x) {
+  const int64_t n = x.dim(0), a = x.dim(1), b = x.dim(2), c = x.dim(3);
+  tensor y = output({n, b, a, c});
+  const float* in = x.data();
+  float* out = y.data();
+  // One output row of C values per (n, j, i): y[n, j, i, :] = x[n, i, j, :].
+  const int64_t rows = n * b * a;
+#pragma omp parallel for num_threads(cpu::team_for(x.numel(), threads_)) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = r % a, j = (r / a) % b, item = r / (a * b);
+    const float* from = in + ((item * a + i) * b + j) * c;
+    float* to = out + r * c;
+    for (int64_t k = 0; k < c; ++k) to[k] = from[k];
+  }
+  return y;
 }
 
 }  // namespace petra

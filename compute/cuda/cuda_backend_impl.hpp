@@ -119,6 +119,8 @@ class cuda_backend final : public backend {
                                                          bool transpose_a, bool transpose_b) override;
   tensor token_mean_forward_impl(const tensor& x) override;
   tensor token_mean_backward_impl(const tensor& dy, const shape_t& x_shape) override;
+  tensor scale_impl(const tensor& x, float alpha) override;
+  tensor transpose12_impl(const tensor& x) override;
 
   // channels.cpp
   std::pair<tensor, tensor> split_channels_impl(const tensor& x) override;

@@ -146,6 +146,19 @@ __global__ void token_mean_backward_kernel(const float* dy, float* dx, int64_t n
   PETRA_GRID_STRIDE(i, n * t * c) dx[i] = dy[(i / (t * c)) * c + i % c] * scale;
 }
 
+__global__ void scale_kernel(const float* x, float* y, int64_t count, float alpha) {
+  PETRA_GRID_STRIDE(i, count) y[i] = alpha * x[i];
+}
+
+// One thread per output value, consecutive threads on consecutive values of a row (coalesced writes).
+__global__ void transpose12_kernel(const float* x, float* y, int64_t n, int64_t a, int64_t b, int64_t c) {
+  PETRA_GRID_STRIDE(o, n * a * b * c) {
+    const int64_t k = o % c, row = o / c;
+    const int64_t i = row % a, j = (row / a) % b, item = row / (a * b);
+    y[o] = x[((item * a + i) * b + j) * c + k];
+  }
+}
+
 #undef PETRA_WARP_ROWS
 
 }  // namespace
@@ -211,6 +224,18 @@ void token_mean_backward(const float* dy, float* dx, int64_t n, int64_t t, int64
   if (n * t * c == 0) return;
   token_mean_backward_kernel<<<blocks_for(n * t * c), threads_per_block, 0, stream>>>(dy, dx, n, t, c);
   check_launch("token_mean_backward");
+}
+
+void scale(const float* x, float* y, int64_t count, float alpha, cudaStream_t stream) {
+  if (count == 0) return;
+  scale_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(x, y, count, alpha);
+  check_launch("scale");
+}
+
+void transpose12(const float* x, float* y, int64_t n, int64_t a, int64_t b, int64_t c, cudaStream_t stream) {
+  if (n * a * b * c == 0) return;
+  transpose12_kernel<<<blocks_for(n * a * b * c), threads_per_block, 0, stream>>>(x, y, n, a, b, c);
+  check_launch("transpose12");
 }
 
 }  // namespace petra::cuda::kernels

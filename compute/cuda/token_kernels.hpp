@@ -1,6 +1,7 @@
-// Launchers of the token ops' kernels (token_kernels.cu): layer norm, GELU, softmax and the token
-// mean. Each enqueues on `stream` and checks its launch; pointers are device pointers. A row (a
-// token's C features, a softmax's last axis) goes to one warp, its sums in double as the CPU twin's.
+// Launchers of the token ops' kernels (token_kernels.cu): layer norm, GELU, softmax, the token
+// mean, the scale and the swap of axes 1 and 2. Each enqueues on `stream` and checks its launch; pointers are
+// device pointers. A row (a token's C features, a softmax's last axis) goes to one warp, its sums in double
+// as the CPU twin's.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -34,5 +35,10 @@ void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, 
 /// y[n, c] = mean over t of x[n, t, c] (double sum); dx[n, t, c] = dy[n, c]/t.
 void token_mean_forward(const float* x, float* y, int64_t n, int64_t t, int64_t c, cudaStream_t stream);
 void token_mean_backward(const float* dy, float* dx, int64_t n, int64_t t, int64_t c, cudaStream_t stream);
+
+/// y = alpha·x, elementwise.
+void scale(const float* x, float* y, int64_t count, float alpha, cudaStream_t stream);
+/// y[n, j, i, k] = x[n, i, j, k] for x (n, a, b, c), y (n, b, a, c).
+void transpose12(const float* x, float* y, int64_t n, int64_t a, int64_t b, int64_t c, cudaStream_t stream);
 
 }  // namespace petra::cuda::kernels

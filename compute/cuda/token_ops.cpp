@@ -1,6 +1,6 @@
-// The token ops on the GPU: layer norm, GELU, softmax and the token mean by our kernels
-// (token_kernels.cu), the batched matmul and its backward by cuBLAS strided batched GEMMs (in bf16
-// cublasGemmStridedBatchedEx on bf16 copies with fp32 results, as linear's GEMMs).
+// The token ops on the GPU: layer norm, GELU, softmax, the token mean, the scale and transpose12 by
+// our kernels (token_kernels.cu), the batched matmul and its backward by cuBLAS strided batched
+// GEMMs (in bf16 cublasGemmStridedBatchedEx on bf16 copies with fp32 results, as linear's GEMMs).
 #include "compute/batched_matmul_gradients.hpp"
 #include "compute/cuda/checks.hpp"
 #include "compute/cuda/cuda_backend_impl.hpp"
@@ -151,6 +151,22 @@ tensor cuda_backend::token_mean_backward_impl(const tensor& dy, const shape_t& x
   tensor dx = output(x_shape);
   cuda::kernels::token_mean_backward(dy.data(), dx.data(), x_shape[0], x_shape[1], x_shape[2], stream());
   return dx;
+}
+
+// --- scale and transpose12 ---------------------------------------------------------------------
+
+tensor cuda_backend::scale_impl(const tensor& x, float alpha) {
+  enter();
+  tensor y = output(x.shape());
+  cuda::kernels::scale(x.data(), y.data(), x.numel(), alpha, stream());
+  return y;
+}
+
+tensor cuda_backend::transpose12_impl(const tensor& x) {
+  enter();
+  tensor y = output({x.dim(0), x.dim(2), x.dim(1), x.dim(3)});
+  cuda::kernels::transpose12(x.data(), y.data(), x.dim(0), x.dim(1), x.dim(2), x.dim(3), stream());
+  return y;
 }
 
 }  // namespace petra

@@ -1,5 +1,6 @@
-// The sim backend's token ops (layer norm, GELU, softmax, batched matmul, token mean), queued on
-// the worker as in sim_ops.cpp: the CPU kernels, so a sim device gives the CPU's bits.
+// The sim backend's token ops (layer norm, GELU, softmax, batched matmul, token mean, scale,
+// transpose12), queued on the worker as in sim_ops.cpp: the CPU kernels, so a sim device gives the
+// CPU's bits.
 #include "compute/cpu/cpu_backend.hpp"
 #include "compute/sim/sim_backend.hpp"
 #include "compute/sim/sim_storage.hpp"
@@ -107,6 +108,18 @@ tensor sim_backend::token_mean_backward_impl(const tensor& dy, const shape_t& x_
   enqueue(
       [dy, x_shape, dx](cpu_backend& cpu) { install(dx, cpu.token_mean_backward(host_view(dy), x_shape)); });
   return dx;
+}
+
+tensor sim_backend::scale_impl(const tensor& x, float alpha) {
+  tensor y = output(x.shape());
+  enqueue([x, alpha, y](cpu_backend& cpu) { install(y, cpu.scale(host_view(x), alpha)); });
+  return y;
+}
+
+tensor sim_backend::transpose12_impl(const tensor& x) {
+  tensor y = output({x.dim(0), x.dim(2), x.dim(1), x.dim(3)});
+  enqueue([x, y](cpu_backend& cpu) { install(y, cpu.transpose12(host_view(x))); });
+  return y;
 }
 
 }  // namespace petra

@@ -50,7 +50,8 @@ std::vector<op_case> convolution_cases();
 std::vector<op_case> batch_norm_cases();
 std::vector<op_case> elementwise_cases();  // pointwise, pooling, channels
 std::vector<op_case> dense_cases();        // linear, loss, optimizer
-std::vector<op_case> token_cases();        // layer norm, GELU, softmax, batched matmul, token mean
-std::vector<op_case> memory_cases();       // memory and hand-over
+std::vector<op_case>
+token_cases();  // layer norm, GELU, softmax, batched matmul, token mean, scale, transpose12
+std::vector<op_case> memory_cases();  // memory and hand-over
 
 }  // namespace petra::testing

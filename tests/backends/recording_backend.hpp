@@ -128,6 +128,8 @@ class recording_backend final : public backend {
   tensor token_mean_backward_impl(const tensor& dy, const shape_t& x_shape) override {
     return note("token_mean_backward").token_mean_backward(dy, x_shape);
   }
+  tensor scale_impl(const tensor& x, float alpha) override { return note("scale").scale(x, alpha); }
+  tensor transpose12_impl(const tensor& x) override { return note("transpose12").transpose12(x); }
   std::pair<tensor, tensor> split_channels_impl(const tensor& x) override {
     return note("split_channels").split_channels(x);
   }

@@ -1,7 +1,8 @@
 // The table's token cases (what a transformer needs): layer norm with its backward accumulating
 // into non-zero parameter gradients and its tangent, GELU, softmax over the last axis, the batched
-// matmul in its four transpose choices with its backward, the token mean, and linear over tokens
-// by a reshape of (N, T, C) to (N·T, C). Batches and token counts are odd where they can be.
+// matmul in its four transpose choices with its backward, the token mean, linear over tokens
+// by a reshape of (N, T, C) to (N·T, C), the scale and transpose12. Batches and token counts are odd where
+// they can be.
 #include <array>
 
 #include "tests/backends/op_table.hpp"
@@ -107,12 +108,36 @@ std::vector<op_case> token_mean_and_linear_cases(std::mt19937& rng) {
   return cases;
 }
 
+std::vector<op_case> scale_and_transpose_cases(std::mt19937& rng) {
+  std::vector<op_case> cases;
+  for (const auto& [shape, alpha] : std::vector<std::pair<shape_t, float>>{
+           {{3, 5, 7}, 0.125f}, {{2, 3, 9, 9}, -1.7f}, {{1}, 0.f}, {{4, 1000}, 3.f}})
+    cases.push_back({"scale by " + std::to_string(alpha) + ": " + to_string(shape),
+                     {random_host(shape, rng)},
+                     [alpha = alpha](backend& be, std::vector<tensor>& in) {
+                       return op_result{{be.scale(in[0], alpha)}};
+                     },
+                     {parity::exact}});
+  // Attention's (N, T, h, d) heads, a feature map (N, C, H·W, 1), degenerate extents.
+  for (const shape_t& shape :
+       {shape_t{3, 17, 4, 8}, shape_t{2, 16, 49, 1}, shape_t{1, 1, 5, 3}, shape_t{2, 3, 1, 1}})
+    cases.push_back({"transpose12 and back: " + to_string(shape),
+                     {random_host(shape, rng)},
+                     [](backend& be, std::vector<tensor>& in) {
+                       const tensor y = be.transpose12(in[0]);
+                       return op_result{{y, be.transpose12(y)}};
+                     },
+                     {parity::exact}});
+  return cases;
+}
+
 }  // namespace
 
 std::vector<op_case> token_cases() {
   std::mt19937 rng(6);
   std::vector<op_case> cases = layer_norm_cases(rng);
-  for (auto family : {pointwise_cases, batched_matmul_cases, token_mean_and_linear_cases})
+  for (auto family :
+       {pointwise_cases, batched_matmul_cases, token_mean_and_linear_cases, scale_and_transpose_cases})
     for (op_case& c : family(rng)) cases.push_back(std::move(c));
   return cases;
 }

@@ -1,6 +1,6 @@
-// A RevNet stage of coupling blocks run through two backwards, the plain order or the overlapped
-// one, and as a stage in a pipeline whose last rebuild may start ahead, with everything that must
-// come out the same read back to the host.
+// A reversible stage (RevNet couplings, or any chain of reversible blocks) run through two backwards, the
+// plain order or the overlapped one, and as a stage in a pipeline whose last rebuild may start ahead, with
+// everything that must come out the same read back to the host.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -28,14 +28,11 @@ inline activation host_copy(backend& be, const activation& a) {
   return {be.to_host(a.x1), a.x2.defined() ? be.to_host(a.x2) : tensor{}};
 }
 
-/// `blocks` basic couplings of `width` channels on `be`; with `rebuild`, the backward overlaps its
-/// rebuilds on it. Two forwards and two backwards of seeded data (k = 2: one optimizer step).
-inline backward_bits run_coupling_stage(backend& be, std::unique_ptr<backend> rebuild, int blocks, int width,
-                                        int batch, int side) {
-  std::vector<std::unique_ptr<block>> chain;
-  for (int b = 0; b < blocks; ++b)
-    chain.push_back(std::make_unique<coupling_block>(be, "c" + std::to_string(b), conv_chain::basic(width),
-                                                     100 + static_cast<uint64_t>(b)));
+/// A stage of `chain` on `be`; with `rebuild`, the backward overlaps its rebuilds on it. Two
+/// forwards and two backwards of seeded data of `shape` (k = 2: one optimizer step).
+inline backward_bits run_reversible_stage(backend& be, std::unique_ptr<backend> rebuild,
+                                          std::vector<std::unique_ptr<block>> chain,
+                                          const activation_shape& shape) {
   optimizer_settings opt;
   opt.accumulation = 2;
   opt.total_steps = 10;
@@ -43,7 +40,6 @@ inline backward_bits run_coupling_stage(backend& be, std::unique_ptr<backend> re
   REQUIRE(s.can_overlap_rebuild());
   if (rebuild) s.overlap_rebuild(std::move(rebuild));
   std::mt19937 rng(7);
-  const activation_shape shape{{batch, width, side, side}, {batch, width, side, side}};
   backward_bits out;
   for (int64_t id = 0; id < 2; ++id) {
     const activation x = random_activation(shape, rng), dy = random_activation(shape, rng);
@@ -57,6 +53,17 @@ inline backward_bits run_coupling_stage(backend& be, std::unique_ptr<backend> re
   }
   for (parameter* p : s.parameters()) out.weights.push_back(be.to_host(p->value));
   return out;
+}
+
+/// `blocks` basic couplings of `width` channels on `be`, run as run_reversible_stage.
+inline backward_bits run_coupling_stage(backend& be, std::unique_ptr<backend> rebuild, int blocks, int width,
+                                        int batch, int side) {
+  std::vector<std::unique_ptr<block>> chain;
+  for (int b = 0; b < blocks; ++b)
+    chain.push_back(std::make_unique<coupling_block>(be, "c" + std::to_string(b), conv_chain::basic(width),
+                                                     100 + static_cast<uint64_t>(b)));
+  return run_reversible_stage(be, std::move(rebuild), std::move(chain),
+                              {{batch, width, side, side}, {batch, width, side, side}});
 }
 
 inline bool same_bits(const tensor& a, const tensor& b) {

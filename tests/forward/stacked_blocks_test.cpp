@@ -12,7 +12,10 @@
 #include "compute/blocks/coupling.hpp"
 #include "compute/blocks/downsample.hpp"
 #include "compute/blocks/head.hpp"
+#include "compute/blocks/patch_stem.hpp"
 #include "compute/blocks/stem.hpp"
+#include "compute/blocks/token_head.hpp"
+#include "compute/blocks/transformer.hpp"
 #include "compute/sim/sim_devices.hpp"
 #include "tests/compute/gradcheck.hpp"
 #include "tests/forward/stacked_check.hpp"
@@ -81,6 +84,12 @@ void check_every_block(backend& be, match how) {
   check_block(be, head, {{2, 3, 3, 3}, {2, 3, 3, 3}}, rng, how);
   aux_head_block aux(be, "aux", 3, 4, 5, 17);
   check_block(be, aux, {{2, 3, 4, 4}, {2, 3, 4, 4}}, rng, how);
+  patch_stem_block patches(be, "stem", 2, 8, 8, 4, 6, 18);
+  check_block(be, patches, {{2, 2, 8, 8}, {}}, rng, how);
+  transformer_block transformer(be, "b0", 8, 2, 16, 19);
+  check_block(be, transformer, {{2, 5, 8}, {2, 5, 8}}, rng, how);
+  token_head_block tokens(be, "head", 4, 5, 20);
+  check_block(be, tokens, {{2, 5, 4}, {2, 5, 4}}, rng, how);
 }
 
 }  // namespace

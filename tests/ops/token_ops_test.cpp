@@ -75,3 +75,32 @@ TEST_CASE("linear over tokens is the linear op on the (N·T, C) view: per token,
     }
   CHECK(worst < 1e-5);
 }
+
+TEST_CASE("scale multiplies every value by alpha, any shape, and refuses a non-finite alpha") {
+  auto cpu = make_cpu_backend(2);
+  const tensor x = tensor::from_vector({2, 1, 3}, {1.f, -2.f, 0.5f, 0.f, 3.f, -0.25f});
+  CHECK(cpu->scale(x, 0.5f).to_vector() == std::vector<float>{0.5f, -1.f, 0.25f, 0.f, 1.5f, -0.125f});
+  CHECK(cpu->scale(x, -2.f).shape() == shape_t{2, 1, 3});
+  CHECK_THROWS_WITH_AS(cpu->scale(x, std::nanf("")), doctest::Contains("scale: alpha = nan must be finite"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(cpu->scale(tensor{}, 1.f), doctest::Contains("scale: x is undefined"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("transpose12 swaps axes 1 and 2 of (N, A, B, C), per sample, and is its own inverse") {
+  auto cpu = make_cpu_backend(2);
+  std::mt19937 rng(94);
+  const tensor x = random_tensor({3, 5, 4, 2}, rng);  // an odd batch, A ≠ B
+  const tensor y = cpu->transpose12(x);
+  REQUIRE(y.shape() == shape_t{3, 4, 5, 2});
+  bool same = true;
+  for (int64_t n = 0; n < 3; ++n)
+    for (int64_t a = 0; a < 5; ++a)
+      for (int64_t b = 0; b < 4; ++b)
+        for (int64_t c = 0; c < 2; ++c)
+          same = same && y.data()[((n * 4 + b) * 5 + a) * 2 + c] == x.data()[((n * 5 + a) * 4 + b) * 2 + c];
+  CHECK(same);
+  CHECK(cpu->transpose12(y).to_vector() == x.to_vector());
+  CHECK_THROWS_WITH_AS(cpu->transpose12(tensor::zeros({3, 5, 4})),
+                       "transpose12: x (3, 5, 4) has rank 3, expected (N, A, B, C)", std::invalid_argument);
+}
