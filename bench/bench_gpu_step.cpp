@@ -4,12 +4,16 @@
 //  (b) a reversible stage's backward over 3 couplings at RevNet-18's widths, micro-batch 32 and
 //      128: the plain order against PaReprop's overlapped rebuild on a second stream, median ms;
 //  (c) PETRA with J = 10 stages (one block each) against backprop on one GPU, in images/s,
-//      both through the reference simulator (one backend, one stream).
+//      both through the reference simulator (one backend, one stream);
+//  (d) with --transformer 1: a reversible stage of 3 RevViT transformer blocks at ViT-S, ViT-B and
+//      ViT-L widths (197 tokens), micro-batches --transformer-batches (8,32,128): the plain order
+//      against PaReprop's overlapped rebuild on a second stream, median ms (PaReprop's own case).
 // Prints one JSON line per measurement; run.sh puts the PyTorch peer's line beside (a).
 //   bench_gpu_step [--batch 128] [--iters 50] [--warmup 10] [--micro-batches 60]
 //                  [--precision fp32|tf32|bf16|bf16_emulated] [--tf32 0|1 (= --precision tf32)]
 //                  [--search auto|heuristic|timed] [--algorithms FILE] [--record FILE]
-//                  [--methods 0|1] [--overlap 0|1] [--overlap-iters 20]
+//                  [--methods 0|1] [--overlap 0|1] [--overlap-iters 20] [--step 0|1]
+//                  [--transformer 0|1] [--transformer-batches 8,32,128]
 // --search: how the convolutions' algorithms are found (runtime.cudnn_search; auto = timed here,
 // as the backend is not deterministic); the warm-up steps include the one search per shape.
 // --algorithms: a recorded cudnn_algorithms.json whose choices are taken first
@@ -20,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,6 +32,7 @@
 #include "bench/gpu_span.hpp"
 #include "compute/backend_factory.hpp"
 #include "compute/blocks/coupling.hpp"
+#include "compute/blocks/transformer.hpp"
 #include "compute/init.hpp"
 #include "compute/models/revnet.hpp"
 #include "compute/pipeline/method.hpp"
@@ -49,11 +55,14 @@ struct settings {
   int micro_batches = 60;  // (c): per method
   math_precision precision = math_precision::fp32;
   conv_search search = conv_search::automatic;
-  std::string algorithms;  // a recorded file to repeat
-  std::string record;      // where to write the choices
-  bool methods = true;     // run (c); off for a profile of the step alone
-  bool overlap = true;     // run (b)
-  int overlap_iters = 20;  // (b): timed backwards per schedule and shape, after 3
+  std::string algorithms;    // a recorded file to repeat
+  std::string record;        // where to write the choices
+  bool methods = true;       // run (c); off for a profile of the step alone
+  bool overlap = true;       // run (b)
+  int overlap_iters = 20;    // (b), (d): timed backwards per schedule and shape, after 3
+  bool step = true;          // run (a)
+  bool transformer = false;  // run (d)
+  std::vector<int> transformer_batches{8, 32, 128};  // (d)
 };
 
 /// runtime.precision's names; false for another.
@@ -144,7 +153,9 @@ struct timed_stage {
   std::vector<double> ms;
 
   timed_stage(backend& be, int blocks, int width, std::unique_ptr<backend> rebuild)
-      : st(1, couplings(be, blocks, width), be, frozen(), stage_options{}) {
+      : timed_stage(be, couplings(be, blocks, width), std::move(rebuild)) {}
+  timed_stage(backend& be, std::vector<std::unique_ptr<block>> blocks, std::unique_ptr<backend> rebuild)
+      : st(1, std::move(blocks), be, frozen(), stage_options{}) {
     if (rebuild) st.overlap_rebuild(std::move(rebuild));
   }
   static std::vector<std::unique_ptr<block>> couplings(backend& be, int blocks, int width) {
@@ -198,6 +209,55 @@ void bench_overlap(backend& be, const backend_options& options, const settings& 
           to_string(s.precision), blocks, width, side, batch, plain_ms, overlap_ms, s.overlap_iters);
       std::fflush(stdout);
     }
+}
+
+/// (d) A stage of 3 RevViT blocks (ViT-S, -B, -L: width, heads; 197 tokens, MLP 4×), plain against
+/// overlapped as in (b). PaReprop reports its gains here: a transformer block's rebuild is a whole
+/// forward of attention and MLP, long enough to hide behind the previous block's gradients.
+void bench_transformer_overlap(backend& be, const backend_options& options, const settings& s) {
+  const int blocks = 3;
+  const int64_t tokens = 197;
+  struct vit {
+    const char* name;
+    int width, heads;
+  };
+  for (const vit& v : {vit{"ViT-S", 384, 6}, vit{"ViT-B", 768, 12}, vit{"ViT-L", 1024, 16}})
+    for (int batch : s.transformer_batches) try {
+        const auto make = [&] {
+          std::vector<std::unique_ptr<block>> out;
+          for (int b = 0; b < blocks; ++b)
+            out.push_back(std::make_unique<transformer_block>(be, "t" + std::to_string(b), v.width, v.heads,
+                                                              4 * v.width, static_cast<uint64_t>(b)));
+          return out;
+        };
+        timed_stage plain(be, make(), nullptr);
+        timed_stage overlapped(be, make(), make_backend(device::parse("cuda:0"), options));
+        init_rng rng(static_cast<uint64_t>(v.width * 1000 + batch), "bench_gpu_transformer_overlap");
+        const shape_t shape{batch, tokens, v.width};
+        auto random = [&] {
+          tensor t = tensor::empty(shape);
+          for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = rng.uniform(-1.f, 1.f);
+          return be.from_host(t);
+        };
+        const activation x{random(), random()}, dy{random(), random()};
+        for (int i = 0; i < 3 + s.overlap_iters; ++i) {
+          plain.run(be, x, dy, i, i >= 3);
+          overlapped.run(be, x, dy, i, i >= 3);
+        }
+        const double plain_ms = median(plain.ms), overlap_ms = median(overlapped.ms);
+        std::printf(
+            "{\"bench\": \"transformer_overlap\", \"model\": \"%s\", \"precision\": \"%s\", \"blocks\": %d, "
+            "\"width\": %d, \"heads\": %d, \"tokens\": %lld, \"batch\": %d, \"plain_ms\": %.3f, "
+            "\"overlap_ms\": %.3f, \"speedup\": %.3f, \"iters\": %d}\n",
+            v.name, to_string(s.precision), blocks, v.width, v.heads, static_cast<long long>(tokens), batch,
+            plain_ms, overlap_ms, plain_ms / overlap_ms, s.overlap_iters);
+        std::fflush(stdout);
+      } catch (const std::exception& e) {  // e.g. out of memory at the largest sizes: the others still run
+        std::printf(
+            "{\"bench\": \"transformer_overlap\", \"model\": \"%s\", \"batch\": %d, \"error\": \"%s\"}\n",
+            v.name, batch, e.what());
+        std::fflush(stdout);
+      }
 }
 
 /// (c) images/s of `kind` over `micro_batches` micro-batches (fill and drain included), after a
@@ -297,11 +357,26 @@ int main(int argc, char** argv) {
       s.overlap = value != 0;
     else if (key == "--overlap-iters")
       s.overlap_iters = value;
-    else {
+    else if (key == "--step")
+      s.step = value != 0;
+    else if (key == "--transformer")
+      s.transformer = value != 0;
+    else if (key == "--transformer-batches") {
+      s.transformer_batches.clear();
+      std::stringstream list(argv[i + 1]);
+      for (std::string b; std::getline(list, b, ',');) s.transformer_batches.push_back(std::atoi(b.c_str()));
+      for (int b : s.transformer_batches)
+        if (b < 1) {
+          std::fprintf(stderr, "bench_gpu_step: --transformer-batches %s: give positive counts, e.g. 8,32\n",
+                       argv[i + 1]);
+          return 2;
+        }
+    } else {
       std::fprintf(
           stderr,
           "bench_gpu_step: unknown option %s (use --batch --iters --warmup --micro-batches --precision "
-          "--tf32 --search --algorithms --record --methods --overlap --overlap-iters)\n",
+          "--tf32 --search --algorithms --record --methods --overlap --overlap-iters --step --transformer "
+          "--transformer-batches)\n",
           argv[i]);
       return 2;
     }
@@ -330,13 +405,14 @@ int main(int argc, char** argv) {
   }
   auto be = make_backend(device::parse("cuda:0"), options);
   std::fprintf(stderr, "backend: %s\n", be->name().c_str());
-  bench_step(*be, s);
+  if (s.step) bench_step(*be, s);
   if (!s.record.empty()) {
     write_file_atomically(s.record, [&](std::ostream& out) {
       out << conv_algorithms_json(conv_algorithm_choices(options)).dump(1) << "\n";
     });
   }
   if (s.overlap) bench_overlap(*be, options, s);
+  if (s.transformer) bench_transformer_overlap(*be, options, s);
   if (!s.methods) return 0;
   bench_method(*be, s, method_kind::backprop, 1);
   bench_method(*be, s, method_kind::petra, 10);

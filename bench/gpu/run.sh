@@ -17,6 +17,10 @@
 #                     with PEER_COMPILE=1), medians of 50 steps, wall time and GPU span; petra with
 #                     cuDNN's heuristic order once; a reversible stage's backward, plain vs
 #                     overlapped rebuild (fp32 and bf16); bench_handoff's hand-over costs on the GPU
+#   run.sh pareprop   PaReprop's own case: a reversible stage of 3 RevViT transformer blocks at ViT-S,
+#                     ViT-B and ViT-L widths (197 tokens), plain order vs the rebuild on a second
+#                     stream, in PAREPROP_PRECISIONS (fp32 tf32 bf16), micro-batches PAREPROP_BATCHES
+#                     (8,32,128), medians of PAREPROP_ITERS (10)
 #   run.sh profile    ncu over two petra training steps: the kernels where a step's time goes
 #   run.sh fg         the default recipe for FG_EPOCHS (10) epochs on [cuda:0 ×8], FG_MODE (lockstep,
 #                     or simulate: the same weights bit for bit, plus the cosine diagnostic):
@@ -54,9 +58,9 @@ set -uo pipefail
 [ $# -gt 0 ] || set -- parity
 for cmd in "$@"; do
   case $cmd in
-    parity | sanitize | train | revnet | speed | profile | fg | overlap | ahead) ;;
+    parity | sanitize | train | revnet | speed | pareprop | profile | fg | overlap | ahead) ;;
     *)
-      echo "run.sh: unknown sub-command '$cmd' (parity, sanitize, train, revnet, speed, profile, fg, overlap, ahead)" >&2
+      echo "run.sh: unknown sub-command '$cmd' (parity, sanitize, train, revnet, speed, pareprop, profile, fg, overlap, ahead)" >&2
       exit 2
       ;;
   esac
@@ -735,6 +739,42 @@ print("| kernel | share of GPU time | summed (ncu unit) |\n|---|---:|---:|")
 for name, v in sorted(total.items(), key=lambda kv: -kv[1])[:25]:
     print("| %s | %.1f %% | %.0f |" % (name[:90].replace("|", "/"), 100 * v / s, v))
 PY
+}
+
+# pareprop: bench_gpu_step --transformer 1 in each precision, one run each (at most PAREPROP_S s).
+cmd_pareprop() {
+  local p
+  echo "## pareprop: a reversible stage of 3 RevViT transformer blocks (197 tokens), its backward in the plain order vs PaReprop's rebuild on a second stream" >"$summary"
+  echo "" >>"$summary"
+  for p in ${PAREPROP_PRECISIONS:-fp32 tf32 bf16}; do
+    speed_petra "$p" "${PAREPROP_S:-300}" --precision "$p" --step 0 --methods 0 --overlap 0 --transformer 1 \
+      --transformer-batches "${PAREPROP_BATCHES:-8,32,128}" --overlap-iters "${PAREPROP_ITERS:-10}"
+  done
+  [ "$gpu" = 0 ] && { echo "skipped: no GPU" >>"$summary"; return; }
+  "$python" - "$details/petra.jsonl" >>"$summary" <<'PY'
+import json, sys
+rows = []
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line[line.index("{"):])
+    except ValueError:
+        continue
+    if r.get("bench") == "transformer_overlap":
+        rows.append(r)
+print("| math | model (width, heads) | micro-batch | plain ms | overlapped ms | plain / overlapped |")
+print("|---|---|---:|---:|---:|---:|")
+for r in rows:
+    if "error" in r:
+        print("| %s | %s | %d | failed: %s | | |" % (r.get("round", "?"), r["model"], r["batch"], r["error"][:80]))
+        continue
+    print("| %s | %s (%d, %d) | %d | %.2f | %.2f | %.2f |" % (
+        r["precision"], r["model"], r["width"], r["heads"], r["batch"], r["plain_ms"], r["overlap_ms"],
+        r["plain_ms"] / r["overlap_ms"]))
+PY
+  if [ -s "$details/petra-failed.md" ]; then
+    printf '\nFAILED runs:\n' >>"$summary"
+    cat "$details/petra-failed.md" >>"$summary"
+  fi
 }
 
 status=0
