@@ -241,7 +241,8 @@ std::pair<std::string, std::string> top_legend(
 
 std::vector<report_plot> draw_report_plots(const std::string& dir, const std::vector<run_data>& runs) {
   return {draw_training_curves(dir, runs), draw_test_accuracy(dir, runs), draw_staleness(dir, runs),
-          draw_inversion_error(dir, runs), draw_busy_fraction(dir, runs), draw_throughput(dir, runs)};
+          draw_inversion_error(dir, runs), draw_busy_fraction(dir, runs), draw_stage_time(dir, runs),
+          draw_throughput(dir, runs)};
 }
 
 }  // namespace petra::app

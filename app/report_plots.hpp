@@ -1,5 +1,6 @@
 // The plots of `petra report`, drawn by gnuplot: training curves, test accuracy, throughput,
-// inversion error, staleness histograms and busy fractions, one colour per run.
+// inversion error, staleness histograms, busy fractions and where each stage's time goes, one colour
+// per run.
 #pragma once
 
 #include <optional>
@@ -36,6 +37,8 @@ report_plot draw_throughput(const std::string& dir, const std::vector<run_data>&
 report_plot draw_inversion_error(const std::string& dir, const std::vector<run_data>& runs);
 report_plot draw_staleness(const std::string& dir, const std::vector<run_data>& runs);
 report_plot draw_busy_fraction(const std::string& dir, const std::vector<run_data>& runs);
+/// Per stage: computing, waiting for input, for a gradient, the rest (report_waits.cpp).
+report_plot draw_stage_time(const std::string& dir, const std::vector<run_data>& runs);
 
 /// Helpers the plots share.
 namespace plot {
