@@ -14,14 +14,14 @@ namespace petra::app {
 namespace {
 
 struct model_profile {
-  revnet_spec spec;
+  network_spec spec;
   std::vector<stage_profile> stages;
 };
 
 model_profile profile(const config::run_config& cfg, backend& be) {
   model_profile m;
   m.spec = model_spec(cfg.model);
-  auto blocks = build_revnet(m.spec, be, cfg.training.seed);
+  auto blocks = build_network(m.spec, be, cfg.training.seed);
   auto groups =
       partition_blocks(std::move(blocks), resolve_partition(cfg.pipeline.stage_blocks, blocks.size()));
   m.stages = profile_stages(groups, input_shape(m.spec, cfg.training.micro_batch));
@@ -59,16 +59,24 @@ config::run_config load_with_flags(const std::string& config, const std::vector<
   if (!flags.arch.empty()) {
     cfg.model = config::model_config{};
     cfg.model.arch = parse_flag<config::model_arch>("--arch", flags.arch);
-    // The inputs the presets train each on: 1×28×28 (Fashion-MNIST, tiny too) or 3×32×32.
-    cfg.model.input = revnet_preset(flags.arch).in_channels == 1 ? std::vector<int>{1, 28, 28}
-                                                                 : std::vector<int>{3, 32, 32};
+    // The inputs the presets train each on: 1×28×28 (Fashion-MNIST, tiny too) or 3×32×32 (revvit too).
+    cfg.model.input =
+        cfg.model.arch != config::model_arch::revvit && revnet_preset(flags.arch).in_channels == 1
+            ? std::vector<int>{1, 28, 28}
+            : std::vector<int>{3, 32, 32};
   }
   if (flags.classes > 0) cfg.model.num_classes = flags.classes;
   if (!flags.input.empty()) {
     if (flags.input.size() != 3) throw std::invalid_argument("--input takes C,H,W (three numbers)");
     cfg.model.input = flags.input;
   }
-  if (!flags.stem.empty()) cfg.model.stem = parse_flag<config::stem_kind>("--stem", flags.stem);
+  if (!flags.stem.empty()) {
+    if (cfg.model.arch == config::model_arch::revvit)
+      throw config::config_error("--stem " + flags.stem +
+                                 ": the model is revvit, whose stem is its patch embedding (model.patch); "
+                                 "--stem chooses a RevNet's");
+    cfg.model.stem = parse_flag<config::stem_kind>("--stem", flags.stem);
+  }
   if (flags.micro_batch > 0) cfg.training.micro_batch = flags.micro_batch;
   if (flags.accumulation > 0) cfg.training.accumulation = flags.accumulation;
   return cfg;
@@ -82,8 +90,8 @@ int model_info_command(const std::string& config, const std::vector<std::string>
     const config::run_config cfg = load_with_flags(config, sets, flags);
     auto be = make_cpu_backend(1);
     const model_profile m = profile(cfg, *be);
-    std::printf("model %s: input %d×%d×%d, %d classes, %zu stages, micro-batch %d\n", m.spec.name.c_str(),
-                m.spec.in_channels, m.spec.height, m.spec.width, m.spec.num_classes, m.stages.size(),
+    std::printf("model %s: input %d×%d×%d, %d classes, %zu stages, micro-batch %d\n", m.spec.name().c_str(),
+                m.spec.in_channels(), m.spec.height(), m.spec.width(), m.spec.num_classes(), m.stages.size(),
                 cfg.training.micro_batch);
     const bool aux = aux_head_size(cfg, m.stages.front(), m.stages.size() == 1, *be).first > 0;
     std::printf("%-6s %-22s %-10s %12s  %-32s %12s%s\n", "stage", "blocks", "reversible", "params",
@@ -120,8 +128,8 @@ int memory_model_command(const std::string& config, const std::vector<std::strin
     auto be = make_cpu_backend(1);
     const model_profile m = profile(cfg, *be);
     const int k = cfg.training.accumulation;
-    std::printf("memory model: %s, input %d×%d×%d, micro-batch %d, k = %d, J = %zu\n", m.spec.name.c_str(),
-                m.spec.in_channels, m.spec.height, m.spec.width, cfg.training.micro_batch, k,
+    std::printf("memory model: %s, input %d×%d×%d, micro-batch %d, k = %d, J = %zu\n", m.spec.name().c_str(),
+                m.spec.in_channels(), m.spec.height(), m.spec.width(), cfg.training.micro_batch, k,
                 m.stages.size());
     const char* names[] = {"PipeDream-like", "DSP-like", "reversible+stash", "PETRA"};
     const bool bf = backward_first(cfg);

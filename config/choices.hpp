@@ -28,8 +28,9 @@ enum class gradient_guess { local, random };
 /// training.forward_gradient.target: the gradient projected on the guess — the global loss's (through
 /// forward mode to the loss) or the local loss's own (greedy local learning).
 enum class gradient_target { global, local };
-/// The network preset of model.arch.
-enum class model_arch { revnet18, revnet34, revnet50, fashion_small, tiny };
+/// The network preset of model.arch: RevNets, or revvit (a reversible vision transformer shaped by
+/// model.depth, width, heads, patch and mlp_ratio).
+enum class model_arch { revnet18, revnet34, revnet50, fashion_small, tiny, revvit };
 /// model.stem and model.block: `preset` keeps the arch's own.
 enum class stem_kind { preset, cifar, imagenet };
 enum class block_kind { preset, basic, bottleneck };
@@ -89,11 +90,12 @@ struct choice_names<gradient_target> {
 };
 template <>
 struct choice_names<model_arch> {
-  static constexpr name_table<model_arch, 5> table = {{{"revnet18", model_arch::revnet18},
+  static constexpr name_table<model_arch, 6> table = {{{"revnet18", model_arch::revnet18},
                                                        {"revnet34", model_arch::revnet34},
                                                        {"revnet50", model_arch::revnet50},
                                                        {"fashion_small", model_arch::fashion_small},
-                                                       {"tiny", model_arch::tiny}}};
+                                                       {"tiny", model_arch::tiny},
+                                                       {"revvit", model_arch::revvit}}};
 };
 template <>
 struct choice_names<stem_kind> {

@@ -73,8 +73,9 @@ struct stage_migration {
 /// "32:3>sim:0" as a migration; bad text throws config_error saying how to write one.
 stage_migration parse_stage_migration(const std::string& text);
 
-/// The network. `arch` names a preset (revnet18, revnet34, revnet50,
-/// fashion_small, tiny); the lists below, when non-empty, replace the preset's.
+/// The network. `arch` names a RevNet preset (revnet18, revnet34, revnet50, fashion_small, tiny),
+/// whose stem, block, stem_width and lists, when given, replace the preset's; or revvit, a reversible
+/// vision transformer shaped by depth, width, heads, patch and mlp_ratio (each a key of revvit only).
 struct model_config {
   model_arch arch = model_arch::fashion_small;
   int num_classes = 10;
@@ -85,6 +86,12 @@ struct model_config {
   std::vector<int> widths;                // stream width per group
   std::vector<int> hidden;                // bottleneck hidden width per group
   std::vector<int> blocks;                // blocks per group
+  // revvit: 0 = revvit's own (ViT-S/4 on 32×32: depth 12, width 384, heads 6, patch 4, mlp_ratio 4)
+  int depth = 0;         // reversible transformer blocks
+  int width = 0;         // features per token in each stream
+  int heads = 0;         // attention heads: they divide width
+  int patch = 0;         // side of the square patches: it divides the input's H and W
+  double mlp_ratio = 0;  // the MLP's hidden width over width
 };
 
 struct data_config {

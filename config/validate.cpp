@@ -75,6 +75,35 @@ void validate_model(const model_config& model, const checker& check) {
   check.entries_positive("model.blocks", model.blocks);
   check.same_length("model.blocks", model.blocks.size(), "model.widths", model.widths.size());
   check.same_length("model.hidden", model.hidden.size(), "model.widths", model.widths.size());
+  for (const auto& [path, value] :
+       {std::pair{"model.depth", model.depth}, std::pair{"model.width", model.width},
+        std::pair{"model.heads", model.heads}, std::pair{"model.patch", model.patch}})
+    check.at_least(std::string(path), value, 0, "0 means revvit's own, otherwise it must be positive");
+  if (!(model.mlp_ratio >= 0) || !std::isfinite(model.mlp_ratio))
+    check.fail("model.mlp_ratio",
+               "got " + show(model.mlp_ratio) + "; 0 means revvit's own (4), otherwise it must be positive");
+  // Each family's keys shape that family only: a key of the other, given a value, is refused, not
+  // ignored (0, "" and [] are every key's "not given", as a run's config.yaml writes them).
+  const bool vit = model.arch == model_arch::revvit;
+  const std::pair<const char*, bool> vit_keys[] = {{"model.depth", model.depth != 0},
+                                                   {"model.width", model.width != 0},
+                                                   {"model.heads", model.heads != 0},
+                                                   {"model.patch", model.patch != 0},
+                                                   {"model.mlp_ratio", model.mlp_ratio != 0}};
+  for (const auto& [key, given] : vit_keys)
+    if (!vit && given)
+      check.fail(key, "is a key of model.arch revvit but model.arch is '" + to_string(model.arch) + "' " +
+                          check.where("model.arch") + ": set model.arch to revvit, or remove this key");
+  const std::pair<const char*, bool> revnet_keys[] = {
+      {"model.stem", model.stem != stem_kind::preset}, {"model.block", model.block != block_kind::preset},
+      {"model.stem_width", model.stem_width != 0},     {"model.widths", !model.widths.empty()},
+      {"model.hidden", !model.hidden.empty()},         {"model.blocks", !model.blocks.empty()}};
+  for (const auto& [key, given] : revnet_keys)
+    if (vit && given)
+      check.fail(key, std::string("is a key of the RevNet archs but model.arch is 'revvit' ") +
+                          check.where("model.arch") +
+                          ": a RevViT is shaped by model.depth, width, heads, patch and mlp_ratio; remove "
+                          "this key");
 }
 
 void validate_data(const data_config& data, const model_config& model, const checker& check) {
@@ -389,11 +418,26 @@ void validate_faults(const faults_config& faults, const pipeline_config& pipelin
   check.at_least("faults.stall_seconds", faults.stall_seconds, 1, "at least one second");
 }
 
+// Forward gradients' auxiliary heads (local guesses and targets) read (N, C, H, W) maps: RevNets only.
+void validate_model_method(const model_config& model, const training_config& training, const checker& check) {
+  if (model.arch != model_arch::revvit || training.method != training_method::forward_gradient) return;
+  const forward_gradient_config& fg = training.forward_gradient;
+  const char* key = fg.guess == gradient_guess::local     ? "training.forward_gradient.guess"
+                    : fg.target == gradient_target::local ? "training.forward_gradient.target"
+                                                          : nullptr;
+  if (key)
+    check.fail(key, std::string("is local, which needs each stage's auxiliary head, and those are RevNet "
+                                "heads (a convolution on (N, C, H, W) maps) but model.arch is 'revvit' ") +
+                        check.where("model.arch") +
+                        ": with revvit, forward_gradient takes guess random and target global");
+}
+
 void validate(const run_config& config, const source_map& sources) {
   const checker check(sources);
   validate_model(config.model, check);
   validate_data(config.data, config.model, check);
   validate_training(config.training, check);
+  validate_model_method(config.model, config.training, check);
   validate_nodes(config.nodes, sources);
   validate_pipeline(config.pipeline, config.nodes, check);
   validate_rebalance(config.pipeline, check);

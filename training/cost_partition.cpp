@@ -80,7 +80,7 @@ std::vector<double> measure_block_costs(const config::run_config& c, int threads
   for (placed_stage& p : placed) order.push_back(p.compute.get());
   std::unique_ptr<backend> loss = make_loss_backend();
   simulator sim(order, *loss, 1);
-  const revnet_spec spec = model_spec(one.model);
+  const network_spec spec = model_spec(one.model);
   const activation_shape shape = input_shape(spec, one.training.micro_batch);
   std::mt19937 rng(static_cast<uint32_t>(one.training.seed));
   std::normal_distribution<float> pixel(0.0f, 1.0f);

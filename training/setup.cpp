@@ -11,7 +11,40 @@
 
 namespace petra {
 
-revnet_spec model_spec(const config::model_config& m) {
+namespace {
+
+/// model.arch revvit: revvit_spec's own shape where a key is 0; the combinations checked here, as the
+/// keys' ranges are by the config's validation.
+revvit_spec revvit_model(const config::model_config& m) {
+  revvit_spec s;
+  s.num_classes = m.num_classes;
+  if (m.input.size() == 3) s.in_channels = m.input[0], s.height = m.input[1], s.width = m.input[2];
+  if (m.depth > 0) s.depth = m.depth;
+  if (m.width > 0) s.embed_dim = m.width;
+  if (m.heads > 0) s.heads = m.heads;
+  if (m.patch > 0) s.patch = m.patch;
+  if (m.mlp_ratio > 0) s.mlp_ratio = m.mlp_ratio;
+  const auto fail = [](const char* key, const std::string& why) {
+    throw config::config_error(std::string(key) + ": " + why);
+  };
+  if (s.embed_dim % s.heads)
+    fail("model.heads", std::to_string(s.heads) + " heads do not divide model.width " +
+                            std::to_string(s.embed_dim) + ": each head takes width/heads features");
+  if (s.height % s.patch || s.width % s.patch)
+    fail("model.patch", std::to_string(s.patch) + "×" + std::to_string(s.patch) +
+                            " patches do not tile model.input " + std::to_string(s.height) + "×" +
+                            std::to_string(s.width));
+  if (s.hidden() < 1)
+    fail("model.mlp_ratio", "a ratio of " + std::to_string(s.mlp_ratio) + " to model.width " +
+                                std::to_string(s.embed_dim) + " leaves the MLP no hidden feature");
+  s.validate();
+  return s;
+}
+
+}  // namespace
+
+network_spec model_spec(const config::model_config& m) {
+  if (m.arch == config::model_arch::revvit) return network_spec(revvit_model(m));
   revnet_spec s = revnet_preset(config::to_string(m.arch));
   s.num_classes = m.num_classes;
   if (m.input.size() == 3) s.in_channels = m.input[0], s.height = m.input[1], s.width = m.input[2];
@@ -22,7 +55,7 @@ revnet_spec model_spec(const config::model_config& m) {
   if (!m.hidden.empty()) s.hidden = m.hidden;
   if (!m.blocks.empty()) s.blocks = m.blocks;
   s.validate();
-  return s;
+  return network_spec(s);
 }
 
 method_options method_for(const config::training_config& t) {
@@ -80,10 +113,7 @@ optimizer_settings optimizer_for(const config::training_config& t, int64_t steps
 }
 
 std::vector<int> stage_sizes(const config::run_config& c) {
-  const revnet_spec spec = model_spec(c.model);
-  std::size_t blocks = 2;  // stem and head
-  for (int n : spec.blocks) blocks += static_cast<std::size_t>(n);
-  return resolve_partition(c.pipeline.stage_blocks, blocks);
+  return resolve_partition(c.pipeline.stage_blocks, model_spec(c.model).block_count());
 }
 
 void check_stage_lists(const config::run_config& c) {
@@ -190,7 +220,7 @@ std::vector<placed_stage> build_placed_stages(const config::run_config& c,
     placed[j].device = !wanted || wanted(j) ? make_stage_backend(c, j, sim) : make_cpu_backend(1);
     for (int b = 0; b < sizes[j]; ++b) stage_of_block.push_back(j);
   }
-  auto blocks = build_revnet(
+  auto blocks = build_network(
       model_spec(c.model), [&](std::size_t i) -> backend& { return *placed[stage_of_block.at(i)].device; },
       c.training.seed);
   auto groups = partition_blocks(std::move(blocks), sizes);

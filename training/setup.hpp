@@ -8,15 +8,17 @@
 #include <vector>
 
 #include "compute/backend_factory.hpp"
-#include "compute/models/revnet.hpp"
+#include "compute/models/network.hpp"
 #include "compute/pipeline/method.hpp"
 #include "compute/pipeline/stage.hpp"
 #include "config/config.hpp"
 
 namespace petra {
 
-/// The model preset named by model.arch with the config's overrides applied.
-revnet_spec model_spec(const config::model_config& m);
+/// The network model.arch names with the config's keys applied: a RevNet preset with its overrides,
+/// or a RevViT of model.depth, width, heads, patch and mlp_ratio (0: revvit's own). Throws
+/// config::config_error naming the key when the keys together cannot build it.
+network_spec model_spec(const config::model_config& m);
 
 method_options method_for(const config::training_config& t);
 

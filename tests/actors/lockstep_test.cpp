@@ -91,6 +91,33 @@ TEST_CASE("lockstep = simulate, bit for bit, on the default preset for every met
   }
 }
 
+// A reversible vision transformer (revvit_tiny_fmnist made small: depth 3, width 32, 2 heads; J = 5,
+// one block per stage): lockstep = simulate bit for bit, under PETRA and backprop.
+TEST_CASE("lockstep = simulate, bit for bit, on a small revvit under PETRA and backprop") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  for (const char* method : {"petra", "backprop"}) {
+    INFO(method);
+    config::run_config c = config::load_config(
+        "revvit_tiny_fmnist", {"model.depth=3", "model.width=32", "model.heads=2", "model.mlp_ratio=2"});
+    set_method(c, method);
+    c.data.train_limit = 256;
+    c.data.test_limit = 16;
+    c.training.epochs = 1;
+    c.training.micro_batch = 8;
+    c.output.progress = false;
+    c.runtime.inversion_sample_every = 4;
+    c.runtime.mode = config::runtime_mode::simulate;
+    const trained sim = train_once(c);
+    c.runtime.mode = config::runtime_mode::lockstep;
+    const trained actors = train_once(c);
+    REQUIRE(sim.stages.size() == 5);
+    CHECK(differing(sim, actors) == 0);
+    CHECK(actors.totals.loss_sum == sim.totals.loss_sum);
+    CHECK(actors.totals.correct == sim.totals.correct);
+    CHECK(actors.totals.ticks == sim.totals.ticks);
+  }
+}
+
 // Epochs without draining: the stream crosses the epoch end and each epoch is evaluated by a wave
 // of test batches that follows its last micro-batch, on the live weights (docs/design.md §4).
 TEST_CASE("continuous epochs: lockstep = simulate bit for bit, the per-epoch test results included") {

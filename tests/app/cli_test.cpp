@@ -25,6 +25,30 @@ TEST_CASE("model-info reports the paper's parameter counts") {
   CHECK(small.output.find("8      head") != std::string::npos);  // J = 8
 }
 
+TEST_CASE("model-info on the RevViT presets: stages and parameter counts, a bad combination refused") {
+  // revvit_tiny_fmnist: stem 1·128·4·4 + 128 + 49·128, six blocks of 198272, head 2·256 + 256·10 + 10.
+  auto tiny = run("model-info revvit_tiny_fmnist");
+  CHECK(tiny.code == 0);
+  CHECK(tiny.output.find("model revvit: input 1×28×28, 10 classes, 8 stages") != std::string::npos);
+  CHECK(tiny.output.find("total trainable parameters: 1201162") != std::string::npos);
+  CHECK(tiny.output.find("8      head") != std::string::npos);
+  // ViT-B/16's shape: 85.1M in the blocks, the patch and position embeddings, a head on 2·768.
+  auto base = run("model-info revvit_base_imagenet");
+  CHECK(base.output.find("total trainable parameters: 87335656") != std::string::npos);
+  auto bad = run("model-info revvit_tiny_fmnist --set model.heads=5");
+  CHECK(bad.code == 2);
+  CHECK(bad.output.find("model.heads: 5 heads do not divide model.width 128") != std::string::npos);
+  // memory-model: the same table as for RevNets (one stream of each stage's input in the paper's column).
+  auto memory = run("memory-model revvit_base_imagenet");
+  CHECK(memory.code == 0);
+  CHECK(memory.output.find("memory model: revvit, input 3×224×224, micro-batch 64, k = 4, J = 14") !=
+        std::string::npos);
+  CHECK(memory.output.find("PETRA                           0.9") != std::string::npos);
+  auto stem = run("model-info --arch revvit --stem cifar");
+  CHECK(stem.code == 2);
+  CHECK(stem.output.find("--stem cifar: the model is revvit") != std::string::npos);
+}
+
 TEST_CASE("memory-model reproduces the paper's table for RevNet-50 on ImageNet") {
   auto r = run(
       "memory-model --arch revnet50 --classes 1000 --input 3,224,224 --stem imagenet --micro-batch 64 --k 1");

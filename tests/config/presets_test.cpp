@@ -24,8 +24,9 @@ TEST_CASE("every preset in presets_dir loads and validates") {
     ++loaded;
   }
   CHECK(loaded >= 5);
-  for (const char* name : {"default", "backprop", "revnet18_cifar10", "revnet18_imagenet32",
-                           "revnet50_imagenet", "ci_smoke", "tiny"}) {
+  for (const char* name :
+       {"default", "backprop", "revnet18_cifar10", "revnet18_imagenet32", "revnet50_imagenet", "ci_smoke",
+        "tiny", "revvit_tiny_fmnist", "revvit_small_cifar10", "revvit_base_imagenet"}) {
     CAPTURE(name);
     CHECK(std::filesystem::exists(std::filesystem::path(presets_dir()) / (std::string(name) + ".yaml")));
   }

@@ -20,6 +20,11 @@ void check_same(const run_config& a, const run_config& b) {
   CHECK(a.model.widths == b.model.widths);
   CHECK(a.model.hidden == b.model.hidden);
   CHECK(a.model.blocks == b.model.blocks);
+  CHECK(a.model.depth == b.model.depth);
+  CHECK(a.model.width == b.model.width);
+  CHECK(a.model.heads == b.model.heads);
+  CHECK(a.model.patch == b.model.patch);
+  CHECK(a.model.mlp_ratio == b.model.mlp_ratio);
 
   CHECK(a.data.dataset == b.data.dataset);
   CHECK(a.data.path == b.data.path);
@@ -129,6 +134,18 @@ TEST_CASE("round trip: every field changed, awkward strings and floats") {
     c.output.name = name;
     check_round_trip(c);
   }
+}
+
+TEST_CASE("round trip: a revvit config, its keys beside the RevNet keys' empty values") {
+  run_config c;
+  c.model.arch = model_arch::revvit;
+  c.model.input = {1, 28, 28};
+  c.model.depth = 7;
+  c.model.width = 96;
+  c.model.heads = 3;
+  c.model.patch = 7;
+  c.model.mlp_ratio = 1.0 / 3.0 + 2;  // not a round decimal
+  check_round_trip(c);
 }
 
 TEST_CASE("round trip: forward_gradient writes its own section, and only that method does") {
