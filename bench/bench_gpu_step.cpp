@@ -183,26 +183,34 @@ struct timed_stage {
   }
 };
 
-/// (b) plain against overlapped, round-robin so that clock changes fall on both alike.
+/// The backward of `plain` and `overlapped` on the same random input and gradient of `shape` (both
+/// streams), round-robin so that clock changes fall on both alike: their medians of `iters` after 3.
+std::pair<double, double> time_pair(backend& be, timed_stage& plain, timed_stage& overlapped,
+                                    const shape_t& shape, uint64_t seed, const char* stream, int iters) {
+  init_rng rng(seed, stream);
+  auto random = [&] {
+    tensor t = tensor::empty(shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = rng.uniform(-1.f, 1.f);
+    return be.from_host(t);
+  };
+  const activation x{random(), random()}, dy{random(), random()};
+  for (int i = 0; i < 3 + iters; ++i) {
+    plain.run(be, x, dy, i, i >= 3);
+    overlapped.run(be, x, dy, i, i >= 3);
+  }
+  return {median(plain.ms), median(overlapped.ms)};
+}
+
+/// (b) plain against overlapped.
 void bench_overlap(backend& be, const backend_options& options, const settings& s) {
   const int blocks = 3;
   for (int batch : {32, 128})
     for (auto [width, side] : {std::pair{64, 32}, {128, 16}, {256, 8}, {512, 4}}) {
       timed_stage plain(be, blocks, width, nullptr);
       timed_stage overlapped(be, blocks, width, make_backend(device::parse("cuda:0"), options));
-      init_rng rng(static_cast<uint64_t>(width * 1000 + batch), "bench_gpu_overlap");
-      const shape_t shape{batch, width, side, side};
-      auto random = [&] {
-        tensor t = tensor::empty(shape);
-        for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = rng.uniform(-1.f, 1.f);
-        return be.from_host(t);
-      };
-      const activation x{random(), random()}, dy{random(), random()};
-      for (int i = 0; i < 3 + s.overlap_iters; ++i) {
-        plain.run(be, x, dy, i, i >= 3);
-        overlapped.run(be, x, dy, i, i >= 3);
-      }
-      const double plain_ms = median(plain.ms), overlap_ms = median(overlapped.ms);
+      const auto [plain_ms, overlap_ms] =
+          time_pair(be, plain, overlapped, {batch, width, side, side},
+                    static_cast<uint64_t>(width * 1000 + batch), "bench_gpu_overlap", s.overlap_iters);
       std::printf(
           "{\"bench\": \"reversible_overlap\", \"precision\": \"%s\", \"blocks\": %d, \"width\": %d, "
           "\"side\": %d, \"batch\": %d, \"plain_ms\": %.3f, \"overlap_ms\": %.3f, \"iters\": %d}\n",
@@ -232,19 +240,9 @@ void bench_transformer_overlap(backend& be, const backend_options& options, cons
         };
         timed_stage plain(be, make(), nullptr);
         timed_stage overlapped(be, make(), make_backend(device::parse("cuda:0"), options));
-        init_rng rng(static_cast<uint64_t>(v.width * 1000 + batch), "bench_gpu_transformer_overlap");
-        const shape_t shape{batch, tokens, v.width};
-        auto random = [&] {
-          tensor t = tensor::empty(shape);
-          for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = rng.uniform(-1.f, 1.f);
-          return be.from_host(t);
-        };
-        const activation x{random(), random()}, dy{random(), random()};
-        for (int i = 0; i < 3 + s.overlap_iters; ++i) {
-          plain.run(be, x, dy, i, i >= 3);
-          overlapped.run(be, x, dy, i, i >= 3);
-        }
-        const double plain_ms = median(plain.ms), overlap_ms = median(overlapped.ms);
+        const auto [plain_ms, overlap_ms] = time_pair(be, plain, overlapped, {batch, tokens, v.width},
+                                                      static_cast<uint64_t>(v.width * 1000 + batch),
+                                                      "bench_gpu_transformer_overlap", s.overlap_iters);
         std::printf(
             "{\"bench\": \"transformer_overlap\", \"model\": \"%s\", \"precision\": \"%s\", \"blocks\": %d, "
             "\"width\": %d, \"heads\": %d, \"tokens\": %lld, \"batch\": %d, \"plain_ms\": %.3f, "
