@@ -33,7 +33,8 @@ std::string read_text(const fs::path& file) {
 }
 
 /// A run of two stages and two epochs of 10 s; with `waits`, stage j computed 2j s, waited 1 s for
-/// input and j s for a gradient, and spent 0.5 s otherwise in each epoch.
+/// input and j s for a gradient, and spent 0.5 s otherwise in each epoch; without, the fields as
+/// simulate writes them (no busy time, all of it "other").
 fs::path write_run(const fs::path& dir, bool waits) {
   fs::create_directories(dir);
   std::ofstream(dir / "config.yaml") << "runtime:\n  mode: " << (waits ? "lockstep" : "simulate") << "\n";
@@ -43,12 +44,10 @@ fs::path write_run(const fs::path& dir, bool waits) {
     for (int j = 1; j <= 2; ++j) {
       json s = {
           {"stage", j}, {"busy_seconds", waits ? 2.0 * j : 0.0}, {"busy_fraction", waits ? 0.2 * j : 0.0}};
-      if (waits) {
-        s["wait_input_seconds"] = 1.0;
-        s["wait_gradient_seconds"] = 1.0 * j;
-        s["other_seconds"] = 0.5;
-        s["idle_fraction"] = (1.0 + j) / 10;
-      }
+      s["wait_input_seconds"] = waits ? 1.0 : 0.0;
+      s["wait_gradient_seconds"] = waits ? 1.0 * j : 0.0;
+      s["other_seconds"] = waits ? 0.5 : 10.0;
+      s["idle_fraction"] = waits ? (1.0 + j) / 10 : 0.0;
       stages.push_back(s);
     }
     metrics << json{{"event", "epoch"},      {"epoch", epoch},        {"test_accuracy", 0.5},
