@@ -32,27 +32,6 @@ constexpr double network_tolerance = 1e-3;
 constexpr double kinks_allowed = 2;
 constexpr double conditioning_factor = 4;
 
-activation random_pair(const activation_shape& s, std::mt19937& rng) {
-  return {random_host(s.x1, rng), s.x2.empty() ? tensor{} : random_host(s.x2, rng)};
-}
-
-activation to_gpu(backend& gpu, const activation& a) {
-  return {gpu.from_host(a.x1), a.x2.defined() ? gpu.from_host(a.x2) : tensor{}};
-}
-
-double gap(backend& gpu, const activation& on_gpu, const activation& on_cpu) {
-  REQUIRE(on_gpu.two_streams() == on_cpu.two_streams());
-  if (!on_cpu.two_streams()) return relative_error({gpu.to_host(on_gpu.x1)}, {on_cpu.x1});
-  return relative_error({gpu.to_host(on_gpu.x1), gpu.to_host(on_gpu.x2)}, {on_cpu.x1, on_cpu.x2});
-}
-
-double gradient_gap(backend& gpu, block& on_gpu, block& on_cpu) {
-  std::vector<tensor> a, b;
-  for (parameter* p : on_gpu.parameters()) a.push_back(gpu.to_host(p->grad));
-  for (parameter* p : on_cpu.parameters()) b.push_back(p->grad);
-  return relative_error(a, b);
-}
-
 double buffer_gap(backend& gpu, block& on_gpu, block& on_cpu) {
   std::vector<tensor> a, b;
   for (const buffer_ref& r : on_gpu.buffers()) a.push_back(gpu.to_host(*r.value));
