@@ -5,7 +5,10 @@
 
 #include <doctest/doctest.h>
 
+#include <cstring>
+#include <memory>
 #include <random>
+#include <vector>
 
 #include "compute/blocks/block.hpp"
 #include "tests/sim/sim_fixture.hpp"
@@ -47,6 +50,31 @@ inline void check_block(block& on_cpu, block& on_sim, backend& sim, const activa
     CHECK(same_bits(sim, dx_s, dx));
   }
   CHECK(same_state(sim, on_sim, on_cpu));
+}
+
+/// A whole network on sim against its twin on the CPU for one training step on `images`: the
+/// forward, the loss (same bits, same correct count), the backward, then every block's state.
+inline void check_network_step(backend& cpu, backend& sim, std::vector<std::unique_ptr<block>>& net_cpu,
+                               std::vector<std::unique_ptr<block>>& net_sim, const tensor& images,
+                               const std::vector<int32_t>& labels) {
+  std::vector<tape> tapes(net_cpu.size()), tapes_sim(net_cpu.size());
+  activation h{images, {}}, hs{sim.import(images), {}};
+  for (std::size_t i = 0; i < net_cpu.size(); ++i) {
+    h = net_cpu[i]->forward(h, pass::train, &tapes[i]);
+    hs = net_sim[i]->forward(hs, pass::train, &tapes_sim[i]);
+  }
+  tensor d, ds;
+  int64_t correct = 0, correct_sim = 0;
+  const float loss = cpu.softmax_cross_entropy(h.x1, labels, &d, &correct);
+  const float loss_sim = sim.softmax_cross_entropy(hs.x1, labels, &ds, &correct_sim);
+  CHECK(std::memcmp(&loss, &loss_sim, sizeof loss) == 0);
+  CHECK(correct == correct_sim);
+  activation g{d, {}}, gs{ds, {}};
+  for (std::size_t i = net_cpu.size(); i-- > 0;) {
+    g = net_cpu[i]->backward(tapes[i], g);
+    gs = net_sim[i]->backward(tapes_sim[i], gs);
+  }
+  for (std::size_t i = 0; i < net_cpu.size(); ++i) CHECK(same_state(sim, *net_sim[i], *net_cpu[i]));
 }
 
 }  // namespace petra::testing

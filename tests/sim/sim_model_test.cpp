@@ -54,24 +54,7 @@ TEST_CASE("a whole RevNet on sim: forward, loss and backward equal the CPU bit f
     std::mt19937 rng(41);
     const tensor images = random_tensor({4, 1, 8, 8}, rng);
     const std::vector<int32_t> labels = {3, 1, 4, 1};
-    std::vector<tape> tapes(net_cpu.size()), tapes_sim(net_cpu.size());
-    activation h{images, {}}, hs{sim->import(images), {}};
-    for (std::size_t i = 0; i < net_cpu.size(); ++i) {
-      h = net_cpu[i]->forward(h, pass::train, &tapes[i]);
-      hs = net_sim[i]->forward(hs, pass::train, &tapes_sim[i]);
-    }
-    tensor d, ds;
-    int64_t correct = 0, correct_sim = 0;
-    const float loss = cpu->softmax_cross_entropy(h.x1, labels, &d, &correct);
-    const float loss_sim = sim->softmax_cross_entropy(hs.x1, labels, &ds, &correct_sim);
-    CHECK(std::memcmp(&loss, &loss_sim, sizeof loss) == 0);
-    CHECK(correct == correct_sim);
-    activation g{d, {}}, gs{ds, {}};
-    for (std::size_t i = net_cpu.size(); i-- > 0;) {
-      g = net_cpu[i]->backward(tapes[i], g);
-      gs = net_sim[i]->backward(tapes_sim[i], gs);
-    }
-    for (std::size_t i = 0; i < net_cpu.size(); ++i) CHECK(same_state(*sim, *net_sim[i], *net_cpu[i]));
+    check_network_step(*cpu, *sim, net_cpu, net_sim, images, labels);
     CHECK(run.bytes_in_use(0) > 0);
   }
   CHECK(run.bytes_in_use(0) == 0);
