@@ -112,10 +112,6 @@ std::vector<double> measure_block_costs(const config::run_config& c, int threads
 
 namespace {
 
-bool on_cpu(const config::run_config& c, std::size_t j) {
-  return j >= c.pipeline.devices.size() || c.pipeline.devices[j].type == config::device_spec::kind::cpu;
-}
-
 /// Sets pipeline.threads for the cut in c.pipeline.stage_blocks: the cores over its CPU stages by
 /// the blocks' measured `costs` (on `measured` threads each), 1 for the others; returns the line
 /// that says so. Leaves it empty and returns "" when there are no more cores than CPU stages.
@@ -127,7 +123,7 @@ std::string split_threads_by_cost(config::run_config& c, const std::vector<doubl
   for (std::size_t j = 0; j < c.pipeline.stage_blocks.size(); ++j) {
     double sum = 0;
     for (int k = 0; k < c.pipeline.stage_blocks[j]; ++k) sum += costs[b++];
-    if (on_cpu(c, j)) cpu_stages.push_back(j), stage_cost.push_back(sum);
+    if (cpu_stage(c, j)) cpu_stages.push_back(j), stage_cost.push_back(sum);
   }
   // Nothing to split with a core or less per stage: the default (1 each, taking turns) stands.
   if (cpu_stages.empty() || cores <= static_cast<int>(cpu_stages.size())) return "";

@@ -12,17 +12,13 @@ namespace petra {
 
 namespace {
 
-bool on_cpu(const config::run_config& c, std::size_t j) {
-  return j >= c.pipeline.devices.size() || c.pipeline.devices[j].type == config::device_spec::kind::cpu;
-}
-
 bool local(const config::run_config& c, std::size_t j) {
   return j >= c.pipeline.nodes.size() || c.pipeline.nodes[j].empty() || c.pipeline.nodes[j] == "local";
 }
 
 std::size_t cpu_stage_count(const config::run_config& c, std::size_t stages) {
   std::size_t n = 0;
-  for (std::size_t j = 0; j < stages; ++j) n += on_cpu(c, j);
+  for (std::size_t j = 0; j < stages; ++j) n += cpu_stage(c, j);
   return n;
 }
 
@@ -31,6 +27,10 @@ std::string plural(std::size_t n, const char* word) {
 }
 
 }  // namespace
+
+bool cpu_stage(const config::run_config& c, std::size_t j) {
+  return j >= c.pipeline.devices.size() || c.pipeline.devices[j].type == config::device_spec::kind::cpu;
+}
 
 int usable_cores() {
   cpu_set_t set;
@@ -41,16 +41,16 @@ int usable_cores() {
 
 int stage_threads(const config::run_config& c, std::size_t j, int cores) {
   if (j < c.pipeline.threads.size()) return c.pipeline.threads[j];
-  if (!on_cpu(c, j)) return 1;
+  if (!cpu_stage(c, j)) return 1;
   const std::size_t n = std::max<std::size_t>(1, cpu_stage_count(c, stage_sizes(c).size()));
   return std::max(1, cores / static_cast<int>(n));
 }
 
 std::vector<int> stage_cores(const config::run_config& c, std::size_t j, int cores) {
-  if (!c.runtime.pin_threads || !on_cpu(c, j) || cores < 1) return {};
+  if (!c.runtime.pin_threads || !cpu_stage(c, j) || cores < 1) return {};
   int first = 0;  // over every CPU stage, wherever placed: nodes on one host pin to distinct cores
   for (std::size_t k = 0; k < j; ++k)
-    if (on_cpu(c, k)) first += stage_threads(c, k, cores);
+    if (cpu_stage(c, k)) first += stage_threads(c, k, cores);
   std::vector<int> out;
   for (int t = 0; t < stage_threads(c, j, cores); ++t) out.push_back((first + t) % cores);
   return out;
@@ -58,7 +58,7 @@ std::vector<int> stage_cores(const config::run_config& c, std::size_t j, int cor
 
 void check_stage_threads(const config::run_config& c, int cores) {
   for (std::size_t j = 0; j < c.pipeline.threads.size(); ++j)
-    if (on_cpu(c, j) && local(c, j) && c.pipeline.threads[j] > cores)
+    if (cpu_stage(c, j) && local(c, j) && c.pipeline.threads[j] > cores)
       throw config::config_error(
           "pipeline.threads[" + std::to_string(j) + "] = " + std::to_string(c.pipeline.threads[j]) +
           " (stage " + std::to_string(j + 1) + ") asks for more compute threads than this machine's " +
@@ -71,7 +71,7 @@ std::vector<std::string> describe_stage_threads(const config::run_config& c, int
   std::size_t local_cpu = 0;
   int total = 0, least = 0, most = 0;
   for (std::size_t j = 0; j < stages; ++j) {
-    if (!on_cpu(c, j) || !local(c, j)) continue;
+    if (!cpu_stage(c, j) || !local(c, j)) continue;
     const int t = stage_threads(c, j, cores);
     least = local_cpu == 0 ? t : std::min(least, t);
     most = std::max(most, t);

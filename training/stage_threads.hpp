@@ -11,6 +11,9 @@
 
 namespace petra {
 
+/// Stage j's device is the CPU (pipeline.devices[j], or none given).
+bool cpu_stage(const config::run_config& c, std::size_t j);
+
 /// The CPUs this process may run on (its affinity mask; at least 1).
 int usable_cores();
 
