@@ -12,6 +12,7 @@
 #include "compute/sim/sim_devices.hpp"
 #include "config/decimal.hpp"
 #include "training/setup.hpp"
+#include "training/tick_schedule.hpp"
 
 namespace petra {
 
@@ -107,10 +108,7 @@ void actor_pipeline::build() {
   const bool labels_to_stages =  // the auxiliary heads' local losses
       method.kind == method_kind::forward_gradient && method.forward_gradient.needs_aux_head();
   loader_ = spawn_loader_actor(sys, feed_, waves_, config_.runtime.mode, labels_to_stages, trace_);
-  const bool backprop = config_.training.method == config::training_method::backprop;
-  const int32_t credits = backprop                      ? 1
-                          : config_.runtime.credits > 0 ? config_.runtime.credits
-                                                        : 2 * count - 1;
+  const auto credits = static_cast<int32_t>(loader_credits(config_, static_cast<std::size_t>(count)));
 
   std::vector<caf::actor_addr> watched;
   std::vector<int32_t> stage_of;

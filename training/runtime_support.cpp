@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "training/setup.hpp"
+#include "training/tick_schedule.hpp"
 
 namespace petra {
 namespace {
@@ -91,10 +92,7 @@ void check_runtime_supports(const config::run_config& c) {
       // Async: the lost micro-batches await their backward at stage j for good. Only once they fill
       // its bound does the pipeline stop, so that the stall is noticed before a snapshot holds them.
       const bool by_stages = c.runtime.pacing == config::async_pacing::stages;
-      const int64_t credits = c.training.method == config::training_method::backprop ? 1
-                              : c.runtime.credits > 0                                ? c.runtime.credits
-                                                                                     : 2 * J - 1;
-      const int64_t bound = by_stages ? 2 * (J - j) + 1 : credits;
+      const int64_t bound = by_stages ? 2 * (J - j) + 1 : loader_credits(c, static_cast<std::size_t>(J));
       if (mode == config::runtime_mode::async && burst < bound)
         throw config::config_error(
             entry + " is " + std::to_string(burst) + "; in async a burst must fill the " +

@@ -40,4 +40,10 @@ int64_t pipeline_entry_spacing(const config::run_config& c, int64_t link_delays)
   return entry_spacing(kind, stage_sizes(c).size()) + (kind == method_kind::backprop ? link_delays : 0);
 }
 
+int64_t loader_credits(const config::run_config& c, std::size_t J) {
+  if (c.training.method == config::training_method::backprop) return 1;
+  if (c.runtime.credits > 0) return c.runtime.credits;
+  return round_trip_ticks(0, J) + 1;
+}
+
 }  // namespace petra

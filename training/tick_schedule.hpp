@@ -35,4 +35,9 @@ int64_t link_delay_ticks(const config::run_config& c);
 /// runtime injects them; 0 for simulate and for a replay, which runs clean).
 int64_t pipeline_entry_spacing(const config::run_config& c, int64_t link_delays);
 
+/// The micro-batches the loader may have in flight (its credits) in a pipeline of J stages of `c`:
+/// 1 for backprop (one in flight), runtime.credits when set, else 2J − 1 (stage 1's round trip and
+/// the one entering).
+int64_t loader_credits(const config::run_config& c, std::size_t J);
+
 }  // namespace petra
