@@ -7,7 +7,7 @@
 
 using namespace petra;
 
-TEST_CASE("a stage's round trip is 2(J - 1 - j) ticks; backprop enters one micro-batch per 2J - 1") {
+TEST_CASE("a stage's round trip is 2(J - 1 - j) ticks, and backprop enters one micro-batch per 2J - 1") {
   CHECK(round_trip_ticks(0, 8) == 14);
   CHECK(round_trip_ticks(7, 8) == 0);
   CHECK(entry_spacing(method_kind::petra, 8) == 1);
