@@ -199,6 +199,13 @@ class actor_runtime : public pipeline_runtime {
     });
   }
 
+  void recalibrate(data_feed& feed, int64_t micro_batches) override {
+    petra::calibrate(feed, micro_batches, [&](const micro_batch& mb) {
+      eval_data x{mb.id, mb.images, true};
+      for (const stage_actor& s : pipeline_.stages()) x = control_.ask<eval_data>(s, control_timeout, x);
+    });
+  }
+
   std::vector<stage_snapshot> snapshot() override {
     return control_.gather<stage_snapshot>(pipeline_.stages(), control_timeout, state_atom_v);
   }

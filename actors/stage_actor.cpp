@@ -64,7 +64,9 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
       [=](eval_data& in) {
         stage_core& c = self->state.core;
         return answer(c, [&] {
-          return eval_data{in.batch, hand_out(c, c.ctx.compute->evaluate(take_in(c, in.x)), device{}, -1)};
+          const activation x = take_in(c, in.x);
+          const activation y = in.calibrate ? c.ctx.compute->calibrate(x) : c.ctx.compute->evaluate(x);
+          return eval_data{in.batch, hand_out(c, y, device{}, -1), in.calibrate};
         });
       },
       [=](report_atom) { return make_report(self->state.core); },

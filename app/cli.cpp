@@ -124,6 +124,11 @@ int run_cli(int argc, char** argv) {
   eval_cmd->add_option("target", eval_target, "Run directory or checkpoint .safetensors file")->required();
   eval_cmd->add_option("--set", eval_sets, "Override a config value (e.g. data.path=...)")
       ->allow_extra_args(false);
+  int eval_recalibrate = 0;
+  eval_cmd
+      ->add_option("--bn-recalibrate", eval_recalibrate,
+                   "First re-estimate the BN running statistics from N training micro-batches")
+      ->check(positive_integer());
 
   std::string info_config = "default";
   std::vector<std::string> info_sets;
@@ -179,7 +184,7 @@ int run_cli(int argc, char** argv) {
     }
     return train_command(train);
   }
-  if (*eval_cmd) return eval_command(eval_target, eval_sets);
+  if (*eval_cmd) return eval_command(eval_target, eval_sets, eval_recalibrate);
   if (*node_cmd) return node_command(node);
   if (*migrate_cmd) return migrate_command(migrate);
   if (*sweep_cmd) return sweep_command(sweep);

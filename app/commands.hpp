@@ -41,7 +41,8 @@ struct report_options {
 int report_command(const report_options& options);
 
 /// Evaluates a checkpoint (a file, or the latest one in a run directory) on the test set.
-int eval_command(const std::string& target, const std::vector<std::string>& sets);
+/// `recalibrate` > 0: the running BN statistics re-estimated first from that many training micro-batches.
+int eval_command(const std::string& target, const std::vector<std::string>& sets, int recalibrate = 0);
 
 struct migrate_options {
   std::string run;               // the run directory of a running `petra train`

@@ -13,7 +13,7 @@
 
 namespace petra::app {
 
-int eval_command(const std::string& target, const std::vector<std::string>& sets) {
+int eval_command(const std::string& target, const std::vector<std::string>& sets, int recalibrate) {
   namespace fs = std::filesystem;
   try {
     const std::string path =
@@ -38,17 +38,26 @@ int eval_command(const std::string& target, const std::vector<std::string>& sets
                                   "wrote; give a run directory or its checkpoint.safetensors");
     }
     // Only the model and the data matter here: every stage on this process's CPU.
-    const config::run_config cfg =
+    config::run_config cfg =
         for_evaluation(config::parse_config(it->second, path + " (metadata config)", sets));
+    if (recalibrate > 0 && cfg.model.arch == config::model_arch::revvit)
+      throw std::invalid_argument(
+          "--bn-recalibrate: the checkpoint's model is a revvit, which has no batch norm");
+    cfg.training.bn_recalibration = recalibrate;  // (only the feed it needs follows from it here)
     training_data data = load_training_data(cfg);
     const int64_t steps = data.train_feed->micro_batches_per_epoch() / cfg.training.accumulation;
     auto runtime = make_simulate_runtime(cfg, data, optimizer_for(cfg.training, std::max<int64_t>(1, steps)));
     const checkpoint from = read_checkpoint(path, stage_sizes(cfg).size());
     runtime->restore(from);
+    if (recalibrate > 0) runtime->recalibrate(*data.calibration_feed, recalibrate);
     const eval_result r = runtime->evaluate(*data.test_feed);
-    std::printf("%s: epoch %s, %lld test images, loss %.4f, accuracy %.2f%%\n", path.c_str(),
+    std::printf("%s: epoch %s, %lld test images, loss %.4f, accuracy %.2f%%%s\n", path.c_str(),
                 from.metadata.count("epoch") ? from.metadata.at("epoch").c_str() : "?",
-                static_cast<long long>(r.samples), r.loss, 100 * r.accuracy);
+                static_cast<long long>(r.samples), r.loss, 100 * r.accuracy,
+                recalibrate > 0 ? (" (BN statistics re-estimated from " + std::to_string(recalibrate) +
+                                   " training micro-batches)")
+                                      .c_str()
+                                : "");
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "petra eval: " << e.what() << "\n";

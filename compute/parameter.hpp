@@ -48,6 +48,7 @@ enum class pass {
   train,      // batch statistics; running statistics updated (the one training forward)
   recompute,  // batch statistics; running statistics untouched (inverse, recompute)
   eval,       // running statistics
+  calibrate,  // batch statistics; running statistics = the mean over this run of calibrate passes
 };
 
 }  // namespace petra

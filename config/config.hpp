@@ -144,6 +144,10 @@ struct training_config {
   int micro_batch = 64;
   int accumulation = 2;             // k: micro-batches averaged per optimizer step
   bool drain_at_epoch_end = false;  // drain the pipeline at each epoch end (and evaluate the drained weights)
+  // Drained evaluations: the running BN statistics re-estimated first under the drained weights, from
+  // this many micro-batches of the training set (in order, unaugmented); 0 = off (the statistics the
+  // training forwards kept, which lag weights that move fast: docs/outputs.md).
+  int bn_recalibration = 0;
   // simulate and lockstep: the order of a stage's forward and backward within a tick.
   // forward_first (docs/design.md §1: both use the weights the tick starts with) | backward_first (the
   // backward and its optimizer step first: the forward sees them, one backward less staleness)

@@ -57,6 +57,7 @@ section schema(run_config& config) {
             {"micro_batch", &training.micro_batch},
             {"accumulation", &training.accumulation},
             {"drain_at_epoch_end", &training.drain_at_epoch_end},
+            {"bn_recalibration", &training.bn_recalibration},
             {"tick_order", &training.tick_order},
             {"max_inversion_error", &training.max_inversion_error},
             {"seed", &training.seed}},

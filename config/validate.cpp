@@ -168,6 +168,14 @@ void validate_training(const training_config& training, const checker& check) {
   check.at_least("training.micro_batch", training.micro_batch, 1, "must be positive");
   check.at_least("training.accumulation", training.accumulation, 1,
                  "must be positive (k micro-batches per optimizer step; 1 = no accumulation)");
+  check.at_least("training.bn_recalibration", training.bn_recalibration, 0, "0 turns it off");
+  if (training.bn_recalibration > 0 && !training.drain_at_epoch_end)
+    check.fail("training.bn_recalibration",
+               "is set but training.drain_at_epoch_end is false " +
+                   check.where("training.drain_at_epoch_end") +
+                   "; it re-estimates the BN statistics of the drained weights before their evaluation, and "
+                   "without a drain the epochs are evaluated by waves on the live weights: set "
+                   "drain_at_epoch_end: true, or remove this key");
 
   const optimizer_config& optimizer = training.optimizer;
   check.at_least("training.optimizer.base_lr", optimizer.base_lr, 0.0, "a learning rate cannot be negative");
@@ -418,9 +426,15 @@ void validate_faults(const faults_config& faults, const pipeline_config& pipelin
   check.at_least("faults.stall_seconds", faults.stall_seconds, 1, "at least one second");
 }
 
-// Forward gradients' auxiliary heads (local guesses and targets) read (N, C, H, W) maps: RevNets only.
+// Forward gradients' auxiliary heads (local guesses and targets) read (N, C, H, W) maps, and only
+// RevNets have batch norm to recalibrate.
 void validate_model_method(const model_config& model, const training_config& training, const checker& check) {
-  if (model.arch != model_arch::revvit || training.method != training_method::forward_gradient) return;
+  if (model.arch != model_arch::revvit) return;
+  if (training.bn_recalibration > 0)
+    check.fail("training.bn_recalibration",
+               "is set but model.arch is 'revvit' " + check.where("model.arch") +
+                   ", which has no batch norm (its layer norms keep no running statistics): remove this key");
+  if (training.method != training_method::forward_gradient) return;
   const forward_gradient_config& fg = training.forward_gradient;
   const char* key = fg.guess == gradient_guess::local     ? "training.forward_gradient.guess"
                     : fg.target == gradient_target::local ? "training.forward_gradient.target"

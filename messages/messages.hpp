@@ -102,10 +102,13 @@ struct cut_marker {
   bool from_loader = false;
 };
 
-/// One evaluation batch flowing forward through every stage (running BN statistics).
+/// One evaluation batch flowing forward through every stage (running BN statistics), or with
+/// `calibrate` one batch of a recalibration (stage::calibrate: batch statistics, which the running
+/// ones become the mean of).
 struct eval_data {
   int64_t batch = -1;
   activation x;
+  bool calibrate = false;
 };
 
 /// What the coordinator asks of one training phase (an epoch, or part of one).

@@ -103,7 +103,7 @@ typename Inspector::result_type inspect(Inspector& f, cut_marker& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_data& x) {
-  return f(caf::meta::type_name("eval_data"), x.batch, x.x);
+  return f(caf::meta::type_name("eval_data"), x.batch, x.x, x.calibrate);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, phase_plan& x) {

@@ -14,4 +14,11 @@ eval_result evaluate(data_feed& feed, const std::function<eval_score(const micro
   return sums.result();
 }
 
+void calibrate(data_feed& feed, int64_t micro_batches,
+               const std::function<void(const micro_batch&)>& calibrate) {
+  feed.start_epoch(0);
+  micro_batch mb;
+  for (int64_t i = 0; i < micro_batches && feed.next(mb); ++i) calibrate(mb);
+}
+
 }  // namespace petra

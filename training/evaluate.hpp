@@ -20,4 +20,9 @@ struct eval_score {
 /// Mean loss and accuracy over the whole feed; `score` evaluates one micro-batch.
 eval_result evaluate(data_feed& feed, const std::function<eval_score(const micro_batch&)>& score);
 
+/// The feed's first `micro_batches` (all of them when it has fewer), each through `calibrate`: the
+/// one loop of a recalibration of the running BN statistics, whatever runtime carries it.
+void calibrate(data_feed& feed, int64_t micro_batches,
+               const std::function<void(const micro_batch&)>& calibrate);
+
 }  // namespace petra

@@ -121,6 +121,9 @@ class pipeline_runtime {
   virtual bool takes_cuts() const { return false; }
   /// Mean loss and accuracy on the feed, with running BN statistics (the one eval loop).
   virtual eval_result evaluate(data_feed& test) = 0;
+  /// Drained: every stage's running BN statistics re-estimated under the current weights, as the
+  /// mean of the batch statistics of the feed's first `micro_batches` (training.bn_recalibration).
+  virtual void recalibrate(data_feed& feed, int64_t micro_batches) = 0;
   /// Every stage's state (weights, momentum, BN buffers, optimizer steps).
   virtual std::vector<stage_snapshot> snapshot() = 0;
   /// Restores every stage from a checkpoint.

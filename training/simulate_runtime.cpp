@@ -144,6 +144,10 @@ class simulate_runtime : public pipeline_runtime {
     });
   }
 
+  void recalibrate(data_feed& feed, int64_t micro_batches) override {
+    petra::calibrate(feed, micro_batches, [&](const micro_batch& mb) { sim_->calibrate(mb); });
+  }
+
   std::vector<stage_snapshot> snapshot() override {
     std::vector<stage_snapshot> out;
     for (placed_stage& p : stages_) out.push_back(snapshot_stage(*p.compute, *p.device));

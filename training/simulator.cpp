@@ -254,4 +254,13 @@ std::pair<double, int64_t> simulator::evaluate(const micro_batch& mb) {
   return {loss, correct};
 }
 
+void simulator::calibrate(const micro_batch& mb) {
+  activation h{stages_.front()->compute_backend().import(mb.images.x1), {}};
+  for (std::size_t j = 0; j < stages_.size(); ++j) {
+    h = stages_[j]->calibrate(h);
+    if (j + 1 < stages_.size())
+      h = hand_over(h, stages_[j]->compute_backend(), stages_[j + 1]->compute_backend());
+  }
+}
+
 }  // namespace petra

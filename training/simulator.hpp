@@ -87,6 +87,8 @@ class simulator {
 
   /// Evaluation forward of one micro-batch through every stage: (mean loss, correct).
   std::pair<double, int64_t> evaluate(const micro_batch& mb);
+  /// One micro-batch through every stage's calibrate (stage::calibrate; no loss).
+  void calibrate(const micro_batch& mb);
 
   /// Ticks run so far, over every call of run.
   int64_t ticks() const { return tick_; }

@@ -85,7 +85,12 @@ class run {
       const phase_result phase = run_phase(request);
       records_.phase_ended(phase.samples - samples_before);
       run_done_ += phase;
-      bar_.break_line();                         // the phase's line ends with it
+      bar_.break_line();  // the phase's line ends with it
+      if (!drained_epochs_.empty() && p_.cfg.training.bn_recalibration > 0) {
+        const auto e0 = clock_type::now();  // the statistics of the drained weights, before their test
+        p_.runtime->recalibrate(*p_.data.calibration_feed, p_.cfg.training.bn_recalibration);
+        records_.evaluated(seconds_since(e0));
+      }
       for (epoch_result& e : drained_epochs_) {  // drained epochs: evaluated now, on the drained weights
         const auto e0 = clock_type::now();
         e.test = p_.runtime->evaluate(*p_.data.test_feed);

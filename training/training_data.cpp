@@ -103,6 +103,11 @@ training_data load_training_data(const config::run_config& c) {
   waves.micro_batch = c.training.micro_batch;
   waves.images = images_for(c, *d.test, waves.micro_batch);
   d.wave_feed = std::make_shared<data_feed>(d.test, waves);
+  if (c.training.bn_recalibration > 0) {
+    feed_options calibration = waves;
+    calibration.images = images_for(c, *d.train, calibration.micro_batch);
+    d.calibration_feed = std::make_shared<data_feed>(d.train, calibration);
+  }
   return d;
 }
 

@@ -17,6 +17,8 @@ struct training_data {
   std::shared_ptr<data_feed> train_feed;
   std::shared_ptr<data_feed> test_feed;
   std::shared_ptr<data_feed> wave_feed;  // the test set in training-sized micro-batches (evaluation waves)
+  // training.bn_recalibration > 0: the training set in order, unaugmented, in training-sized micro-batches
+  std::shared_ptr<data_feed> calibration_feed;
 
   /// The bad images met since the last call (train split first), each returned once.
   std::vector<data::bad_image> new_bad_images();

@@ -15,13 +15,18 @@ batch_norm_layer::batch_norm_layer(backend& be, const std::string& name, int cha
 }
 
 tensor batch_norm_layer::forward_on(backend& on, const tensor& x, pass mode, tape* t) {
+  if (mode != pass::calibrate) calibrated_ = 0;
   if (mode == pass::eval)
     return on.batch_norm_forward_eval(x, gamma_.value, beta_.value, running_mean_, running_var_, eps);
   batch_norm_saved saved;
   tensor y = on.batch_norm_forward_train(x, gamma_.value, beta_.value, eps, saved);
-  if (mode == pass::train) {
-    const int64_t count = x.dim(0) * x.dim(2) * x.dim(3);
+  const int64_t count = x.dim(0) * x.dim(2) * x.dim(3);
+  if (mode == pass::train)
     on.batch_norm_update_running(saved, count, eps, momentum, running_mean_, running_var_);
+  if (mode == pass::calibrate) {  // a running mean over the calibrate passes: weight 1/(n + 1)
+    ++calibrated_;
+    on.batch_norm_update_running(saved, count, eps, 1.f / static_cast<float>(calibrated_), running_mean_,
+                                 running_var_);
   }
   if (t) {
     t->push(x);

@@ -16,7 +16,9 @@ class batch_norm_layer {
   batch_norm_layer(backend& be, const std::string& name, int channels);
 
   /// train: batch statistics and one running-statistics update; recompute: batch
-  /// statistics only; eval: running statistics. With a tape, pushes x, μ_B, inv_std.
+  /// statistics only; eval: running statistics; calibrate: batch statistics, and the running
+  /// statistics become the mean of those of the calibrate passes since the last other pass (the
+  /// first replaces them). With a tape, pushes x, μ_B, inv_std.
   tensor forward(const tensor& x, pass mode, tape* t) { return forward_on(be_, x, mode, t); }
   /// The same forward run by `on`, a second stream of this layer's device (an overlapped rebuild).
   tensor forward_on(backend& on, const tensor& x, pass mode, tape* t);
@@ -43,6 +45,7 @@ class batch_norm_layer {
   parameter beta_;
   tensor running_mean_;
   tensor running_var_;
+  int64_t calibrated_ = 0;  // calibrate passes since the last other pass
 };
 
 /// ReLU with its output kept on the tape (the backward needs y > 0 only).

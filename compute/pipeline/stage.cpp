@@ -218,6 +218,12 @@ activation stage::evaluate(const activation& x) {
   return h;
 }
 
+activation stage::calibrate(const activation& x) {
+  activation h = x;
+  for (auto& b : blocks_) h = b->forward(h, pass::calibrate, nullptr);
+  return h;
+}
+
 void stage::step_if_due(backward_result& r) {
   if (++accumulated_ < optimizer_.settings().accumulation) return;
   accumulated_ = 0;

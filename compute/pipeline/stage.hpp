@@ -117,6 +117,10 @@ class stage {
 
   /// Evaluation forward (running statistics, nothing kept).
   activation evaluate(const activation& x);
+  /// A forward that re-estimates the running BN statistics (pass::calibrate): a run of calibrate
+  /// calls leaves them the mean of the batch statistics of its inputs under the current weights.
+  /// Nothing is kept and no weight changes; the output goes on to the next stage's calibrate.
+  activation calibrate(const activation& x);
 
   std::vector<parameter*> parameters();
   std::vector<buffer_ref> buffers();

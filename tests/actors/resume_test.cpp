@@ -71,3 +71,47 @@ TEST_CASE("stop after epoch 1, resume: the step lines go on with the run's epoch
   check_step_lines(dir / "straight", dir / "interrupted");
   fs::remove_all(dir);
 }
+
+TEST_CASE("training.bn_recalibration changes the BN statistics only, and resume = straight = simulate") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  const fs::path dir = fs::temp_directory_path() / ("petra-resume-recal-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto sets = tiny_sets(dir, "lockstep");
+  sets.insert(sets.end(), {"training.drain_at_epoch_end=true", "training.bn_recalibration=2"});
+  straight_and_interrupted(dir, sets);
+  const auto train = [&](std::vector<std::string> more, const std::string& name) {
+    more.push_back("output.name=" + name);
+    REQUIRE(app::train_command(petra::train_options{"tiny", more, "", 0}) == 0);
+  };
+  auto plain = tiny_sets(dir, "lockstep");
+  plain.push_back("training.drain_at_epoch_end=true");
+  train(plain, "plain");
+  auto simulated = tiny_sets(dir, "simulate");
+  simulated.insert(simulated.end(), {"training.drain_at_epoch_end=true", "training.bn_recalibration=2"});
+  train(simulated, "simulated");
+
+  const auto load = [&](const std::string& name) {
+    trained t;
+    t.weights = load_safetensors((dir / name / "checkpoint.safetensors").string()).tensors;
+    return t;
+  };
+  const trained straight = load("straight"), without = load("plain");
+  CHECK(differing(straight, load("interrupted")) == 0);
+  CHECK(differing(straight, load("simulated")) == 0);
+  // The running statistics do not enter training: the weights are those of the run without.
+  REQUIRE(straight.weights.size() == without.weights.size());
+  int statistics = 0, changed = 0;
+  for (std::size_t i = 0; i < straight.weights.size(); ++i) {
+    const bool differs =
+        differing(trained{{}, {}, {straight.weights[i]}}, trained{{}, {}, {without.weights[i]}}) != 0;
+    if (straight.weights[i].first.find("running_") != std::string::npos) {
+      ++statistics;
+      changed += differs ? 1 : 0;
+    } else {
+      CHECK_MESSAGE(!differs, straight.weights[i].first);
+    }
+  }
+  CHECK(statistics > 0);
+  CHECK(changed == statistics);
+  fs::remove_all(dir);
+}

@@ -34,6 +34,9 @@ class failing_runtime : public pipeline_runtime {
   }
   bool takes_cuts() const override { return inner_->takes_cuts(); }
   eval_result evaluate(data_feed& test) override { return inner_->evaluate(test); }
+  void recalibrate(data_feed& feed, int64_t micro_batches) override {
+    inner_->recalibrate(feed, micro_batches);
+  }
   std::vector<stage_snapshot> snapshot() override { return inner_->snapshot(); }
   void restore(const checkpoint& from) override { inner_->restore(from); }
   void recover() override {
