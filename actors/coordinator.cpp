@@ -183,7 +183,7 @@ class actor_runtime : public pipeline_runtime {
       if (failure.faults.empty()) failure.faults = control_.faults();  // a stall's: counted until now
       for (std::size_t j = 0; j < failure.faults.size(); ++j)
         if (failure.faults[j].drops > 0) pipeline_.burst_fired(static_cast<int32_t>(j));
-      failure.completed = completed_so_far();
+      failure.completed = completed_so_far(failure);
       throw;
     }
   }
@@ -355,7 +355,12 @@ class actor_runtime : public pipeline_runtime {
   }
 
   /// Micro-batches stage 1 finished in the failed attempt, when it can still say (else -1).
-  int64_t completed_so_far() {
+  int64_t completed_so_far(const run_failure& failure) {
+    // Stage 1 itself is gone: a message to a dead actor is dropped, and each ask would wait its
+    // whole timeout for nothing.
+    const bool gone =
+        failure.kind() == failure_kind::injected_crash || failure.kind() == failure_kind::lost_actor;
+    if (failure.stage() == 0 && gone) return -1;
     // An ask ends at the first event of the failing pipeline still queued (the lost actor's down, a
     // second failure report): ask again while stage 1 answers at all.
     for (int attempt = 0; attempt < 4; ++attempt) {

@@ -34,7 +34,7 @@ TEST_CASE("a coordinator stopped longer than heartbeat_timeout and continued kee
   // Longer than the heartbeat timeout (4 s), twice it, and CAF's former silence check of 10 s (the
   // coordinator, on waking, closed its node's connection before reading what the node had sent
   // meanwhile, about 1 run in 4 under load); the check now waits 300 s on both sides.
-  std::this_thread::sleep_for(25s);
+  std::this_thread::sleep_for(14s);
   REQUIRE(::kill(run.pid(), SIGCONT) == 0);
   const std::string log = run.read_all(600s);
   CHECK_MESSAGE(run.wait_exit(10s) == 0, log);
