@@ -9,6 +9,7 @@
 #include <regex>
 #include <string>
 
+#include "tests/app/summary_accuracy.hpp"
 #include "tests/petra_command.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/skip.hpp"
@@ -16,6 +17,7 @@
 namespace fs = std::filesystem;
 using petra::testing::run_petra;
 using petra::testing::scratch_dir;
+using petra::testing::summary_accuracy;
 
 namespace {
 
@@ -24,22 +26,6 @@ std::string printed_accuracy(const std::string& output) {
   std::smatch m;
   REQUIRE_MESSAGE(std::regex_search(output, m, std::regex("accuracy ([0-9.]+)%")), output);
   return m[1].str();
-}
-
-/// The test accuracy of the run's summary line, with eval's two decimals.
-std::string summary_accuracy(const fs::path& run) {
-  std::ifstream in(run / "metrics.jsonl");
-  std::string accuracy;
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    if (j["event"] == "summary") {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.2f", 100 * j["test_accuracy"].get<double>());
-      accuracy = text;
-    }
-  }
-  REQUIRE(!accuracy.empty());
-  return accuracy;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tests/actors/node_process.hpp"
+#include "tests/app/summary_accuracy.hpp"
 #include "tests/petra_command.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/skip.hpp"
@@ -19,21 +20,6 @@ namespace fs = std::filesystem;
 using petra::testing::scratch_dir;
 
 namespace {
-
-/// The test accuracy of the run's summary line, as `petra eval` prints it ("14.65").
-std::string final_accuracy(const fs::path& run) {
-  std::ifstream in(run / "metrics.jsonl");
-  std::string accuracy;
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    if (j["event"] == "summary") {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.2f", 100 * j["test_accuracy"].get<double>());
-      accuracy = text;
-    }
-  }
-  return accuracy;
-}
 
 /// Trains ci_smoke over two epochs, stopped after the first and resumed; then evaluates and reports
 /// the run directory. Each command must accept it, and `petra eval` print the run's final accuracy.
@@ -56,7 +42,7 @@ void check_commands(const scratch_dir& out, const std::string& name, const std::
   REQUIRE(evaluated.code == 0);
   std::smatch accuracy;
   REQUIRE(std::regex_search(evaluated.output, accuracy, std::regex("accuracy ([0-9.]+)%")));
-  const std::string expected = final_accuracy(run);
+  const std::string expected = petra::testing::summary_accuracy(run);
   REQUIRE(!expected.empty());
   CHECK(accuracy[1].str() == expected);
 
