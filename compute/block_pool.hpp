@@ -48,11 +48,6 @@ class block_pool : public std::enable_shared_from_this<block_pool<memory>> {
                              }));
   }
 
-  std::size_t idle_bytes() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return idle_bytes_;
-  }
-
  private:
   static constexpr std::size_t page = 4096;
 

@@ -41,7 +41,6 @@ class sgd_optimizer {
   void step();
   int64_t steps_taken() const { return steps_; }
   void set_steps_taken(int64_t steps) { steps_ = steps; }
-  double current_lr() const { return learning_rate(settings_, steps_); }
   const optimizer_settings& settings() const { return settings_; }
 
  private:

@@ -60,10 +60,6 @@ revnet_spec revnet_preset(const std::string& arch) {
   return s;
 }
 
-std::vector<std::string> revnet_preset_names() {
-  return {"revnet18", "revnet34", "revnet50", "fashion_small", "tiny"};
-}
-
 std::vector<std::unique_ptr<block>> build_revnet(const revnet_spec& spec, backend& be, uint64_t seed) {
   return build_revnet(
       spec, [&](std::size_t) -> backend& { return be; }, seed);

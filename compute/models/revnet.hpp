@@ -29,7 +29,6 @@ struct revnet_spec {
 /// revnet18, revnet34, revnet50 (3×32×32, 10 classes), fashion_small (1×28×28,
 /// widths 16, 32, 64, blocks 2, 2, 2) and tiny (1×8×8, widths 4, 8, blocks 2, 1).
 revnet_spec revnet_preset(const std::string& arch);
-std::vector<std::string> revnet_preset_names();
 
 /// The blocks in order: stem, one per residual block, head. In group g the first block
 /// downsamples when g > 0 (stride 2) or when its width differs from the incoming one;

@@ -62,7 +62,6 @@ class stage {
   backend& compute_backend() const { return be_; }
   /// Every block reversible: the stage rebuilds its input instead of keeping it.
   bool reversible() const { return reversible_; }
-  bool keeps_inputs() const { return options_.keep_inputs; }
   /// A rebuilding stage whose rebuilds drifted: its forwards keep their inputs for now.
   bool falls_back() const { return fallback_.keeping(); }
   /// Whether export_inflight can take this stage's state now: a backprop stage cannot while the
