@@ -51,13 +51,13 @@ int eval_command(const std::string& target, const std::vector<std::string>& sets
     runtime->restore(from);
     if (recalibrate > 0) runtime->recalibrate(*data.calibration_feed, recalibrate);
     const eval_result r = runtime->evaluate(*data.test_feed);
+    const std::string recalibrated =
+        recalibrate > 0
+            ? " (BN statistics re-estimated from " + std::to_string(recalibrate) + " training micro-batches)"
+            : "";
     std::printf("%s: epoch %s, %lld test images, loss %.4f, accuracy %.2f%%%s\n", path.c_str(),
                 from.metadata.count("epoch") ? from.metadata.at("epoch").c_str() : "?",
-                static_cast<long long>(r.samples), r.loss, 100 * r.accuracy,
-                recalibrate > 0 ? (" (BN statistics re-estimated from " + std::to_string(recalibrate) +
-                                   " training micro-batches)")
-                                      .c_str()
-                                : "");
+                static_cast<long long>(r.samples), r.loss, 100 * r.accuracy, recalibrated.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "petra eval: " << e.what() << "\n";

@@ -242,25 +242,30 @@ run_totals simulator::run(const simulator_hooks& hooks, const pipeline_cut* from
   return totals;
 }
 
-std::pair<double, int64_t> simulator::evaluate(const micro_batch& mb) {
-  activation h{stages_.front()->compute_backend().import(mb.images.x1), {}};
-  for (std::size_t j = 0; j < stages_.size(); ++j) {
-    h = stages_[j]->evaluate(h);
-    backend& to = j + 1 < stages_.size() ? stages_[j + 1]->compute_backend() : loss_;
-    h = hand_over(h, stages_[j]->compute_backend(), to);
+namespace {
+
+/// `mb`'s images through `pass` of every stage in turn (an evaluation or calibration forward), the
+/// last stage's output handed over to `loss`.
+activation through_stages(const std::vector<stage*>& stages, backend& loss, const micro_batch& mb,
+                          activation (stage::*pass)(const activation&)) {
+  activation h{stages.front()->compute_backend().import(mb.images.x1), {}};
+  for (std::size_t j = 0; j < stages.size(); ++j) {
+    h = (stages[j]->*pass)(h);
+    backend& to = j + 1 < stages.size() ? stages[j + 1]->compute_backend() : loss;
+    h = hand_over(h, stages[j]->compute_backend(), to);
   }
+  return h;
+}
+
+}  // namespace
+
+std::pair<double, int64_t> simulator::evaluate(const micro_batch& mb) {
+  const activation logits = through_stages(stages_, loss_, mb, &stage::evaluate);
   int64_t correct = 0;
-  const double loss = loss_.softmax_cross_entropy(h.x1, mb.labels, nullptr, &correct);
+  const double loss = loss_.softmax_cross_entropy(logits.x1, mb.labels, nullptr, &correct);
   return {loss, correct};
 }
 
-void simulator::calibrate(const micro_batch& mb) {
-  activation h{stages_.front()->compute_backend().import(mb.images.x1), {}};
-  for (std::size_t j = 0; j < stages_.size(); ++j) {
-    h = stages_[j]->calibrate(h);
-    if (j + 1 < stages_.size())
-      h = hand_over(h, stages_[j]->compute_backend(), stages_[j + 1]->compute_backend());
-  }
-}
+void simulator::calibrate(const micro_batch& mb) { through_stages(stages_, loss_, mb, &stage::calibrate); }
 
 }  // namespace petra
