@@ -51,6 +51,29 @@ struct sgd_target {
   float weight_decay = 0.f;
 };
 
+/// AdamW (Loshchilov & Hutter), one step t ≥ 1 of one parameter, as torch.optim.AdamW:
+/// w ·= 1 − lr·wd; g = scale·grad; m = β1·m + (1 − β1)·g; v = β2·v + (1 − β2)·g²;
+/// w −= (lr / (1 − β1^t)) · m / (√v / √(1 − β2^t) + eps).
+struct adamw_update_params {
+  float lr = 0.f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.f;  // decoupled: w ·= 1 − lr·wd before the Adam step
+  float grad_scale = 1.f;    // 1/k when k micro-batch gradients were summed
+  int64_t step = 1;          // t, 1-based: the bias corrections' exponent
+};
+
+/// One parameter of adamw_step: its value, its accumulated gradient, its first and second moments
+/// (zero before the first step) and its own weight decay.
+struct adamw_target {
+  tensor* w = nullptr;
+  tensor* grad = nullptr;
+  tensor* m = nullptr;
+  tensor* v = nullptr;
+  float weight_decay = 0.f;
+};
+
 /// A loss whose value is read later: softmax_cross_entropy_deferred queues it on the device, and
 /// get() waits for it (only for it) and gives what softmax_cross_entropy would have returned.
 class deferred_loss {
@@ -229,6 +252,10 @@ class backend {
   /// zeroed (as fill_zero): the same bits as those calls one by one (a GPU: one launch for all).
   /// The targets' tensors are distinct.
   void sgd_step(const std::vector<sgd_target>& targets, const sgd_update_params& p);
+  void adamw_update(tensor& w, const tensor& grad, tensor& m, tensor& v, const adamw_update_params& p);
+  /// adamw_update of every target with `p` and the target's own weight decay, then its gradient
+  /// zeroed: the same bits as those calls one by one. The targets' tensors are distinct.
+  void adamw_step(const std::vector<adamw_target>& targets, const adamw_update_params& p);
 
  private:
   // The checks every op shares (op_checks.cpp): `t` is defined, of this backend's device, usable
@@ -244,6 +271,10 @@ class backend {
   /// named for `op`.
   void require_sgd(const char* op, const tensor& w, const tensor& grad, const tensor& momentum_buffer,
                    const sgd_update_params& p) const;
+  /// adamw_update's arguments (w, grad, m and v of this backend, shaped alike; β in [0, 1), eps > 0,
+  /// t ≥ 1), named for `op`.
+  void require_adamw(const char* op, const tensor& w, const tensor& grad, const tensor& m, const tensor& v,
+                     const adamw_update_params& p) const;
 
   /// Beyond its device, may this backend use `t` now? Throws std::invalid_argument naming `op`,
   /// `name` and the missing step when not (sim: a tensor another stream made and did not hand
@@ -323,6 +354,10 @@ class backend {
                                                             tensor* dlogits);
   /// By default sgd_update_impl and fill_zero_impl per target, in order.
   virtual void sgd_step_impl(const std::vector<sgd_target>& targets, const sgd_update_params& p);
+  virtual void adamw_update_impl(tensor& w, const tensor& grad, tensor& m, tensor& v,
+                                 const adamw_update_params& p) = 0;
+  /// By default adamw_update_impl and fill_zero_impl per target, in order.
+  virtual void adamw_step_impl(const std::vector<adamw_target>& targets, const adamw_update_params& p);
 };
 
 /// The CPU backend (Eigen, OpenBLAS, oneDNN), using `threads` threads. It does not check that

@@ -55,6 +55,8 @@ inline constexpr std::string_view backend_op_names[] = {"empty",
                                                         "softmax_cross_entropy",
                                                         "softmax_cross_entropy_deferred",
                                                         "sgd_update",
-                                                        "sgd_step"};
+                                                        "sgd_step",
+                                                        "adamw_update",
+                                                        "adamw_step"};
 
 }  // namespace petra

@@ -1,6 +1,6 @@
-// The backend's public ops (batch norm, pointwise, pooling, linear, channels, loss, SGD): each
-// checks its arguments once, for every backend, and calls the backend's *_impl.
-#include <set>
+// The backend's public ops (batch norm, pointwise, pooling, linear, channels, loss): each checks its
+// arguments once, for every backend, and calls the backend's *_impl. The optimizers' ops are in
+// backend_ops_optimizer.cpp.
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -215,7 +215,7 @@ tensor backend::concat_channels(const tensor& a, const tensor& b) {
   return concat_channels_impl(a, b);
 }
 
-// --- loss and optimizer -----------------------------------------------------------------------
+// --- loss ---------------------------------------------------------------------------
 
 namespace {
 
@@ -270,58 +270,6 @@ float deferred_loss::get(int64_t* correct) const {
   state_->wait();
   if (correct) *correct = state_->hits;
   return state_->mean();
-}
-
-void backend::require_sgd(const char* op, const tensor& w, const tensor& grad, const tensor& momentum_buffer,
-                          const sgd_update_params& p) const {
-  require(op, "w", w);
-  require(op, "grad", grad);
-  require_same_shape(op, "grad", grad, "w", w);
-  if (p.nesterov && p.momentum <= 0.f)
-    fail_op(op, "nesterov needs a positive momentum, got " + std::to_string(p.momentum) +
-                    ": set momentum (e.g. 0.9) or turn nesterov off");
-  if (p.momentum < 0.f) fail_op(op, "momentum " + std::to_string(p.momentum) + " must not be negative");
-  if (p.momentum != 0.f) {
-    if (!momentum_buffer.defined())
-      fail_op(op, "momentum_buffer is undefined: pass a tensor shaped like w, zero before the first step");
-    require(op, "momentum_buffer", momentum_buffer);
-    require_same_shape(op, "momentum_buffer", momentum_buffer, "w", w);
-  }
-}
-
-void backend::sgd_update(tensor& w, const tensor& grad, tensor& momentum_buffer, const sgd_update_params& p) {
-  require_sgd("sgd_update", w, grad, momentum_buffer, p);
-  sgd_update_impl(w, grad, momentum_buffer, p);
-}
-
-void backend::sgd_step(const std::vector<sgd_target>& targets, const sgd_update_params& p) {
-  const char* op = "sgd_step";
-  // A tensor twice would be updated twice (on a GPU, at once); known by its buffer and offset
-  // (data() is not the host's to read on every device).
-  std::set<std::pair<const storage*, std::size_t>> seen;
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    const sgd_target& t = targets[i];
-    const std::string which = "targets[" + std::to_string(i) + "]";
-    if (!t.w || !t.grad || !t.momentum_buffer)
-      fail_op(op, which + " lacks a tensor: w, grad and momentum_buffer must point to tensors");
-    sgd_update_params own = p;
-    own.weight_decay = t.weight_decay;
-    require_sgd(op, *t.w, *t.grad, *t.momentum_buffer, own);
-    const bool buffer = p.momentum != 0.f;
-    for (const tensor* u : {t.w, t.grad, buffer ? t.momentum_buffer : nullptr})
-      if (u && u->numel() && !seen.insert({u->buffer().get(), u->offset()}).second)
-        fail_op(op, which + " shares a tensor with an earlier target: each tensor may be stepped once");
-  }
-  sgd_step_impl(targets, p);
-}
-
-void backend::sgd_step_impl(const std::vector<sgd_target>& targets, const sgd_update_params& p) {
-  for (const sgd_target& t : targets) {
-    sgd_update_params own = p;
-    own.weight_decay = t.weight_decay;
-    sgd_update_impl(*t.w, *t.grad, *t.momentum_buffer, own);
-    fill_zero_impl(*t.grad);
-  }
 }
 
 }  // namespace petra

@@ -1,4 +1,4 @@
-// SGD and the learning-rate schedule.
+// SGD, AdamW and the learning-rate schedule.
 #include "compute/optimizer.hpp"
 
 #include <cmath>
@@ -31,12 +31,32 @@ double learning_rate(const optimizer_settings& s, int64_t step) {
   throw std::logic_error("learning_rate: unknown schedule");
 }
 
-sgd_optimizer::sgd_optimizer(backend& be, optimizer_settings settings, std::vector<parameter*> params)
+param_optimizer::param_optimizer(backend& be, optimizer_settings settings, std::vector<parameter*> params)
     : be_(be), settings_(std::move(settings)), params_(std::move(params)) {
-  if (settings_.accumulation < 1) throw std::invalid_argument("sgd_optimizer: accumulation k must be ≥ 1");
+  if (settings_.accumulation < 1) throw std::invalid_argument("param_optimizer: accumulation k must be ≥ 1");
+  if (settings_.kind == optimizer_kind::adamw)
+    for (parameter* p : params_)
+      if (!p->second_moment.defined()) p->second_moment = be_.zeros(p->value.shape());
 }
 
-void sgd_optimizer::step() {
+void param_optimizer::step() {
+  if (settings_.kind == optimizer_kind::adamw) {
+    adamw_update_params p;
+    p.lr = static_cast<float>(learning_rate(settings_, steps_));
+    p.beta1 = static_cast<float>(settings_.beta1);
+    p.beta2 = static_cast<float>(settings_.beta2);
+    p.eps = static_cast<float>(settings_.eps);
+    p.grad_scale = 1.0f / static_cast<float>(settings_.accumulation);
+    p.step = steps_ + 1;
+    std::vector<adamw_target> targets;
+    targets.reserve(params_.size());
+    for (parameter* param : params_)
+      targets.push_back({&param->value, &param->grad, &param->momentum, &param->second_moment,
+                         param->decay ? static_cast<float>(settings_.weight_decay) : 0.f});
+    be_.adamw_step(targets, p);
+    ++steps_;
+    return;
+  }
   sgd_update_params p;
   p.lr = static_cast<float>(learning_rate(settings_, steps_));
   p.momentum = static_cast<float>(settings_.momentum);

@@ -12,9 +12,10 @@ namespace petra {
 struct parameter {
   std::string name;  // e.g. "g2.b0.f.conv1.weight"
   tensor value;
-  tensor grad;        // Σ of the micro-batch gradients since the last optimizer step
-  tensor momentum;    // SGD momentum buffer
-  bool decay = true;  // weight decay applies (conv and linear weights only)
+  tensor grad;           // Σ of the micro-batch gradients since the last optimizer step
+  tensor momentum;       // SGD's momentum buffer, or AdamW's first moment m
+  tensor second_moment;  // AdamW's second moment v (undefined under SGD)
+  bool decay = true;     // weight decay applies (conv and linear weights only)
 };
 
 /// A running statistic (BN running mean/var): saved in checkpoints, not trained.

@@ -38,6 +38,8 @@ enum class block_kind { preset, basic, bottleneck };
 enum class dataset_kind { fashion_mnist, mnist, cifar10, imagenet32, imagenet };
 /// data.on_bad_image: an unreadable ImageNet file is skipped (and logged) or ends the run.
 enum class bad_image_policy { skip, fail };
+/// training.optimizer.kind: SGD with momentum/Nesterov, or AdamW (decoupled weight decay).
+enum class optimizer_kind { sgd, adamw };
 /// training.schedule.kind: the learning rate after warm-up.
 enum class lr_schedule { cosine, step, constant };
 /// training.tick_order: within a tick, a stage's forward first (both with the weights the tick
@@ -119,6 +121,11 @@ template <>
 struct choice_names<bad_image_policy> {
   static constexpr name_table<bad_image_policy, 2> table = {
       {{"skip", bad_image_policy::skip}, {"fail", bad_image_policy::fail}}};
+};
+template <>
+struct choice_names<optimizer_kind> {
+  static constexpr name_table<optimizer_kind, 2> table = {
+      {{"sgd", optimizer_kind::sgd}, {"adamw", optimizer_kind::adamw}}};
 };
 template <>
 struct choice_names<lr_schedule> {

@@ -112,10 +112,13 @@ struct data_config {
 };
 
 struct optimizer_config {
-  double base_lr = 0.1;  // lr = base_lr · micro_batch · accumulation / 256 (Goyal)
-  double momentum = 0.9;
-  bool nesterov = true;
-  double weight_decay = 5e-4;  // on conv and linear weights only
+  optimizer_kind kind = optimizer_kind::sgd;  // sgd | adamw
+  double base_lr = 0.1;                       // lr = base_lr · micro_batch · accumulation / 256 (Goyal)
+  double momentum = 0.9;                      // sgd only
+  bool nesterov = true;                       // sgd only
+  std::vector<double> betas = {0.9, 0.999};   // adamw only: β1, β2
+  double eps = 1e-8;                          // adamw only
+  double weight_decay = 5e-4;  // on conv and linear weights only (adamw: decoupled, w ·= 1 − lr·wd)
 };
 
 struct schedule_config {

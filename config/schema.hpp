@@ -20,12 +20,13 @@ using field_ref =
                  std::vector<int64_t>*, std::vector<float>*, std::vector<double>*, std::vector<std::string>*,
                  std::vector<device_spec>*, std::vector<block_move>*, std::vector<stage_migration>*,
                  runtime_mode*, training_method*, model_arch*, stem_kind*, block_kind*, dataset_kind*,
-                 bad_image_policy*, lr_schedule*, config::tick_order*, async_pacing*, compute_precision*,
-                 cudnn_search_mode*, recovery_scope*, gradient_guess*, gradient_target*>;
+                 bad_image_policy*, optimizer_kind*, lr_schedule*, config::tick_order*, async_pacing*,
+                 compute_precision*, cudnn_search_mode*, recovery_scope*, gradient_guess*, gradient_target*>;
 
 struct field {
   std::string key;
   field_ref value;
+  bool written = true;  // to_yaml writes it (an optimizer's own keys only with that optimizer)
 };
 
 using node_map = std::map<std::string, node_config>;

@@ -5,63 +5,14 @@
 #include <sstream>
 
 #include "config/decimal.hpp"
-#include "config/schema.hpp"
+#include "config/validate_checker.hpp"
 
 namespace petra::config::detail {
 namespace {
 
-// Numbers as a person writes them: 0.1, 2, -1e-05 (std::to_string would give 0.100000).
-template <class Number>
-std::string show(Number value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-
 int dataset_channels(dataset_kind dataset) {
   return dataset == dataset_kind::fashion_mnist || dataset == dataset_kind::mnist ? 1 : 3;
 }
-
-class checker {
- public:
-  explicit checker(const source_map& sources) : sources_(sources) {}
-
-  /// "at runs/x.yaml:5", "in --set ...", or "(default)" for a value nobody set.
-  std::string where(const std::string& path) const {
-    auto it = sources_.find(path);
-    return it == sources_.end() ? "(default)" : it->second;
-  }
-
-  /// Whether a file or an override set `path` (it did not keep its default).
-  bool set(const std::string& path) const { return sources_.count(path) != 0; }
-
-  [[noreturn]] void fail(const std::string& path, const std::string& message) const {
-    throw config_error(path + " " + where(path) + ": " + message);
-  }
-
-  template <class Number>
-  void at_least(const std::string& path, Number value, Number minimum, const std::string& meaning) const {
-    if (value < minimum) fail(path, "got " + show(value) + "; " + meaning);
-  }
-
-  template <class Number>
-  void entries_positive(const std::string& path, const std::vector<Number>& values) const {
-    for (size_t i = 0; i < values.size(); ++i)
-      if (!(values[i] > 0))
-        fail(path,
-             "entry " + std::to_string(i) + " is " + show(values[i]) + "; every entry must be positive");
-  }
-
-  void same_length(const std::string& path, size_t size, const std::string& other_path,
-                   size_t other_size) const {
-    if (size != 0 && other_size != 0 && size != other_size)
-      fail(path, "has " + std::to_string(size) + " entries but " + other_path + " " + where(other_path) +
-                     " has " + std::to_string(other_size) + "; they describe the same groups and must match");
-  }
-
- private:
-  const source_map& sources_;
-};
 
 void validate_model(const model_config& model, const checker& check) {
   check.at_least("model.num_classes", model.num_classes, 2, "a classifier needs at least 2 classes");
@@ -143,61 +94,6 @@ void validate_data(const data_config& data, const model_config& model, const che
                  "the number of loader threads decoding ahead; 0 decodes on the loader's own thread");
   check.at_least<int64_t>("data.train_limit", data.train_limit, 0, "0 means every image");
   check.at_least<int64_t>("data.test_limit", data.test_limit, 0, "0 means every image");
-}
-
-void validate_training(const training_config& training, const checker& check) {
-  for (const auto& [path, on] : {std::pair{"training.stash_inputs", training.stash_inputs},
-                                 std::pair{"training.stash_weights", training.stash_weights}})
-    if (on && training.method != training_method::delayed)
-      check.fail(
-          path, std::string("is true but training.method is '") + to_string(training.method) + "' " +
-                    check.where("training.method") +
-                    "; stashing inputs or weights is a switch of the 'delayed' method (the PipeDream/DSP-like"
-                    " baselines): set training.method to delayed, or remove this key");
-  for (const char* key : {"guess", "target", "aux_width"}) {
-    const std::string path = std::string("training.forward_gradient.") + key;
-    if (check.set(path) && training.method != training_method::forward_gradient)
-      check.fail(path, "is set but training.method is '" + to_string(training.method) + "' " +
-                           check.where("training.method") +
-                           "; it is a setting of the 'forward_gradient' method: set training.method to"
-                           " forward_gradient, or remove this key");
-  }
-  check.at_least("training.forward_gradient.aux_width", training.forward_gradient.aux_width, 1,
-                 "the channels of each stage's auxiliary head must be positive");
-  check.at_least("training.epochs", training.epochs, 1, "must be positive");
-  check.at_least("training.micro_batch", training.micro_batch, 1, "must be positive");
-  check.at_least("training.accumulation", training.accumulation, 1,
-                 "must be positive (k micro-batches per optimizer step; 1 = no accumulation)");
-  check.at_least("training.bn_recalibration", training.bn_recalibration, 0, "0 turns it off");
-  if (training.bn_recalibration > 0 && !training.drain_at_epoch_end)
-    check.fail("training.bn_recalibration",
-               "is set but training.drain_at_epoch_end is false " +
-                   check.where("training.drain_at_epoch_end") +
-                   "; it re-estimates the BN statistics of the drained weights before their evaluation, and "
-                   "without a drain the epochs are evaluated by waves on the live weights: set "
-                   "drain_at_epoch_end: true, or remove this key");
-
-  const optimizer_config& optimizer = training.optimizer;
-  check.at_least("training.optimizer.base_lr", optimizer.base_lr, 0.0, "a learning rate cannot be negative");
-  if (!(optimizer.momentum >= 0.0 && optimizer.momentum < 1.0))
-    check.fail("training.optimizer.momentum", "got " + show(optimizer.momentum) + "; it must be in [0, 1)");
-  check.at_least("training.optimizer.weight_decay", optimizer.weight_decay, 0.0,
-                 "weight decay cannot be negative");
-
-  const schedule_config& schedule = training.schedule;
-  check.at_least("training.schedule.warmup_epochs", schedule.warmup_epochs, 0.0, "0 turns warm-up off");
-  for (size_t i = 0; i < schedule.milestones.size(); ++i) {
-    if (schedule.milestones[i] < 0)
-      check.fail("training.schedule.milestones",
-                 "entry " + std::to_string(i) + " is negative; milestones are epochs");
-    if (i > 0 && schedule.milestones[i] <= schedule.milestones[i - 1])
-      check.fail("training.schedule.milestones",
-                 "entry " + std::to_string(i) + " (" + show(schedule.milestones[i]) +
-                     ") does not follow the previous one; milestones must increase");
-  }
-  if (!(schedule.gamma > 0))
-    check.fail("training.schedule.gamma",
-               "got " + show(schedule.gamma) + "; the decay factor must be positive");
 }
 
 bool is_node_name(const std::string& name) { return name == "local" || is_host_port(name); }
@@ -424,26 +320,6 @@ void validate_faults(const faults_config& faults, const pipeline_config& pipelin
                                              or_a_defined_name(nodes));
   check.at_least("faults.max_restarts", faults.max_restarts, 0, "0 means a failure ends the run");
   check.at_least("faults.stall_seconds", faults.stall_seconds, 1, "at least one second");
-}
-
-// Forward gradients' auxiliary heads (local guesses and targets) read (N, C, H, W) maps, and only
-// RevNets have batch norm to recalibrate.
-void validate_model_method(const model_config& model, const training_config& training, const checker& check) {
-  if (model.arch != model_arch::revvit) return;
-  if (training.bn_recalibration > 0)
-    check.fail("training.bn_recalibration",
-               "is set but model.arch is 'revvit' " + check.where("model.arch") +
-                   ", which has no batch norm (its layer norms keep no running statistics): remove this key");
-  if (training.method != training_method::forward_gradient) return;
-  const forward_gradient_config& fg = training.forward_gradient;
-  const char* key = fg.guess == gradient_guess::local     ? "training.forward_gradient.guess"
-                    : fg.target == gradient_target::local ? "training.forward_gradient.target"
-                                                          : nullptr;
-  if (key)
-    check.fail(key, std::string("is local, which needs each stage's auxiliary head, and those are RevNet "
-                                "heads (a convolution on (N, C, H, W) maps) but model.arch is 'revvit' ") +
-                        check.where("model.arch") +
-                        ": with revvit, forward_gradient takes guess random and target global");
 }
 
 void validate(const run_config& config, const source_map& sources) {

@@ -91,7 +91,9 @@ void write_entries(std::ostringstream& out, const section& s, const std::string&
 
 void write_section(std::ostringstream& out, const section& s, const std::string& indent) {
   for (const field& f : s.fields)
-    out << indent << f.key << ": " << std::visit([](auto* value) { return format(*value); }, f.value) << "\n";
+    if (f.written)
+      out << indent << f.key << ": " << std::visit([](auto* value) { return format(*value); }, f.value)
+          << "\n";
   for (const section& child : s.sections) {
     if (!child.written) continue;
     if (child.entries != nullptr) {

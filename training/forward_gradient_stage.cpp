@@ -111,10 +111,9 @@ forward_gradient_stage::backward_result forward_gradient_stage::backward(int64_t
 void forward_gradient_stage::save(stage_snapshot& into) {
   if (!aux_) return;
   backend& be = s_.compute_backend();
-  for (parameter* p : aux_->parameters()) {
+  for (parameter* p : aux_->parameters())
     into.tensors.push_back({"aux/param/" + p->name, be.to_host(p->value)});
-    into.tensors.push_back({"aux/momentum/" + p->name, be.to_host(p->momentum)});
-  }
+  save_optimizer_state(aux_->parameters(), be, "aux/", into.tensors);
   for (const buffer_ref& b : aux_->buffers())
     into.tensors.push_back({"aux/buffer/" + b.name, be.to_host(*b.value)});
 }
@@ -136,10 +135,8 @@ void forward_gradient_stage::restore(const stage_snapshot& from) {
                                " (training.forward_gradient.aux_width differs from the checkpoint's?)");
     be.copy(be.from_host(*it->second), dst);
   };
-  for (parameter* p : aux_->parameters()) {
-    restore("aux/param/" + p->name, p->value);
-    restore("aux/momentum/" + p->name, p->momentum);
-  }
+  for (parameter* p : aux_->parameters()) restore("aux/param/" + p->name, p->value);
+  restore_optimizer_state(aux_->parameters(), "aux/", by_name, restore);
   for (const buffer_ref& b : aux_->buffers()) restore("aux/buffer/" + b.name, *b.value);
   aux_->optimizer().set_steps_taken(from.optimizer_steps);
 }

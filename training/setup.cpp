@@ -88,8 +88,12 @@ method_options method_for(const config::training_config& t) {
 optimizer_settings optimizer_for(const config::training_config& t, int64_t steps_per_epoch) {
   optimizer_settings o;
   o.lr = goyal_lr(t.optimizer.base_lr, t.micro_batch, t.accumulation);
+  o.kind = t.optimizer.kind == config::optimizer_kind::adamw ? optimizer_kind::adamw : optimizer_kind::sgd;
   o.momentum = t.optimizer.momentum;
   o.nesterov = t.optimizer.nesterov;
+  o.beta1 = t.optimizer.betas.at(0);
+  o.beta2 = t.optimizer.betas.at(1);
+  o.eps = t.optimizer.eps;
   o.weight_decay = t.optimizer.weight_decay;
   o.accumulation = t.accumulation;
   switch (t.schedule.kind) {

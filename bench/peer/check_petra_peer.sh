@@ -5,7 +5,8 @@
 #     the peer end 2 epochs of 4 micro-batches (4 optimizer steps per stage, no drain between
 #     them, each epoch's tail left out) with the same weights to fp32 round-off (median relative difference < 1e-5), in either tick order (and so does the
 #     lockstep actor runtime, in the default order); the other order's
-#     weights differ (median > 1e-4), so the comparison can tell the schedules apart; and
+#     weights differ (median > 1e-4), so the comparison can tell the schedules apart; the same
+#     with AdamW against torch.optim.AdamW (and told apart from SGD); and
 #     petra's backprop = PyTorch autograd backprop over one optimizer step;
 #  2. the peer keeps the invariants: every stage takes the same optimizer steps, a non-reversible
 #     stage j holds at most 2(J − j) + 1 inputs (2(J − j) with the backward first), a reversible
@@ -36,6 +37,13 @@ train forward_first "${twins[@]}"
 train backward_first "${twins[@]}" --set training.tick_order=backward_first
 train backprop --set data.train_limit=128 --set training.method=backprop
 train lockstep "${twins[@]}" --set runtime.mode=lockstep  # the actor runtime, ticked
+# eps 1e-3, not 1e-8: a convolution bias before a batch norm has a gradient of round-off only, which
+# AdamW scales up to a step of ±lr whatever its size; with eps 1e-8 the two implementations' round-off
+# moves those biases apart by up to 5 % (median 8.5e-5 over the tensors, measured), with 1e-3 the
+# comparison is one of AdamW's arithmetic (median 5e-7).
+adamw=(--set training.optimizer.kind=adamw --set training.optimizer.base_lr=0.002
+       --set training.optimizer.weight_decay=0.05 --set training.optimizer.eps=0.001)
+train adamw "${twins[@]}" "${adamw[@]}"
 
 for order in forward_first backward_first; do
   other=$([ $order = forward_first ] && echo backward_first || echo forward_first)
@@ -56,6 +64,25 @@ if not same and not median > 1e-4:
     sys.exit("the comparison cannot tell %s from %s" % (order, against))
 PY
   done
+done
+
+# AdamW: the peer's torch.optim.AdamW (decoupled decay on conv and linear weights) against petra's,
+# same twins; and against petra's SGD run, which the comparison must tell apart.
+for against in adamw forward_first; do
+  out=$("$python" petra_peer.py --epochs 2 --train-limit 300 --test-limit 100 --data "$data" \
+        --optimizer adamw --base-lr 0.002 --weight-decay 0.05 --eps 0.001 --data-order petra \
+        --init-from "$work/init/checkpoint.safetensors" --compare-with "$work/$against/checkpoint.safetensors" | tail -1)
+  "$python" - "$out" "$against" <<'PY'
+import json, sys
+c, against = json.loads(sys.argv[1])["compare"], sys.argv[2]
+median = c["median_relative_difference"]
+print("peer adamw vs petra %s: median relative difference %.3g, max %.3g (%s)"
+      % (against, median, c["max_relative_difference"], c["worst_tensor"]))
+if against == "adamw" and not median < 1e-5:
+    sys.exit("petra's AdamW and torch.optim.AdamW disagree beyond round-off")
+if against != "adamw" and not median > 1e-4:
+    sys.exit("the comparison cannot tell AdamW from SGD")
+PY
 done
 
 # Backprop (J = 8, one micro-batch in flight) = textbook backprop over one optimizer step of two

@@ -15,6 +15,7 @@ weights are from a petra run's (check_petra_peer.sh: equal to fp32 round-off). R
 /usr/bin/python3 (python3-torch):
 
   petra_peer.py --epochs 3 --seed 0 [--tick-order forward_first|backward_first] [--method backprop]
+                [--optimizer adamw --base-lr 0.002 --weight-decay 0.05]
 
 Prints one line per epoch (test accuracy of the live weights taken the tick after the epoch's last
 micro-batch entered stage 1; the last epoch's after the final drain) and a JSON summary line.
@@ -253,9 +254,12 @@ class Stage:
         self.fifo = collections.deque()
         decay = [p for p in block.parameters() if p.ndim > 1]
         no_decay = [p for p in block.parameters() if p.ndim <= 1]
-        self.optimizer = torch.optim.SGD([{"params": decay, "weight_decay": 5e-4},
-                                          {"params": no_decay, "weight_decay": 0.0}],
-                                         lr=0.0, momentum=0.9, nesterov=True)
+        groups = [{"params": decay, "weight_decay": args.weight_decay},
+                  {"params": no_decay, "weight_decay": 0.0}]
+        if args.optimizer == "adamw":
+            self.optimizer = torch.optim.AdamW(groups, lr=0.0, betas=(0.9, 0.999), eps=args.eps)
+        else:
+            self.optimizer = torch.optim.SGD(groups, lr=0.0, momentum=0.9, nesterov=True)
         self.k, self.base_lr, self.warmup, self.total = args.accumulation, args.lr, warmup, total
         self.backwards = self.steps = 0
         self.max_fifo = 0
@@ -428,6 +432,10 @@ def main():
     parser.add_argument("--accumulation", type=int, default=2)
     parser.add_argument("--base-lr", type=float, default=0.1)
     parser.add_argument("--warmup-epochs", type=float, default=0.5)
+    parser.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd",
+                        help="sgd: Nesterov 0.9 (the preset's); adamw: torch.optim.AdamW, betas (0.9, 0.999)")
+    parser.add_argument("--eps", type=float, default=1e-8, help="adamw's eps")
+    parser.add_argument("--weight-decay", type=float, default=5e-4, help="on conv and linear weights only")
     parser.add_argument("--tick-order", choices=("forward_first", "backward_first"), default="forward_first")
     parser.add_argument("--method", choices=("petra", "backprop"), default="petra")
     parser.add_argument("--threads", type=int, default=1)

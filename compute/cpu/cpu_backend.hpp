@@ -114,6 +114,9 @@ class cpu_backend final : public backend {
   // sgd.cpp
   void sgd_update_impl(tensor& w, const tensor& grad, tensor& momentum_buffer,
                        const sgd_update_params& p) override;
+  // adamw.cpp
+  void adamw_update_impl(tensor& w, const tensor& grad, tensor& m, tensor& v,
+                         const adamw_update_params& p) override;
 
   /// A fresh, uninitialised output tensor from the recycling pool.
   tensor output(const shape_t& shape);

@@ -138,6 +138,8 @@ class cuda_backend final : public backend {
   void sgd_update_impl(tensor& w, const tensor& grad, tensor& momentum_buffer,
                        const sgd_update_params& p) override;
   void sgd_step_impl(const std::vector<sgd_target>& targets, const sgd_update_params& p) override;
+  void adamw_update_impl(tensor& w, const tensor& grad, tensor& m, tensor& v,
+                         const adamw_update_params& p) override;
 
   /// Makes this backend's GPU current on the calling thread (every op starts here).
   void enter() const;

@@ -1,9 +1,11 @@
 // SGD with momentum, weight decay and Nesterov on the GPU (as torch.optim.SGD with dampening 0 and
 // the CPU twin): one fused kernel per parameter (sgd_update), or every parameter of a stage in one
-// launch (sgd_step: sgd_kernels.cu), each element computed alike (sgd_math.cuh).
+// launch (sgd_step: sgd_kernels.cu), each element computed alike (sgd_math.cuh). AdamW: one kernel
+// per parameter (adamw_kernels.cu).
 #include <algorithm>
 #include <cstring>
 
+#include "compute/cuda/adamw_kernels.hpp"
 #include "compute/cuda/checks.hpp"
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
@@ -57,6 +59,13 @@ void cuda_backend::sgd_step_impl(const std::vector<sgd_target>& targets, const s
   cuda::kernels::multi_sgd(
       reinterpret_cast<const sgd_tensor*>(base), reinterpret_cast<const sgd_chunk*>(base + tensor_bytes),
       static_cast<int64_t>(chunks.size()), p.lr, p.momentum, p.grad_scale, p.nesterov, stream());
+}
+
+void cuda_backend::adamw_update_impl(tensor& w, const tensor& grad, tensor& m, tensor& v,
+                                     const adamw_update_params& p) {
+  enter();
+  cuda::kernels::adamw_update(w.data(), grad.data(), m.data(), v.data(), w.numel(), adamw_scalars_of(p),
+                              p.beta1, p.beta2, p.eps, p.grad_scale, stream());
 }
 
 }  // namespace petra

@@ -49,12 +49,12 @@ class local_loss {
 
   std::vector<parameter*> parameters() { return head_.parameters(); }
   std::vector<buffer_ref> buffers() { return head_.buffers(); }
-  sgd_optimizer& optimizer() { return optimizer_; }
+  param_optimizer& optimizer() { return optimizer_; }
 
  private:
   backend& be_;
   aux_head_block head_;
-  sgd_optimizer optimizer_;
+  param_optimizer optimizer_;
   int calls_ = 0;
 };
 

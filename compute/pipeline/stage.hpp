@@ -127,7 +127,7 @@ class stage {
     cancel_rebuild_ahead();
     return blocks_;
   }
-  sgd_optimizer& optimizer() {
+  param_optimizer& optimizer() {
     cancel_rebuild_ahead();
     return optimizer_;
   }
@@ -173,7 +173,8 @@ class stage {
   /// Replaces what is in flight with `from` (shapes checked).
   void import_inflight(const inflight& from);
 
-  /// Bytes of parameters, of optimizer state (gradients + momentum) and of BN running statistics.
+  /// Bytes of parameters, of optimizer state (gradients, momentum or AdamW's moments) and of BN
+  /// running statistics.
   std::size_t parameter_bytes();
   std::size_t optimizer_state_bytes();
   std::size_t buffer_bytes();
@@ -206,7 +207,7 @@ class stage {
   stage_options options_;
   bool reversible_;
   std::vector<parameter*> params_;
-  sgd_optimizer optimizer_;
+  param_optimizer optimizer_;
   std::deque<pending> outstanding_;
   std::map<int64_t, std::vector<tensor>> stash_;  // version → weight values
   std::map<int64_t, int64_t> stash_users_;        // version → outstanding forwards using it

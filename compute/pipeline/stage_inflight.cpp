@@ -104,7 +104,8 @@ std::size_t stage::parameter_bytes() {
 
 std::size_t stage::optimizer_state_bytes() {
   std::size_t n = 0;
-  for (parameter* p : params_) n += p->grad.bytes() + p->momentum.bytes();
+  for (parameter* p : params_)
+    n += p->grad.bytes() + p->momentum.bytes() + (p->second_moment.defined() ? p->second_moment.bytes() : 0);
   return n;
 }
 

@@ -111,6 +111,8 @@ class sim_backend final : public backend {
                                    int64_t* correct) override;
   void sgd_update_impl(tensor& w, const tensor& grad, tensor& momentum_buffer,
                        const sgd_update_params& p) override;
+  void adamw_update_impl(tensor& w, const tensor& grad, tensor& m, tensor& v,
+                         const adamw_update_params& p) override;
 
   /// A fresh tensor of this device owned by this stream; its values come later.
   tensor output(const shape_t& shape);

@@ -137,4 +137,12 @@ void sim_backend::sgd_update_impl(tensor& w, const tensor& grad, tensor& momentu
   });
 }
 
+void sim_backend::adamw_update_impl(tensor& w, const tensor& grad, tensor& m, tensor& v,
+                                    const adamw_update_params& p) {
+  enqueue([w, grad, m, v, p](cpu_backend& cpu) {
+    tensor hw = host_view(w), hm = host_view(m), hv = host_view(v);
+    cpu.adamw_update(hw, host_view(grad), hm, hv, p);
+  });
+}
+
 }  // namespace petra

@@ -109,20 +109,26 @@ TEST_CASE("crash at a tick: rollback to the last checkpoint, replay, bit-identic
 TEST_CASE("crash after a snapshot: rollback to the snapshot, replay from it, bit-identical to a clean run") {
   PETRA_REQUIRE_FASHION_MNIST();
   run_dirs dirs;
-  REQUIRE(train_command({"tiny", dirs.sets("clean", {}), "", 0}) == 0);
-  REQUIRE(train_command({"tiny",
-                         dirs.sets("crash", {"faults.crash_at_tick=[-1,-1,20,-1]", "faults.recovery=global"}),
-                         "", 0}) == 0);
-  CHECK(differing(dirs.weights("clean"), dirs.weights("crash")) == 0);
-  const auto summary = dirs.summary("crash");
-  const auto failure = dirs.first_event("crash", "failure");
-  CHECK(failure["restored_from"] == "snapshot");
-  CHECK(summary["micro_batches"]["restarts"] == 1);
-  CHECK(summary["micro_batches"]["replayed"] == 16);  // from the snapshot before micro-batch 16
-  CHECK(summary["micro_batches"]["completed"] == 32);
-  // Stage 1 finished micro-batches 0..9 before tick 16 (each is back 2(J − 1) = 6 ticks after it
-  // entered): kept; those it finished from tick 16 to the crash are undone.
-  CHECK(summary["micro_batches"]["rolled_back"] == failure["completed_before_failure"].get<int64_t>() - 10);
+  // With AdamW too: the snapshot carries both moments and the step count its bias corrections use.
+  for (const std::string optimizer : {"sgd", "adamw"}) {
+    CAPTURE(optimizer);
+    const std::vector<std::string> chosen = {"training.optimizer.kind=" + optimizer};
+    std::vector<std::string> crashing = {"faults.crash_at_tick=[-1,-1,20,-1]", "faults.recovery=global"};
+    crashing.insert(crashing.end(), chosen.begin(), chosen.end());
+    const std::string clean = "clean-" + optimizer, crash = "crash-" + optimizer;
+    REQUIRE(train_command({"tiny", dirs.sets(clean, chosen), "", 0}) == 0);
+    REQUIRE(train_command({"tiny", dirs.sets(crash, crashing), "", 0}) == 0);
+    CHECK(differing(dirs.weights(clean), dirs.weights(crash)) == 0);
+    const auto summary = dirs.summary(crash);
+    const auto failure = dirs.first_event(crash, "failure");
+    CHECK(failure["restored_from"] == "snapshot");
+    CHECK(summary["micro_batches"]["restarts"] == 1);
+    CHECK(summary["micro_batches"]["replayed"] == 16);  // from the snapshot before micro-batch 16
+    CHECK(summary["micro_batches"]["completed"] == 32);
+    // Stage 1 finished micro-batches 0..9 before tick 16 (each is back 2(J − 1) = 6 ticks after it
+    // entered): kept; those it finished from tick 16 to the crash are undone.
+    CHECK(summary["micro_batches"]["rolled_back"] == failure["completed_before_failure"].get<int64_t>() - 10);
+  }
 }
 
 TEST_CASE("each stage's crash fires once per run, also after another stage's global rollback") {

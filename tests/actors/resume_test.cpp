@@ -115,3 +115,39 @@ TEST_CASE("training.bn_recalibration changes the BN statistics only, and resume 
   CHECK(changed == statistics);
   fs::remove_all(dir);
 }
+
+TEST_CASE("AdamW: its moments are in the checkpoint, and resume = straight = simulate, bit for bit") {
+  PETRA_REQUIRE_FASHION_MNIST();
+  const fs::path dir = fs::temp_directory_path() / ("petra-resume-adamw-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::vector<std::string> adamw = {"training.optimizer.kind=adamw", "training.optimizer.base_lr=0.002",
+                                          "training.optimizer.weight_decay=0.05"};
+  auto sets = tiny_sets(dir, "lockstep");
+  sets.push_back("training.drain_at_epoch_end=true");
+  sets.insert(sets.end(), adamw.begin(), adamw.end());
+  straight_and_interrupted(dir, sets);
+  auto simulated = tiny_sets(dir, "simulate");
+  simulated.push_back("training.drain_at_epoch_end=true");
+  simulated.insert(simulated.end(), adamw.begin(), adamw.end());
+  simulated.push_back("output.name=simulated");
+  REQUIRE(app::train_command(petra::train_options{"tiny", simulated, "", 0}) == 0);
+
+  const auto load = [&](const std::string& name) {
+    trained t;
+    t.weights = load_safetensors((dir / name / "checkpoint.safetensors").string()).tensors;
+    return t;
+  };
+  const trained straight = load("straight");
+  CHECK(differing(straight, load("interrupted")) == 0);
+  CHECK(differing(straight, load("simulated")) == 0);
+  int params = 0, first = 0, second = 0;
+  for (const auto& [name, value] : straight.weights) {
+    params += name.rfind("param/", 0) == 0 ? 1 : 0;
+    first += name.rfind("momentum/", 0) == 0 ? 1 : 0;
+    second += name.rfind("second_moment/", 0) == 0 ? 1 : 0;
+  }
+  CHECK(params > 0);
+  CHECK(first == params);
+  CHECK(second == params);
+  fs::remove_all(dir);
+}

@@ -49,7 +49,8 @@ TEST_CASE("docs/config.md: its config example loads") {
 
 TEST_CASE("docs/config.md: its example names every key of a run's config.yaml") {
   const std::string example = yaml_block(read_text(PETRA_SOURCE_DIR "/docs/config.md"));
-  // Every section written, the method's own (forward_gradient) and a named node included.
+  // Every section written, the method's own (forward_gradient), an optimizer's own and a named node
+  // included.
   petra::config::run_config c;
   c.training.method = petra::config::training_method::forward_gradient;
   c.nodes["gpu1"] = petra::config::node_config{"10.0.0.2:7001", "gpu1.pem", "gpu1.key", "ca.pem"};
@@ -69,6 +70,9 @@ TEST_CASE("docs/config.md: its example names every key of a run's config.yaml") 
   };
   visit(written, "");
   CHECK(keys > 80);
+  // AdamW's own keys (written only with kind adamw).
+  c.training.optimizer.kind = petra::config::optimizer_kind::adamw;
+  visit(YAML::Load(petra::config::to_yaml(c))["training"]["optimizer"], "training.optimizer");
 }
 
 TEST_CASE("README.md: its minimal config loads") {

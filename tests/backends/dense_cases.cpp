@@ -1,5 +1,6 @@
 // The table's linear, loss and optimizer cases.
 #include <array>
+#include <cmath>
 
 #include "tests/backends/op_table.hpp"
 #include "tests/backends/parity_measures.hpp"
@@ -128,6 +129,75 @@ std::vector<op_case> sgd_step_cases(std::mt19937& rng) {
   return cases;
 }
 
+/// A second moment that has seen gradients: |x| of a random tensor (v ≥ 0).
+tensor warm_second_moment(const shape_t& shape, std::mt19937& rng) {
+  tensor v = random_host(shape, rng);
+  for (int64_t i = 0; i < v.numel(); ++i) v.data()[i] = std::abs(v.data()[i]) * 0.01f;
+  return v;
+}
+
+/// adamw_update, three steps from zero moments (t = 1, 2, 3) and from warm ones (t = 11, 12, 13).
+std::vector<op_case> adamw_cases(std::mt19937& rng) {
+  std::vector<op_case> cases;
+  for (const bool warm : {false, true})
+    for (const float wd : {0.f, 0.05f}) {
+      adamw_update_params p;
+      p.lr = 1e-3f;
+      p.weight_decay = wd;
+      p.grad_scale = warm ? 0.5f : 1.f;
+      p.step = warm ? 11 : 1;
+      const shape_t shape = warm ? shape_t{4, 3} : shape_t{33, 7};
+      const tensor m = warm ? random_host(shape, rng, 0.1f) : tensor::zeros(shape);
+      const tensor v = warm ? warm_second_moment(shape, rng) : tensor::zeros(shape);
+      cases.push_back({"adamw_update, three steps from t " + std::to_string(p.step) + ": weight decay " +
+                           std::to_string(wd) + " grad scale " + std::to_string(p.grad_scale) + ", " +
+                           to_string(shape),
+                       {random_host(shape, rng), m, v, random_host(shape, rng), random_host(shape, rng),
+                        random_host(shape, rng)},
+                       [p](backend& be, std::vector<tensor>& in) {
+                         adamw_update_params at = p;
+                         for (int step = 0; step < 3; ++step, ++at.step)
+                           be.adamw_update(in[0], in[3 + step], in[1], in[2], at);
+                         return op_result{{in[0], in[1], in[2]}};
+                       },
+                       {parity::rounding}});
+    }
+  return cases;
+}
+
+/// adamw_step over parameters of several shapes, each with its own weight decay, three steps: each
+/// w, m and v, and each gradient zeroed by the step.
+std::vector<op_case> adamw_step_cases(std::mt19937& rng) {
+  const std::vector<shape_t> shapes = {{64, 3, 3, 3}, {64}, {10, 64}, {5000}, {1}};
+  std::vector<tensor> inputs;  // per parameter: w, m, v, grad
+  for (const shape_t& s : shapes) {
+    inputs.push_back(random_host(s, rng));
+    inputs.push_back(tensor::zeros(s));
+    inputs.push_back(tensor::zeros(s));
+    inputs.push_back(random_host(s, rng));
+  }
+  adamw_update_params p;
+  p.lr = 2e-3f;
+  p.grad_scale = 0.5f;
+  return {{"adamw_step, three steps over " + std::to_string(shapes.size()) + " parameters",
+           inputs,
+           [p, count = shapes.size()](backend& be, std::vector<tensor>& in) {
+             std::vector<adamw_target> targets;
+             for (std::size_t i = 0; i < count; ++i)
+               targets.push_back({&in[4 * i], &in[4 * i + 3], &in[4 * i + 1], &in[4 * i + 2],
+                                  i % 2 ? 0.f : 0.05f * static_cast<float>(i + 1)});
+             adamw_update_params at = p;
+             for (int step = 0; step < 3; ++step, ++at.step) {
+               be.adamw_step(targets, at);
+               // The next step's gradients (the step zeroed them): each w, but the first
+               // parameter's, which stays zero.
+               for (std::size_t i = 1; i < count; ++i) be.add_inplace(in[4 * i + 3], in[4 * i]);
+             }
+             return op_result{in};
+           },
+           {parity::rounding}}};
+}
+
 }  // namespace
 
 std::vector<op_case> dense_cases() {
@@ -136,6 +206,8 @@ std::vector<op_case> dense_cases() {
   for (op_case& c : loss_cases(rng)) cases.push_back(std::move(c));
   for (op_case& c : sgd_cases(rng)) cases.push_back(std::move(c));
   for (op_case& c : sgd_step_cases(rng)) cases.push_back(std::move(c));
+  for (op_case& c : adamw_cases(rng)) cases.push_back(std::move(c));
+  for (op_case& c : adamw_step_cases(rng)) cases.push_back(std::move(c));
   return cases;
 }
 

@@ -67,3 +67,41 @@ TEST_CASE("sgd_step refuses a target without its tensors, a tensor stepped twice
     CHECK_NOTHROW(be->sgd_step({{&w, &g, &none, 0.f}, {&w2, &g2, &none, 0.f}}, plain));
   }
 }
+
+TEST_CASE("adamw_step refuses a target without its tensors, a tensor stepped twice, and bad settings") {
+  backend_options options;
+  options.sim = std::make_shared<sim_devices>();
+  for (const device& where : {device{}, device{device_type::sim, 0}}) {
+    auto be = make_backend(where, options);
+    INFO(be->name());
+    tensor w = be->zeros({4, 3}), g = be->zeros({4, 3}), m = be->zeros({4, 3}), v = be->zeros({4, 3});
+    tensor g2 = be->zeros({4, 3}), m2 = be->zeros({4, 3}), v2 = be->zeros({4, 3}), wrong = be->zeros({3, 4});
+    adamw_update_params p;
+    p.lr = 1e-3f;
+    CHECK_THROWS_WITH_AS(be->adamw_step({{&w, &g, &m, nullptr, 0.f}}, p),
+                         doctest::Contains("adamw_step: targets[0] lacks a tensor"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(be->adamw_step({{&w, &g, &m, &v, 0.f}, {&w, &g2, &m2, &v2, 0.f}}, p),
+                         doctest::Contains("targets[1] shares a tensor with an earlier target"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(be->adamw_step({{&w, &g, &m, &m, 0.f}}, p),
+                         doctest::Contains("targets[0] shares a tensor"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(be->adamw_step({{&w, &g, &m, &wrong, 0.f}}, p),
+                         doctest::Contains("adamw_step: v (3, 4) and w (4, 3) must have the same shape"),
+                         std::invalid_argument);
+    tensor undefined;
+    CHECK_THROWS_WITH_AS(be->adamw_update(w, g, m, undefined, p), doctest::Contains("v is undefined"),
+                         std::invalid_argument);
+    adamw_update_params bad = p;
+    bad.beta2 = 1.f;
+    CHECK_THROWS_WITH_AS(be->adamw_update(w, g, m, v, bad), doctest::Contains("beta2 = 1.0"),
+                         std::invalid_argument);
+    bad = p;
+    bad.eps = 0.f;
+    CHECK_THROWS_WITH_AS(be->adamw_update(w, g, m, v, bad), doctest::Contains("eps = 0.0"),
+                         std::invalid_argument);
+    bad = p;
+    bad.step = 0;
+    CHECK_THROWS_WITH_AS(be->adamw_update(w, g, m, v, bad), doctest::Contains("step = 0 must be ≥ 1"),
+                         std::invalid_argument);
+  }
+}

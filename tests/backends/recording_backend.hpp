@@ -151,6 +151,13 @@ class recording_backend final : public backend {
   void sgd_step_impl(const std::vector<sgd_target>& targets, const sgd_update_params& p) override {
     note("sgd_step").sgd_step(targets, p);
   }
+  void adamw_update_impl(tensor& w, const tensor& grad, tensor& m, tensor& v,
+                         const adamw_update_params& p) override {
+    note("adamw_update").adamw_update(w, grad, m, v, p);
+  }
+  void adamw_step_impl(const std::vector<adamw_target>& targets, const adamw_update_params& p) override {
+    note("adamw_step").adamw_step(targets, p);
+  }
 
   backend& note(const char* op) {
     called.insert(op);

@@ -17,7 +17,7 @@ TEST_CASE("unknown keys name the key, the file:line, a likely fix and the known 
       error_of("training:\n  method: petra\n  optimizer:\n    momentum: 0.9\n    nestrov: true\n");
   CHECK(contains(nested, "unknown key 'training.optimizer.nestrov' at runs/x.yaml:5"));
   CHECK(contains(nested, "did you mean 'nesterov'?"));
-  CHECK(contains(nested, "base_lr, momentum, nesterov, weight_decay"));
+  CHECK(contains(nested, "kind, base_lr, momentum, nesterov, betas, eps, weight_decay"));
 }
 
 TEST_CASE("wrong types name the path, the line, what was expected and what was found") {

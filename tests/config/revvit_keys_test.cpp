@@ -28,7 +28,8 @@ TEST_CASE("the RevViT presets: tiny on Fashion-MNIST, ViT-S/4 on CIFAR-10, ViT-B
     CHECK(c.model.patch == s.patch);
     CHECK(c.model.mlp_ratio == 4.0);
     CHECK(c.training.method == training_method::petra);
-    CHECK(c.training.optimizer.momentum == 0.9);  // SGD until AdamW exists
+    CHECK(c.training.optimizer.kind == optimizer_kind::adamw);  // as ViTs are trained
+    CHECK(c.training.optimizer.weight_decay == 0.05);
   }
 }
 

@@ -101,7 +101,7 @@ run_config everything_changed() {
   c.training.micro_batch = 1;
   c.training.accumulation = 16;
   c.training.seed = 18446744073709551615ULL;
-  c.training.optimizer = {0.1 + 0.2, 0.0, false, 1e-300};
+  c.training.optimizer = {optimizer_kind::sgd, 0.1 + 0.2, 0.0, false, {0.9, 0.999}, 1e-8, 1e-300};
   c.training.schedule = {lr_schedule::step, 1.0 / 3.0, {0.5, 1.0 / 3.0 + 1, 225}, 0.3};
   c.pipeline.stage_blocks = {1, 2, 3};
   c.pipeline.devices = {parse_device("cpu"), parse_device("cuda:0"), parse_device("sim:12")};
