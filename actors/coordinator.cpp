@@ -8,13 +8,13 @@
 #include <cstdio>
 
 #include "actors/caf_config.hpp"
+#include "actors/coordinator_cuts.hpp"
 #include "actors/local_recovery.hpp"
 #include "actors/migration.hpp"
 #include "actors/pipeline.hpp"
 #include "actors/stall.hpp"
 #include "training/free_memory.hpp"
 #include "training/input_schedule.hpp"
-#include "training/loss_cut.hpp"
 #include "training/rebalance.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
@@ -103,14 +103,15 @@ class actor_runtime : public pipeline_runtime {
       control_channel& c;
       ~detach() { c.begin_attempt(c.faults().size(), {}, nullptr); }  // the collector lives in this call only
     } detach_epochs{control_};
-    cut_spacing_ = spacing;
     control_.on_cuts([&](int64_t tick, std::vector<cut_part>& parts, const nlohmann::json& open) {
-      if (on_cut) on_cut(tick / spacing, assemble_cut(tick, parts, open));
+      if (on_cut) on_cut(tick / spacing, assemble_cut(config_, stages_, spacing, tick, parts, open));
     });
     const auto begin = training::trace_clock::now();
     if (request.attempt == 0) pipeline_.send_node_kills();
     try {
-      if (plan.start_tick > 0) resume_from(*request.resume, epochs, phase_start + plan.start_tick / spacing);
+      if (plan.start_tick > 0)
+        resume_from(control_, pipeline_, *request.resume, epochs, phase_start + plan.start_tick / spacing,
+                    per_epoch_);
       // The stages and the loss actor have their parts (copies): from here on only the cut's counts
       // are read, and its tensors would stay in memory to the phase's end.
       if (request.resume) {
@@ -287,62 +288,6 @@ class actor_runtime : public pipeline_runtime {
   }
 
  private:
-  /// A cut from its parts: each stage's decoded, the loss actor's, and the epochs open and whole at
-  /// it kept for the resume (the runtime's own record, opaque to the trainer).
-  pipeline_cut assemble_cut(int64_t tick, std::vector<cut_part>& parts, const nlohmann::json& open) {
-    pipeline_cut cut;
-    cut.tick = tick;
-    for (std::size_t j = 0; j < stages_; ++j)
-      cut.stages.push_back(decode_stage_cut(parts[j].tensors, parts[j].meta, j,
-                                            "stage " + std::to_string(j + 1) + "'s part of a cut"));
-    const training::loss_cut loss = training::decode_loss_cut(parts[stages_].meta);
-    if (loss.waiting > 0)
-      throw std::runtime_error("the cut before tick " + std::to_string(tick) +
-                               " found logits at the loss actor whose labels had not come");
-    cut.totals = loss.totals;
-    // Lockstep: back at stage 1 before tick `tick`, the micro-batches that entered 2(J−1) ticks or
-    // more before. Async: as stage 1's part says.
-    const int64_t round_trip = round_trip_ticks(0, stages_);
-    if (config_.runtime.mode == config::runtime_mode::async)
-      count_async_cut(cut, loss.eval_scored);
-    else
-      cut.completed = tick >= round_trip + 1 ? (tick - 1 - round_trip) / cut_spacing_ + 1 : 0;
-    for (const auto& l : loss.labels)
-      if (l.eval_epoch < 0) cut.labels[l.id] = l.labels;
-    cut.driver =
-        nlohmann::json{
-            {"epochs", open.at("open")}, {"epochs_done", open.at("done")}, {"loss", parts[stages_].meta}}
-            .dump();
-    return cut;
-  }
-
-  /// Before a phase that resumes from `cut`: every stage and the loss actor get their part back,
-  /// the epochs open at the cut go back into the collector, and those whole before it (`at`: the
-  /// cut's position in the run) are marked so.
-  void resume_from(const pipeline_cut& cut, epoch_collector& epochs, int64_t at) {
-    nlohmann::json driver;
-    try {
-      driver = nlohmann::json::parse(cut.driver);
-      epochs.load(driver.at("epochs"));
-      epochs.load_done(driver.contains("epochs_done") ? &driver.at("epochs_done") : nullptr,
-                       static_cast<int>(at / per_epoch_));
-    } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error(std::string("the snapshot's record of the actor runtime is damaged: ") +
-                               e.what());
-    }
-    if (cut.stages.size() != stages_)
-      throw std::runtime_error("the snapshot holds " + std::to_string(cut.stages.size()) +
-                               " stages, the pipeline " + std::to_string(stages_));
-    for (std::size_t j = 0; j < stages_; ++j) {
-      encoded_stage_cut e = encode_stage_cut(cut.stages[j]);
-      control_.ask<restore_atom>(
-          pipeline_.stages()[j], control_timeout, restore_atom_v,
-          cut_part{static_cast<int32_t>(j), cut.tick, 0, std::move(e.tensors), std::move(e.meta)});
-    }
-    control_.ask<restore_atom>(pipeline_.loss(), control_timeout, restore_atom_v,
-                               cut_part{-1, cut.tick, 0, {}, driver.at("loss").get<std::string>()});
-  }
-
   /// Fencing: the late messages of nodes declared lost (woken up after their stages were moved) that
   /// were dropped since the last line, on a line of their own.
   void report_late_messages() {
@@ -388,7 +333,6 @@ class actor_runtime : public pipeline_runtime {
   int64_t phase_ = 0;
   int64_t drained_proved_at_ = -1;  // the phase after which a migration last proved the pipeline drained
   int64_t late_reported_ = 0;       // late messages of lost nodes already on a fencing line
-  int64_t cut_spacing_ = 1;         // the running phase's ticks between two micro-batches entering
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "training/free_memory.hpp"
+#include "training/tick_schedule.hpp"
 
 namespace petra {
 
@@ -76,8 +77,8 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   if (!lockstep || fed.tick + J < plan.ticks) reissue = where.cancel;
   std::sort(reissue.begin(), reissue.end());  // in their order in the epoch, before any new one
   const int64_t reissue_tick = lockstep && !reissue.empty() ? plan.ticks : -1;
-  const int64_t ticks =
-      reissue_tick < 0 ? -1 : plan.ticks + static_cast<int64_t>(reissue.size()) + 2 * (J - 1);
+  const int64_t drain = round_trip_ticks(0, static_cast<std::size_t>(J));  // the last re-issued one back
+  const int64_t ticks = reissue_tick < 0 ? -1 : plan.ticks + static_cast<int64_t>(reissue.size()) + drain;
   // Lockstep: the rebuilt stages start one tick before the earlier of their neighbours, running
   // as markers the inputs those had sent into the lost stages; cuts any stage may have run are given
   // up (no stage is more than J ticks ahead of the held ones).

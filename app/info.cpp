@@ -5,8 +5,8 @@
 
 #include "app/commands.hpp"
 #include "compute/blocks/aux_head.hpp"
-#include "compute/pipeline/memory_model.hpp"
 #include "compute/pipeline/partition.hpp"
+#include "training/memory_model.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 

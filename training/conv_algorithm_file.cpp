@@ -6,6 +6,8 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <stdexcept>
+#include <utility>
 
 #include "compute/serialize/atomic_file.hpp"
 
@@ -22,6 +24,44 @@ constexpr int format_version = 1;
 const std::set<std::string> entry_fields = {
     "device",    "direction",     "x",         "w",    "stride",          "padding", "data",
     "math_mode", "deterministic", "algorithm", "math", "workspace_bytes", "source",  "time_ms"};
+
+/// A field's values: each an enum value and the file's name for it, one table for parsing and for
+/// the record (whose fields are the names, as compute/conv_algorithms.hpp keeps them).
+template <class E>
+using name_table = std::vector<std::pair<E, const char*>>;
+
+/// The element type cuDNN reads and writes ("data").
+enum class element_type { fp32, bf16 };
+const name_table<element_type> element_types = {{element_type::fp32, "fp32"}, {element_type::bf16, "bf16"}};
+
+/// The backend's math mode ("math_mode"; bf16_emulated computes as fp32).
+enum class math_mode { fp32, tf32, bf16 };
+const name_table<math_mode> math_modes = {
+    {math_mode::fp32, "fp32"}, {math_mode::tf32, "tf32"}, {math_mode::bf16, "bf16"}};
+
+/// The cudnnMathType_t a choice was found with ("math"). No choice runs with
+/// tensor_op_allow_conversion (it would round to fp16): not taken here either.
+enum class math_type { fma, standard, tensor_op };
+const name_table<math_type> math_types = {
+    {math_type::fma, "fma"}, {math_type::standard, "default"}, {math_type::tensor_op, "tensor_op"}};
+
+/// The three directions (compute/conv_algorithms.hpp names them).
+const name_table<std::size_t>& directions() {
+  static const name_table<std::size_t> table = [] {
+    name_table<std::size_t> out;
+    for (std::size_t i = 0; i < conv_direction_names().size(); ++i)
+      out.push_back({i, conv_direction_names()[i]});
+    return out;
+  }();
+  return table;
+}
+
+template <class E>
+const char* name_of(E value, const name_table<E>& names) {
+  for (const auto& n : names)
+    if (n.first == value) return n.second;
+  throw std::logic_error("conv_algorithm_file: a value without a name");
+}
 
 /// The reader of one file: every problem named with the file and where in it.
 class reader {
@@ -52,13 +92,15 @@ class reader {
     return i;
   }
 
-  std::string one_of(const json& v, const std::string& where, const std::vector<std::string>& names) const {
+  /// The enum value of a field's name in `names`, or a failure that lists the names.
+  template <class E>
+  E one_of(const json& v, const std::string& where, const name_table<E>& names) const {
     std::string listed;
-    for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+    for (const auto& n : names) listed += std::string(listed.empty() ? "" : ", ") + n.second;
     if (!v.is_string()) fail(where + " is " + v.dump() + ", expected one of " + listed);
     const std::string s = v.get<std::string>();
-    for (const std::string& n : names)
-      if (s == n) return s;
+    for (const auto& n : names)
+      if (s == n.second) return n.first;
     fail(where + " is \"" + s + "\", not one of " + listed);
   }
 
@@ -76,8 +118,8 @@ class reader {
       if (!entry_fields.count(item.key())) fail(where + " has an unknown field \"" + item.key() + "\"");
     conv_algorithm_record r;
     r.device = static_cast<int>(integer(field(e, where, "device"), where + ".device", 0, 1023));
-    r.direction = one_of(field(e, where, "direction"), where + ".direction",
-                         {conv_direction_names().begin(), conv_direction_names().end()});
+    r.direction =
+        conv_direction_names()[one_of(field(e, where, "direction"), where + ".direction", directions())];
     r.x = extents(field(e, where, "x"), where + ".x");
     r.w = extents(field(e, where, "w"), where + ".w");
     if (r.x[1] != r.w[1])
@@ -85,9 +127,11 @@ class reader {
            ": they must agree");
     r.stride = static_cast<int>(integer(field(e, where, "stride"), where + ".stride", 1, 1 << 20));
     r.padding = static_cast<int>(integer(field(e, where, "padding"), where + ".padding", 0, 1 << 20));
-    r.data = one_of(field(e, where, "data"), where + ".data", {"fp32", "bf16"});
-    r.math_mode = one_of(field(e, where, "math_mode"), where + ".math_mode", {"fp32", "tf32", "bf16"});
-    if ((r.data == "bf16") != (r.math_mode == "bf16"))
+    const element_type data = one_of(field(e, where, "data"), where + ".data", element_types);
+    const math_mode mode = one_of(field(e, where, "math_mode"), where + ".math_mode", math_modes);
+    r.data = name_of(data, element_types);
+    r.math_mode = name_of(mode, math_modes);
+    if ((data == element_type::bf16) != (mode == math_mode::bf16))
       fail(where + ": data \"" + r.data + "\" with math_mode \"" + r.math_mode +
            "\": bf16 data goes with bf16 math, fp32 data with fp32 or tf32");
     const json& det = field(e, where, "deterministic");
@@ -95,8 +139,7 @@ class reader {
     r.deterministic = det.get<bool>();
     const int count = conv_algorithm_count(r.direction);
     r.algorithm = static_cast<int>(integer(field(e, where, "algorithm"), where + ".algorithm", 0, count - 1));
-    // No choice runs with tensor_op_allow_conversion (it would round to fp16): not taken here either.
-    r.math = one_of(field(e, where, "math"), where + ".math", {"fma", "default", "tensor_op"});
+    r.math = name_of(one_of(field(e, where, "math"), where + ".math", math_types), math_types);
     r.workspace_bytes = static_cast<uint64_t>(
         integer(field(e, where, "workspace_bytes"), where + ".workspace_bytes", 0, INT64_MAX));
     if (auto s = e.find("source"); s != e.end()) {

@@ -92,7 +92,8 @@ void check_runtime_supports(const config::run_config& c) {
       // Async: the lost micro-batches await their backward at stage j for good. Only once they fill
       // its bound does the pipeline stop, so that the stall is noticed before a snapshot holds them.
       const bool by_stages = c.runtime.pacing == config::async_pacing::stages;
-      const int64_t bound = by_stages ? 2 * (J - j) + 1 : loader_credits(c, static_cast<std::size_t>(J));
+      const int64_t bound = by_stages ? fifo_window(i, static_cast<std::size_t>(J))
+                                      : loader_credits(c, static_cast<std::size_t>(J));
       if (mode == config::runtime_mode::async && burst < bound)
         throw config::config_error(
             entry + " is " + std::to_string(burst) + "; in async a burst must fill the " +
@@ -180,7 +181,7 @@ int64_t async_stage_window(const config::run_config& c, int32_t j, int32_t count
   if (c.runtime.mode != config::runtime_mode::async || c.runtime.pacing != config::async_pacing::stages ||
       c.training.method == config::training_method::backprop)
     return 0;
-  return 2 * static_cast<int64_t>(count - 1 - j) + 1;
+  return fifo_window(static_cast<std::size_t>(j), static_cast<std::size_t>(count));
 }
 
 }  // namespace petra

@@ -7,6 +7,8 @@ namespace petra {
 
 int64_t round_trip_ticks(std::size_t j, std::size_t J) { return 2 * static_cast<int64_t>(J - 1 - j); }
 
+int64_t fifo_window(std::size_t j, std::size_t J) { return round_trip_ticks(j, J) + 1; }
+
 int64_t forward_gradient_ticks(std::size_t j, std::size_t J, bool local_target) {
   return local_target || j + 1 == J ? 0 : static_cast<int64_t>(J - j);
 }
@@ -43,7 +45,7 @@ int64_t pipeline_entry_spacing(const config::run_config& c, int64_t link_delays)
 int64_t loader_credits(const config::run_config& c, std::size_t J) {
   if (c.training.method == config::training_method::backprop) return 1;
   if (c.runtime.credits > 0) return c.runtime.credits;
-  return round_trip_ticks(0, J) + 1;
+  return fifo_window(0, J);
 }
 
 }  // namespace petra

@@ -13,6 +13,11 @@ namespace petra {
 /// Ticks from a micro-batch's forward at stage j (from 0) of J to its backward there: 2(J−1−j).
 int64_t round_trip_ticks(std::size_t j, std::size_t J);
 
+/// Micro-batches stage j (from 0) of J holds awaiting their backward at the peak of the tick
+/// schedule: those of its round trip and the one entering, 2(J−1−j) + 1. Async pacing by stages
+/// bounds each stage by it.
+int64_t fifo_window(std::size_t j, std::size_t J);
+
 /// forward_gradient (training/forward_gradient.hpp): ticks from stage j's forward to its backward —
 /// J − j (0-based j < J − 1: the micro-batch reaches the loss J − 1 − j ticks later, its derivatives
 /// arrive the tick after), 0 at the last stage and with a local target.

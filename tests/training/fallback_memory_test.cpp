@@ -2,8 +2,8 @@
 // what the stage measures, at every stage that rebuilds (none at one that keeps its inputs anyway).
 #include <doctest/doctest.h>
 
-#include "compute/pipeline/memory_model.hpp"
 #include "tests/training/pipeline_fixture.hpp"
+#include "training/memory_model.hpp"
 
 using namespace petra;
 using namespace petra::testing;

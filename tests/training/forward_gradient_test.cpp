@@ -8,8 +8,8 @@
 #include <cstring>
 #include <map>
 
-#include "compute/pipeline/memory_model.hpp"
 #include "tests/training/pipeline_fixture.hpp"
+#include "training/memory_model.hpp"
 
 using namespace petra;
 using namespace petra::testing;

@@ -3,8 +3,8 @@
 
 #include <cstring>
 
-#include "compute/pipeline/memory_model.hpp"
 #include "tests/training/pipeline_fixture.hpp"
+#include "training/memory_model.hpp"
 
 using namespace petra;
 using namespace petra::testing;

@@ -23,3 +23,10 @@ TEST_CASE("the loader's credits: 1 for backprop, runtime.credits when set, else 
   c.training.method = config::training_method::backprop;
   CHECK(loader_credits(c, 5) == 1);  // one micro-batch in flight, whatever runtime.credits says
 }
+
+TEST_CASE("a stage's FIFO window is its round trip and the one entering: 2(J - 1 - j) + 1") {
+  CHECK(fifo_window(0, 8) == 15);
+  CHECK(fifo_window(5, 8) == 5);
+  CHECK(fifo_window(7, 8) == 1);  // the last stage runs a micro-batch's forward and backward in one tick
+  CHECK(fifo_window(0, 1) == 1);
+}

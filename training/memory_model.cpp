@@ -1,5 +1,7 @@
 // Memory model.
-#include "compute/pipeline/memory_model.hpp"
+#include "training/memory_model.hpp"
+
+#include "training/tick_schedule.hpp"
 
 namespace petra {
 namespace {
@@ -40,7 +42,7 @@ std::vector<memory_row> memory_table(const std::vector<stage_profile>& stages, i
     int64_t paper = 0, runtime = 0;
     for (int64_t j = 0; j < J; ++j) {
       const stage_profile& s = stages[j];
-      const int64_t staleness = 2 * (J - 1 - j);
+      const int64_t staleness = round_trip_ticks(static_cast<std::size_t>(j), static_cast<std::size_t>(J));
       // One stream of the input (the image for the stem), doubled for downsampling stages.
       int64_t a = numel_of(s.input.x1);
       if (s.is_downsampling) a *= 2;
@@ -60,7 +62,7 @@ std::vector<memory_row> memory_table(const std::vector<stage_profile>& stages, i
 int64_t runtime_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J, bool keep_inputs,
                             bool stash_weights, int accumulation, int inversion_sample_every,
                             bool backward_first) {
-  const int64_t delay = 2 * static_cast<int64_t>(J - 1 - j);
+  const int64_t delay = round_trip_ticks(j, J);
   // Backwards between a micro-batch's forward and its own: the last stage runs both in one tick.
   const int64_t between = backward_first && j + 1 < J ? delay - 1 : delay;
   const int64_t outstanding = between + 1;  // forwards awaiting their backward, at the peak
@@ -83,7 +85,7 @@ int64_t fallback_stage_bytes(const stage_profile& s, std::size_t j, std::size_t 
 int64_t forward_gradient_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J, int64_t aux_params,
                                      int64_t aux_buffers, bool local_target) {
   const bool last = j + 1 == J;
-  const int64_t outstanding = local_target || last ? 1 : static_cast<int64_t>(J - j) + 1;
+  const int64_t outstanding = forward_gradient_ticks(j, J, local_target) + 1;
   int64_t floats = 3 * s.params + s.buffers + 3 * aux_params + aux_buffers;
   floats += s.input.numel() * outstanding;
   if (!last) floats += s.output.numel() * outstanding;  // the guesses
