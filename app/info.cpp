@@ -18,13 +18,21 @@ struct model_profile {
   std::vector<stage_profile> stages;
 };
 
+/// What the optimizer holds per parameter, as the memory model's legend names it.
+const char* optimizer_state_name(const config::run_config& cfg) {
+  return cfg.training.optimizer.kind == config::optimizer_kind::adamw ? "AdamW's 2 moments" : "momentum";
+}
+
 model_profile profile(const config::run_config& cfg, backend& be) {
   model_profile m;
   m.spec = model_spec(cfg.model);
   auto blocks = build_network(m.spec, be, cfg.training.seed);
   auto groups =
       partition_blocks(std::move(blocks), resolve_partition(cfg.pipeline.stage_blocks, blocks.size()));
-  m.stages = profile_stages(groups, input_shape(m.spec, cfg.training.micro_batch));
+  const optimizer_kind optimizer = cfg.training.optimizer.kind == config::optimizer_kind::adamw
+                                       ? optimizer_kind::adamw
+                                       : optimizer_kind::sgd;
+  m.stages = profile_stages(groups, input_shape(m.spec, cfg.training.micro_batch), optimizer);
   return m;
 }
 
@@ -148,10 +156,10 @@ int memory_model_command(const std::string& config, const std::vector<std::strin
     std::printf(
         "paper: docs/design.md §2 convention (one stream per input, doubled for downsampling "
         "stages, 4 bytes).\n"
-        "petra: weights + gradients + momentum + BN statistics + input FIFO peak %s (both streams)\n"
+        "petra: weights + gradients + %s + BN statistics + input FIFO peak %s (both streams)\n"
         "       (reversible stages: the inputs sampled for the inversion error, 1 in %d micro-batches)\n"
         "       + weight copies for every version an outstanding forward used.\n",
-        bf ? "2(J-j), the last stage 1 (tick order backward_first)" : "2(J-j)+1",
+        optimizer_state_name(cfg), bf ? "2(J-j), the last stage 1 (tick order backward_first)" : "2(J-j)+1",
         cfg.runtime.inversion_sample_every);
     const bool rebuilds =
         cfg.training.method == config::training_method::petra ||
@@ -193,8 +201,9 @@ int memory_model_command(const std::string& config, const std::vector<std::strin
       }
       std::printf("%-6s %-22s %12.2f %18.2f\n", "total", "", petra_total / 1e6, fg_total / 1e6);
       std::printf(
-          "forward_gradient: weights + gradients + momentum + BN statistics of the stage and its auxiliary\n"
-          "head, and per forward awaiting its backward (%s) the kept input and the guess.\n",
+          "forward_gradient: weights + gradients + %s + BN statistics of the stage and its\n"
+          "auxiliary head, and per forward awaiting its backward (%s) the kept input and the guess.\n",
+          optimizer_state_name(cfg),
           local ? "1: local target" : "J-j+2 at the peak for stage j from 1, 1 at the last stage");
     }
     return 0;

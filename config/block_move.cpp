@@ -1,4 +1,4 @@
-// Forced block moves of pipeline.rebalance_moves ("64:2>3"): parsed here once, into typed values.
+// Forced block moves of testing.rebalance_moves ("64:2>3"): parsed here once, into typed values.
 #include <string>
 
 #include "config/config.hpp"

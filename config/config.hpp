@@ -24,7 +24,7 @@ struct device_spec {
 /// "cpu", "cuda:0", "sim:1" as a device; a bad name throws config_error saying how to write one.
 device_spec parse_device(const std::string& name);
 
-/// A forced move of pipeline.rebalance_moves: at the rebalancing point before micro-batch `position`
+/// A forced move of testing.rebalance_moves: at the rebalancing point before micro-batch `position`
 /// of the run (counted from epoch 1's first), the block of stage `from` next to stage `to` moves
 /// there (stages 1-based, neighbours).
 struct block_move {
@@ -183,7 +183,6 @@ struct pipeline_config {
   // never, the points still drain).
   bool rebalance = false;
   double rebalance_margin = 0.05;
-  std::vector<block_move> rebalance_moves;  // forced moves, replacing the measured rule (tests, experiments)
   // Live migration (lockstep, async): each entry moves a stage to another device, thread count or node at
   // the drained point before its micro-batch (the pipeline drains there).
   std::vector<stage_migration> migrate;
@@ -249,7 +248,6 @@ struct runtime_config {
   std::string cudnn_algorithms = "";
   int inversion_sample_every = 50;  // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches; 0 = never
   int sim_latency_us = 0;  // sim:N stages: each op waits this long before it runs (shows a missing wait)
-  bool sim_skip_import_wait = false;  // sim:N stages, tests only: a received tensor is used without waiting
   // Reversible stages: rebuild block i−1's input on a second stream while block i's gradients are
   // computed (PaReprop), and (lockstep, async) start the last block's rebuild from the rebuilt output
   // the stage after sends ahead of its gradient; the same bits either way. Off by default: docs/results.md.
@@ -280,6 +278,14 @@ struct output_config {
   std::vector<int64_t> trace_steps = {200, 399};
 };
 
+/// Switches for tests and experiments, not for training (docs/config.md marks them so).
+struct testing_config {
+  // Forced block moves replacing online rebalancing's measured rule (with pipeline.rebalance), so
+  // that a rebalanced run is deterministic.
+  std::vector<block_move> rebalance_moves;
+  bool sim_skip_import_wait = false;  // sim:N stages: a received tensor is used without waiting
+};
+
 struct run_config {
   model_config model;
   data_config data;
@@ -289,6 +295,7 @@ struct run_config {
   output_config output;
   tls_config tls;
   faults_config faults;
+  testing_config testing;
   std::map<std::string, node_config> nodes;  // by name ([A-Za-z0-9_-]+, not "local"); empty = none named
   /// Where each value came from, by YAML path ("output.trace_steps" → "at runs/x.yaml:5" or
   /// "in --set output.trace_steps=[0,9]"), filled by the loader; a path that is absent kept its default.

@@ -42,7 +42,7 @@ struct section {
 };
 
 /// The whole layout, pointing into `config`: top level → model, data, training, pipeline, runtime, tls,
-/// faults, output, nodes.
+/// faults, output, testing, nodes.
 section schema(run_config& config);
 
 /// The layout of one entry of `nodes:`, pointing into `node`: address, cert, key, ca.

@@ -151,26 +151,27 @@ void validate_pipeline(const pipeline_config& pipeline, const node_map& nodes, c
 
 // Forced moves are checked against the partition and the run's points when the run is prepared (the
 // block count and the micro-batches per epoch come from the model and the data).
-void validate_rebalance(const pipeline_config& pipeline, const checker& check) {
+void validate_rebalance(const pipeline_config& pipeline, const testing_config& testing,
+                        const checker& check) {
   if (!(pipeline.rebalance_margin >= 0 && pipeline.rebalance_margin <= 1))
     check.fail("pipeline.rebalance_margin",
                "got " + show(pipeline.rebalance_margin) +
                    "; the fraction of the busiest stage's time a move must save: in [0, 1] (1: never move)");
-  const auto& moves = pipeline.rebalance_moves;
+  const auto& moves = testing.rebalance_moves;
   if (!moves.empty() && !pipeline.rebalance)
-    check.fail("pipeline.rebalance_moves", "lists moves but pipeline.rebalance " +
-                                               check.where("pipeline.rebalance") +
-                                               " is false: set it to true, or remove the moves");
+    check.fail("testing.rebalance_moves", "lists moves but pipeline.rebalance " +
+                                              check.where("pipeline.rebalance") +
+                                              " is false: set it to true, or remove the moves");
   for (size_t i = 0; i < moves.size(); ++i) {
     if (moves[i].from - moves[i].to != 1 && moves[i].to - moves[i].from != 1)
-      check.fail("pipeline.rebalance_moves", "entry " + std::to_string(i) + " (" + moves[i].str() +
-                                                 ") moves a block between stages that are not neighbours");
+      check.fail("testing.rebalance_moves", "entry " + std::to_string(i) + " (" + moves[i].str() +
+                                                ") moves a block between stages that are not neighbours");
     if (moves[i].position < 1)
-      check.fail("pipeline.rebalance_moves",
+      check.fail("testing.rebalance_moves",
                  "entry " + std::to_string(i) + " (" + moves[i].str() +
                      ") is at position 0: nothing has been measured before the first micro-batch");
     if (i > 0 && moves[i].position <= moves[i - 1].position)
-      check.fail("pipeline.rebalance_moves",
+      check.fail("testing.rebalance_moves",
                  "entry " + std::to_string(i) + " (" + moves[i].str() +
                      ") does not follow the previous one: at most one move per point, positions ascending");
   }
@@ -330,7 +331,7 @@ void validate(const run_config& config, const source_map& sources) {
   validate_model_method(config.model, config.training, check);
   validate_nodes(config.nodes, sources);
   validate_pipeline(config.pipeline, config.nodes, check);
-  validate_rebalance(config.pipeline, check);
+  validate_rebalance(config.pipeline, config.testing, check);
   validate_migrate(config.pipeline, config.nodes, check);
   validate_runtime(config.runtime, check);
   validate_fallback(config.training, config.runtime, check);

@@ -11,13 +11,14 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 std::vector<stage_profile> profile_stages(std::vector<std::vector<std::unique_ptr<block>>>& stages,
-                                          const activation_shape& input) {
+                                          const activation_shape& input, optimizer_kind optimizer) {
   std::vector<stage_profile> out;
   activation_shape shape = input;
   for (auto& group : stages) {
     stage_profile p;
     p.input = shape;
     p.reversible = true;
+    p.optimizer_moments = optimizer == optimizer_kind::adamw ? 2 : 1;
     for (auto& b : group) {
       if (!p.name.empty()) p.name += "+";
       p.name += b->name();
@@ -66,7 +67,8 @@ int64_t runtime_stage_bytes(const stage_profile& s, std::size_t j, std::size_t J
   // Backwards between a micro-batch's forward and its own: the last stage runs both in one tick.
   const int64_t between = backward_first && j + 1 < J ? delay - 1 : delay;
   const int64_t outstanding = between + 1;  // forwards awaiting their backward, at the peak
-  int64_t floats = 3 * s.params + s.buffers;
+  // Weights, their gradients and the optimizer's tensors.
+  int64_t floats = (2 + s.optimizer_moments) * s.params + s.buffers;
   if (keep_inputs)
     floats += s.input.numel() * outstanding;
   else if (inversion_sample_every > 0)  // the sampled inputs of the inversion error
@@ -86,7 +88,7 @@ int64_t forward_gradient_stage_bytes(const stage_profile& s, std::size_t j, std:
                                      int64_t aux_buffers, bool local_target) {
   const bool last = j + 1 == J;
   const int64_t outstanding = forward_gradient_ticks(j, J, local_target) + 1;
-  int64_t floats = 3 * s.params + s.buffers + 3 * aux_params + aux_buffers;
+  int64_t floats = (2 + s.optimizer_moments) * (s.params + aux_params) + s.buffers + aux_buffers;
   floats += s.input.numel() * outstanding;
   if (!last) floats += s.output.numel() * outstanding;  // the guesses
   return floats * 4;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compute/blocks/block.hpp"
+#include "compute/optimizer.hpp"
 #include "compute/pipeline/method.hpp"
 
 namespace petra {
@@ -17,21 +18,23 @@ struct stage_profile {
   bool is_stem = false;
   bool is_downsampling = false;  // holds a downsampling block
   bool reversible = false;
-  int64_t params = 0;       // trainable values
-  int64_t buffers = 0;      // BN running statistics
-  activation_shape input;   // one micro-batch
-  activation_shape output;  // one micro-batch
+  int64_t params = 0;         // trainable values
+  int64_t buffers = 0;        // BN running statistics
+  int optimizer_moments = 1;  // optimizer tensors per parameter: SGD's momentum 1, AdamW's moments 2
+  activation_shape input;     // one micro-batch
+  activation_shape output;    // one micro-batch
 };
 
-/// Profiles of the stages (grouped blocks), propagating shapes from `input`.
+/// Profiles of the stages (grouped blocks), propagating shapes from `input`, trained by `optimizer`.
 std::vector<stage_profile> profile_stages(std::vector<std::vector<std::unique_ptr<block>>>& stages,
-                                          const activation_shape& input);
+                                          const activation_shape& input,
+                                          optimizer_kind optimizer = optimizer_kind::sgd);
 
 struct memory_row {
   bool stash_inputs = false;
   bool stash_weights = false;
   double paper_gb = 0;    // the paper's convention, 10⁹ bytes
-  double runtime_gb = 0;  // what our stages hold: weights, gradients, momentum, BN, FIFO, stash
+  double runtime_gb = 0;  // what our stages hold: weights, gradients, optimizer state, BN, FIFO, stash
 };
 
 /// The four rows of the paper's table (inputs+weights, inputs, weights, neither), in that order;

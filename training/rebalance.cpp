@@ -75,15 +75,15 @@ bool is_rebalance_point(const config::run_config& c, int64_t per_epoch, int64_t 
 }
 
 void check_forced_moves(const config::run_config& c, std::size_t block_count, int64_t per_epoch) {
-  const auto& moves = c.pipeline.rebalance_moves;
+  const auto& moves = c.testing.rebalance_moves;
   if (moves.empty()) return;
   std::vector<int> sizes = c.pipeline.stage_blocks;
   if (sizes.empty()) sizes.assign(block_count, 1);
   const int64_t end = c.training.epochs * per_epoch;
-  const std::string where = config::where(c, "pipeline.rebalance_moves");
+  const std::string where = config::where(c, "testing.rebalance_moves");
   for (std::size_t i = 0; i < moves.size(); ++i) {
     const std::string entry =
-        "pipeline.rebalance_moves " + where + ": entry " + std::to_string(i) + " (" + moves[i].str() + ") ";
+        "testing.rebalance_moves " + where + ": entry " + std::to_string(i) + " (" + moves[i].str() + ") ";
     if (moves[i].position >= end || !is_rebalance_point(c, per_epoch, moves[i].position))
       throw config::config_error(
           entry + "is not a rebalancing point of this run: the points are the multiples of " +
@@ -102,7 +102,7 @@ void check_forced_moves(const config::run_config& c, std::size_t block_count, in
 }
 
 rebalancer::rebalancer(const config::run_config& c)
-    : margin_(c.pipeline.rebalance_margin), forced_(c.pipeline.rebalance_moves) {}
+    : margin_(c.pipeline.rebalance_margin), forced_(c.testing.rebalance_moves) {}
 
 std::optional<rebalance_move> rebalancer::decide(int64_t position, const std::vector<int>& sizes,
                                                  const std::vector<double>& busy) const {

@@ -1,5 +1,5 @@
 // Online rebalancing (pipeline.rebalance): at each drained point of the run one block may move from
-// the busiest stage to a neighbour, by the measured rule or as pipeline.rebalance_moves forces.
+// the busiest stage to a neighbour, by the measured rule or as testing.rebalance_moves forces.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +42,7 @@ std::optional<rebalance_move> choose_move(const std::vector<int>& sizes, const s
 /// training.drain_at_epoch_end, else from the run's) and every epoch end.
 bool is_rebalance_point(const config::run_config& c, int64_t per_epoch, int64_t g);
 
-/// Checks pipeline.rebalance_moves against the run: each at a point inside it, each a move the
+/// Checks testing.rebalance_moves against the run: each at a point inside it, each a move the
 /// partition before it allows. Throws config::config_error naming the entry.
 void check_forced_moves(const config::run_config& c, std::size_t block_count, int64_t per_epoch);
 

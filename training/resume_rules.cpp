@@ -18,7 +18,7 @@ std::string resume_change_refusal(const std::string& key) {
   if (key == "runtime.precision") return "it changes the arithmetic the model trains with";
   // Where and how the stages run, the faults injected and what the run writes: the weights so far
   // stay the run's.
-  for (const char* prefix : {"runtime.", "pipeline.", "faults.", "output.", "tls.", "nodes"})
+  for (const char* prefix : {"runtime.", "pipeline.", "faults.", "output.", "tls.", "testing.", "nodes"})
     if (starts_with(key, prefix)) return "";
   if (starts_with(key, "model.")) return "the checkpoint holds the weights of the model the run started with";
   if (starts_with(key, "data.")) return "the run trains on the data it started with";
@@ -37,8 +37,8 @@ std::vector<config::key_change> check_resume_changes(const config::run_config& s
         c.key + ": a resumed run cannot change it (" + c.before + " in config.yaml, " + c.after + " " +
         (source == "(default)" ? "in --set" : source) + "): " + why +
         ". A resume may change training.epochs, data.workers, and the runtime., pipeline., faults., output., "
-        "tls. "
-        "and nodes keys (not runtime.precision, output.dir or output.name); to train with another value, "
+        "tls., testing. and nodes keys (not runtime.precision, output.dir or output.name); to train with "
+        "another value, "
         "start a new run: petra train <run>/config.yaml --set " +
         c.key + "=...");
   }

@@ -157,7 +157,7 @@ config::run_config for_evaluation(config::run_config c) {
   c.faults = config::faults_config{};
   c.output.trace = false;
   c.pipeline.rebalance = false;  // the checkpoint's config holds the blocks where training left them
-  c.pipeline.rebalance_moves.clear();
+  c.testing.rebalance_moves.clear();
   c.pipeline.migrate.clear();  // placements of the training run: every stage is on this CPU here
   return c;
 }

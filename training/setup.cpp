@@ -201,7 +201,7 @@ std::unique_ptr<backend> make_stage_backend(const config::run_config& c, std::si
   set_conv_algorithm_options(c, options);
   options.sim = sim;
   options.sim_latency_us = c.runtime.sim_latency_us;
-  options.sim_skip_import_wait = c.runtime.sim_skip_import_wait;
+  options.sim_skip_import_wait = c.testing.sim_skip_import_wait;
   try {
     return make_backend(device_of(c, j), options);
   } catch (const std::invalid_argument& e) {

@@ -290,7 +290,7 @@ class run {
     std::printf(
         "rebalance before micro-batch %lld: block %d moves from stage %d to stage %d%s (busy s: %s)\n",
         static_cast<long long>(g), move->block + 1, move->from + 1, move->to + 1,
-        move->forced ? " as pipeline.rebalance_moves says" : "", busy_text.c_str());
+        move->forced ? " as testing.rebalance_moves says" : "", busy_text.c_str());
     std::fflush(stdout);
     return true;
   }

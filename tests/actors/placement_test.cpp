@@ -107,7 +107,7 @@ TEST_CASE("with op latency on the simulated device, the event wait is what order
   CHECK(differing(r.weights("waits"), r.weights("cpu")) == 0);
   // The same run with the consumer's wait removed reads tensors before they are written.
   const int code = r.train("no-wait", {"runtime.mode=lockstep", devices, "runtime.sim_latency_us=300",
-                                       "runtime.sim_skip_import_wait=true"});
+                                       "testing.sim_skip_import_wait=true"});
   if (code == 0)
     CHECK(differing(r.weights("no-wait"), r.weights("cpu")) > 0);
   else

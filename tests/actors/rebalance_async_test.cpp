@@ -92,7 +92,7 @@ TEST_CASE("rebalance: async stages recut after a phase give the same forward, bi
 TEST_CASE("rebalance: async with forced moves at drained epoch ends keeps every micro-batch and the model") {
   PETRA_REQUIRE_FASHION_MNIST();
   const fs::path dir = migration_scratch("rebalance-async");
-  REQUIRE(train(async_sets(dir, "moved"), {"pipeline.rebalance_moves=[\"32:2>3\",\"64:2>1\"]"}) == 0);
+  REQUIRE(train(async_sets(dir, "moved"), {"testing.rebalance_moves=[\"32:2>3\",\"64:2>1\"]"}) == 0);
   check_epochs(dir / "moved", 3);
   const auto moves = event_lines(dir / "moved", "rebalance");
   REQUIRE(moves.size() == 2);

@@ -111,7 +111,7 @@ TEST_CASE("rebalance: moves inside epochs, lockstep = simulate epoch lines, each
   // Points every 10 micro-batches of the run (and at 32, 64): a move 20 micro-batches into epoch 1,
   // another 28 into epoch 2.
   for (const char* mode : {"simulate", "lockstep"})
-    REQUIRE(train_migrating(inside_sets(dir, mode), {"pipeline.rebalance_moves=[\"20:2>3\",\"60:3>2\"]"}) ==
+    REQUIRE(train_migrating(inside_sets(dir, mode), {"testing.rebalance_moves=[\"20:2>3\",\"60:3>2\"]"}) ==
             0);
   CHECK(epoch_lines(dir / "simulate") == epoch_lines(dir / "lockstep"));
   for (const std::string mode : {"simulate", "lockstep"}) {
@@ -141,7 +141,7 @@ TEST_CASE("rebalance: async moves inside epochs, each epoch line counts every mi
   // epoch 1, another 20 into epoch 2.
   std::vector<std::string> sets = inside_sets(dir, "async");
   sets.push_back("training.drain_at_epoch_end=true");
-  REQUIRE(train_migrating(sets, {"pipeline.rebalance_moves=[\"20:2>3\",\"52:3>2\"]"}) == 0);
+  REQUIRE(train_migrating(sets, {"testing.rebalance_moves=[\"20:2>3\",\"52:3>2\"]"}) == 0);
   check_whole_epochs(dir / "async", 4);
   const auto moves = event_lines(dir / "async", "rebalance");
   REQUIRE(moves.size() == 2);

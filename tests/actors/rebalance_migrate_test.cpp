@@ -24,7 +24,7 @@ std::vector<std::string> both_sets(const fs::path& dir, const std::string& name)
           "output.checkpoint_every_steps=5",
           "pipeline.stage_blocks=[1,2,1,1]",
           "pipeline.rebalance=true",
-          "pipeline.rebalance_moves=[\"20:2>3\",\"40:3>2\"]"};
+          "testing.rebalance_moves=[\"20:2>3\",\"40:3>2\"]"};
 }
 
 int train(std::vector<std::string> sets, const std::vector<std::string>& extra) {
@@ -74,7 +74,7 @@ TEST_CASE("rebalance + migrate: async moves a block and a stage at the same drai
   PETRA_REQUIRE_FASHION_MNIST();
   const fs::path dir = migration_scratch("rebalance-both-async");
   REQUIRE(train_migrating(migration_sets(dir, "both", "async"),
-                          {"pipeline.rebalance=true", "pipeline.rebalance_moves=[\"32:2>3\"]",
+                          {"pipeline.rebalance=true", "testing.rebalance_moves=[\"32:2>3\"]",
                            "pipeline.migrate=[\"32:3>sim:0\",\"64:3>cpu\"]"}) == 0);
   check_every_backward_once(dir / "both");
   const auto moves = event_lines(dir / "both", "rebalance");

@@ -46,7 +46,7 @@ TEST_CASE("rebalance: a forced move at the epoch end, lockstep = simulate bit fo
   PETRA_REQUIRE_FASHION_MNIST();
   const fs::path dir = scratch("modes");
   for (const char* mode : {"simulate", "lockstep"})
-    REQUIRE(train(rebalance_sets(dir, mode, mode), {"pipeline.rebalance_moves=[\"32:2>3\"]"}) == 0);
+    REQUIRE(train(rebalance_sets(dir, mode, mode), {"testing.rebalance_moves=[\"32:2>3\"]"}) == 0);
   CHECK(differing(final_weights(dir / "simulate"), final_weights(dir / "lockstep")) == 0);
   CHECK(epoch_lines(dir / "simulate") == epoch_lines(dir / "lockstep"));
   for (const char* mode : {"simulate", "lockstep"}) {
@@ -77,7 +77,7 @@ TEST_CASE("rebalance: a forced move at the epoch end, lockstep = simulate bit fo
 TEST_CASE("rebalance: lockstep with a forced move = the run resumed from the same point with the final cut") {
   PETRA_REQUIRE_FASHION_MNIST();
   const fs::path dir = scratch("resume");
-  REQUIRE(train(rebalance_sets(dir, "lockstep", "moved"), {"pipeline.rebalance_moves=[\"32:2>3\"]"}) == 0);
+  REQUIRE(train(rebalance_sets(dir, "lockstep", "moved"), {"testing.rebalance_moves=[\"32:2>3\"]"}) == 0);
   // The same run with no move (a margin of 1 never moves; the points drain all the same), stopped at
   // the point, then resumed from its checkpoint with the blocks where the move put them.
   REQUIRE(train(rebalance_sets(dir, "lockstep", "resumed"), {"pipeline.rebalance_margin=1"}, 1) == 0);
@@ -87,7 +87,7 @@ TEST_CASE("rebalance: lockstep with a forced move = the run resumed from the sam
   CHECK(differing(final_weights(dir / "moved"), final_weights(dir / "resumed")) == 0);
   CHECK(epoch_lines(dir / "moved") == epoch_lines(dir / "resumed"));
   // Resumed without saying where the blocks are, a rebalanced run takes its checkpoint's cut.
-  REQUIRE(train(rebalance_sets(dir, "lockstep", "stopped"), {"pipeline.rebalance_moves=[\"32:2>3\"]"}, 1) ==
+  REQUIRE(train(rebalance_sets(dir, "lockstep", "stopped"), {"testing.rebalance_moves=[\"32:2>3\"]"}, 1) ==
           0);
   petra::train_options again{"", {}, (dir / "stopped").string(), 0};
   REQUIRE(app::train_command(again) == 0);
@@ -100,9 +100,9 @@ TEST_CASE("rebalance: what cannot be honoured is refused with exit code 2 before
   const fs::path dir = scratch("refused");
   CHECK(train(rebalance_sets(dir, "async", "async"), {"faults.duplicate=[0,0.1,0,0]"}) == 2);
   CHECK_FALSE(fs::exists(dir / "async"));
-  CHECK(train(rebalance_sets(dir, "lockstep", "off-point"), {"pipeline.rebalance_moves=[\"12:2>3\"]"}) == 2);
+  CHECK(train(rebalance_sets(dir, "lockstep", "off-point"), {"testing.rebalance_moves=[\"12:2>3\"]"}) == 2);
   CHECK_FALSE(fs::exists(dir / "off-point"));
-  CHECK(train(rebalance_sets(dir, "simulate", "empty"), {"pipeline.rebalance_moves=[\"10:1>2\"]"}) == 2);
+  CHECK(train(rebalance_sets(dir, "simulate", "empty"), {"testing.rebalance_moves=[\"10:1>2\"]"}) == 2);
   CHECK_FALSE(fs::exists(dir / "empty"));
   CHECK(train(rebalance_sets(dir, "simulate", "fg"), {"training.method=forward_gradient"}) == 2);
   CHECK_FALSE(fs::exists(dir / "fg"));

@@ -25,9 +25,10 @@ struct pipeline_fixture {
   method_options method;
 
   pipeline_fixture(const method_options& m, double lr, int k, std::vector<int> stage_blocks = {},
-                   int inversion_every = 0, uint64_t seed = 3)
+                   int inversion_every = 0, uint64_t seed = 3, optimizer_kind kind = optimizer_kind::sgd)
       : method(m) {
     optimizer_settings o;
+    o.kind = kind;
     o.lr = lr;
     o.accumulation = k;
     o.schedule = schedule_kind::constant;

@@ -74,24 +74,24 @@ TEST_CASE("forced moves: only at the run's points, each one the partition before
   CHECK(is_rebalance_point(c, per_epoch, 30));
   CHECK(is_rebalance_point(c, per_epoch, 64));
   c.training.drain_at_epoch_end = false;
-  c.pipeline.rebalance_moves = {{10, 2, 3}, {32, 3, 4}};
+  c.testing.rebalance_moves = {{10, 2, 3}, {32, 3, 4}};
   CHECK_NOTHROW(check_forced_moves(c, 5, per_epoch));
-  c.pipeline.rebalance_moves = {{12, 2, 3}};
+  c.testing.rebalance_moves = {{12, 2, 3}};
   CHECK_THROWS_WITH_AS(check_forced_moves(c, 5, per_epoch),
                        doctest::Contains("entry 0 (12:2>3) is not a rebalancing point of this run"),
                        config::config_error);
-  c.pipeline.rebalance_moves = {{64, 2, 3}};  // the end of the run
+  c.testing.rebalance_moves = {{64, 2, 3}};  // the end of the run
   CHECK_THROWS_AS(check_forced_moves(c, 5, per_epoch), config::config_error);
-  c.pipeline.rebalance_moves = {{10, 2, 3}, {20, 2, 1}};  // stage 2 has one block left by then
+  c.testing.rebalance_moves = {{10, 2, 3}, {20, 2, 1}};  // stage 2 has one block left by then
   CHECK_THROWS_WITH_AS(
       check_forced_moves(c, 5, per_epoch),
       doctest::Contains("entry 1 (20:2>1) cannot be made: stage 2 of the partition [1,1,2,1]"),
       config::config_error);
-  c.pipeline.rebalance_moves = {{10, 4, 5}};
+  c.testing.rebalance_moves = {{10, 4, 5}};
   CHECK_THROWS_WITH_AS(check_forced_moves(c, 5, per_epoch), doctest::Contains("are not neighbours"),
                        config::config_error);
   // Forced moves replace the rule: there and only there, whatever the times say.
-  c.pipeline.rebalance_moves = {{10, 2, 3}};
+  c.testing.rebalance_moves = {{10, 2, 3}};
   const rebalancer forced(c);
   CHECK_FALSE(forced.decide(20, {1, 2, 1, 1}, {0.0, 9.0, 0.0, 0.0}));
   const auto m = forced.decide(10, {1, 2, 1, 1}, {1.0, 1.0, 1.0, 1.0});
