@@ -104,7 +104,7 @@ class actor_runtime : public pipeline_runtime {
       ~detach() { c.begin_attempt(c.faults().size(), {}, nullptr); }  // the collector lives in this call only
     } detach_epochs{control_};
     control_.on_cuts([&](int64_t tick, std::vector<cut_part>& parts, const nlohmann::json& open) {
-      if (on_cut) on_cut(tick / spacing, assemble_cut(config_, stages_, spacing, tick, parts, open));
+      if (on_cut) on_cut(tick / spacing, cut_from_parts(config_, stages_, spacing, tick, parts, open));
     });
     const auto begin = training::trace_clock::now();
     if (request.attempt == 0) pipeline_.send_node_kills();

@@ -1,5 +1,6 @@
-// The coordinator's side of consistent cuts (docs/design.md §5): a cut assembled from the parts the
-// stages and the loss actor sent, and a cut handed back to them before a phase resumes from it.
+// The coordinator's side of consistent cuts (docs/design.md §5): the parts the stages and the loss
+// actor sent, handed to training/cut_assembly.hpp; and a cut handed back to them before a phase
+// resumes from it.
 #pragma once
 
 #include <cstddef>
@@ -15,14 +16,10 @@
 
 namespace petra {
 
-/// A cut before `tick` from its parts (`stages` stage parts, then the loss actor's): each stage's
-/// decoded, the loss actor's, the count of micro-batches back at stage 1 (lockstep: from the tick
-/// and `spacing`, the phase's ticks between two entering; async: from stage 1's part), and the
-/// epochs open and whole at it (`open`) kept for the resume (the runtime's own record, opaque to
-/// the trainer). Throws std::runtime_error for a part that does not decode or a loss actor still
-/// waiting for labels.
-pipeline_cut assemble_cut(const config::run_config& c, std::size_t stages, int64_t spacing, int64_t tick,
-                          std::vector<messages::cut_part>& parts, const nlohmann::json& open);
+/// assemble_cut over the parts a cut's marker gathered (`stages` stages', then the loss actor's),
+/// their tensors moved out of them.
+pipeline_cut cut_from_parts(const config::run_config& c, std::size_t stages, int64_t spacing, int64_t tick,
+                            std::vector<messages::cut_part>& parts, const nlohmann::json& open);
 
 /// Before a phase that resumes from `cut`: every stage and the loss actor get their part back, the
 /// epochs open at the cut go back into `epochs`, and those whole before it (`at`: the cut's
