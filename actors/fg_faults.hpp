@@ -8,12 +8,9 @@
 #pragma once
 
 #include "actors/link_faults.hpp"
+#include "training/faults.hpp"
 
 namespace petra::detail {
-
-/// A uniform draw in [0, 1) for micro-batch `id`'s derivatives at stage `stage` (`salt` tells the
-/// faults apart).
-double derivatives_draw(uint64_t seed, int32_t stage, int64_t id, uint64_t salt);
 
 /// How many copies of micro-batch `id`'s derivatives reach stage c: 0 (lost), 1, or 2 (doubled);
 /// the first attempt of a phase only; every injected fault is reported.
@@ -21,11 +18,11 @@ template <class Self>
 int derivatives_copies(Self* self, stage_core& c, int64_t id) {
   if (!c.faults_on()) return 1;
   const int32_t j = c.ctx.index;
-  if (c.faults.drop > 0 && derivatives_draw(c.faults.seed, j, id, 1) < c.faults.drop) {
+  if (c.faults.drop > 0 && fault_draw(c.faults.seed, j, id, 1) < c.faults.drop) {
     report_fault(self, c, fault_kind::drop);
     return 0;
   }
-  if (c.faults.duplicate > 0 && derivatives_draw(c.faults.seed, j, id, 2) < c.faults.duplicate) {
+  if (c.faults.duplicate > 0 && fault_draw(c.faults.seed, j, id, 2) < c.faults.duplicate) {
     report_fault(self, c, fault_kind::duplicate);
     return 2;
   }
@@ -47,6 +44,9 @@ inline bool delayed_here(const stage_core& c, const derivatives_data& in) {
 /// derivatives allow; with a local target nothing comes back from downstream to hold stage 1,
 /// so the last stage does: otherwise stage 1 would run as far ahead of a slower stage as the
 /// data go, the messages piling up in that stage's mailbox (and its memory) without bound.
-bool returns_credits(const stage_core& c);
+inline bool returns_credits(const stage_core& c) {
+  if (!c.ctx.fg) return c.is_first();
+  return c.ctx.fg->local_target() ? c.is_last() : c.is_first();
+}
 
 }  // namespace petra::detail

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "training/free_memory.hpp"
-#include "training/tick_schedule.hpp"
+#include "training/local_recovery_plan.hpp"
 
 namespace petra {
 
@@ -31,29 +31,22 @@ local_outcome refused(std::string why) {
 local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const run_failure& failure,
                       phase_plan& plan, bool lockstep,
                       const std::function<std::optional<restored_stage>(std::size_t)>& state_of) {
-  const failure_kind kind = failure.kind();
-  if (failure.stage() < 0 || (kind != failure_kind::injected_crash && kind != failure_kind::lost_actor &&
-                              kind != failure_kind::stage_exception))
-    return refused("the failure is not a lost or failed stage");
-  std::vector<int32_t> lost = pipeline.lost_with(failure.stage());
-  std::sort(lost.begin(), lost.end());
-  // What the lost stages still send (the failure report behind their loss, or the loss behind the
-  // report) is no news.
-  for (int32_t j : lost) control.unwatch(pipeline.stages()[static_cast<std::size_t>(j)].address());
+  std::vector<int32_t> lost;
+  if (is_stage_failure(failure.kind(), failure.stage())) {
+    lost = pipeline.lost_with(failure.stage());
+    std::sort(lost.begin(), lost.end());
+    // What the lost stages still send (the failure report behind their loss, or the loss behind the
+    // report) is no news.
+    for (int32_t j : lost) control.unwatch(pipeline.stages()[static_cast<std::size_t>(j)].address());
+  }
+  std::string why = local_recovery_refusal(failure.kind(), failure.stage(), lost, lockstep, plan.start_tick);
+  if (!why.empty()) return refused(std::move(why));
   const int32_t a = lost.front(), b = lost.back();
   const auto J = static_cast<int32_t>(pipeline.stages().size());
-  if (b - a + 1 != static_cast<int32_t>(lost.size())) return refused("the lost stages are not neighbours");
-  // Stage 1 holds the run's count of completed micro-batches: in async the loader's record of what
-  // it sent and what stage 1 completed gives it back (not across a resume from a snapshot: the
-  // count from before it is not the loader's).
-  if (a == 0 && lockstep) return refused("stage 1 is lost (lockstep: it holds the run's count of ticks run)");
-  if (a == 0 && plan.start_tick > 0)
-    return refused("stage 1 is lost in a phase resumed from a snapshot (its count from before went with it)");
 
   // Hold the feed and the stage before the lost ones (lockstep: and the one after): what went into
   // the lost stages is fixed now. Stage 1 lost: the loader is the one before.
   const recovery_order fed = control.ask<recovery_order>(pipeline.loader(), control_timeout, hold_atom_v);
-  const int64_t last_marker = fed.tick;  // async: the last cut marker sent; lockstep: the next tick
   const recovery_order where =
       a == 0 ? fed
              : control.ask<recovery_order>(pipeline.stages()[static_cast<std::size_t>(a - 1)],
@@ -62,36 +55,21 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   if (lockstep && b + 1 < J)
     next = control.ask<recovery_order>(pipeline.stages()[static_cast<std::size_t>(b + 1)], control_timeout,
                                        hold_atom_v);
-  const auto scored = control.ask<int64_t>(pipeline.loss(), control_timeout, hold_atom_v);
-  if (where.evals_done > scored) return refused("evaluation batches were inside the lost stages");
-  // What was lost is re-issued: every micro-batch of the phase still passes every stage. Async sends
-  // it again ahead of anything new, an epoch's last included. Lockstep's ticks are planned: what was
-  // lost passes as markers, the loader sends it again after the planned ticks (the phase grows by as
-  // many ticks plus a drain), and an epoch whose last micro-batch comes back only then would end
-  // late. Lockstep re-issues only while no stage can have ended the phase (every stage is at most J
-  // ticks ahead of the loader); otherwise what was lost stays lost.
-  for (int64_t id : where.cancel)
-    if (lockstep && plan.per_epoch > 0 && (id + 1) % plan.per_epoch == 0)
-      return refused("micro-batch " + std::to_string(id) + ", an epoch's last, was inside the lost stages");
-  std::vector<int64_t> reissue;
-  if (!lockstep || fed.tick + J < plan.ticks) reissue = where.cancel;
-  std::sort(reissue.begin(), reissue.end());  // in their order in the epoch, before any new one
-  const int64_t reissue_tick = lockstep && !reissue.empty() ? plan.ticks : -1;
-  const int64_t drain = round_trip_ticks(0, static_cast<std::size_t>(J));  // the last re-issued one back
-  const int64_t ticks = reissue_tick < 0 ? -1 : plan.ticks + static_cast<int64_t>(reissue.size()) + drain;
-  // Lockstep: the rebuilt stages start one tick before the earlier of their neighbours, running
-  // as markers the inputs those had sent into the lost stages; cuts any stage may have run are given
-  // up (no stage is more than J ticks ahead of the held ones).
-  const int64_t start = (b + 1 < J ? std::min(where.tick, next.tick) : where.tick) - 1;
-  if (lockstep && start < 0) return refused("the failure came before the pipeline filled");
-  // (Lockstep re-issuing: every cut left in the phase is given up, since a resume from one taken
-  // before the re-issues ran would not know of them.)
-  const int64_t abandon =
-      lockstep ? (reissue_tick >= 0 ? plan.ticks : std::max(where.tick, next.tick) + J) : last_marker;
+  held_positions at;
+  at.feed_tick = fed.tick;
+  at.before_tick = where.tick;
+  at.before_evals = where.evals_done;
+  at.cancel = where.cancel;
+  at.after_tick = next.tick;
+  at.scored_evals = control.ask<int64_t>(pipeline.loss(), control_timeout, hold_atom_v);
+  const local_recovery_plan p = plan_local_recovery(b, J, lockstep, plan.ticks, plan.per_epoch, at);
+  if (!p.refused.empty()) return refused(p.refused);
+  const std::vector<int64_t>& reissue = p.reissue;
+  const int64_t reissue_tick = p.reissue_tick, ticks = p.ticks, start = p.start, abandon = p.abandon;
   std::vector<restored_stage> states;
   for (int32_t j : lost) {
     std::optional<restored_stage> s = state_of(static_cast<std::size_t>(j));
-    if (!s) return refused("faults.max_restarts reached");
+    if (!s) return refused(max_restarts_refusal());
     states.push_back(std::move(*s));
   }
 
@@ -161,7 +139,7 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   out.done = true;
   out.stages = lost;
   out.from = states.front().from;
-  out.lost = static_cast<int64_t>(where.cancel.size() - reissue.size());
+  out.lost = p.lost;
   out.reissued = static_cast<int64_t>(reissue.size());
   return out;
 }

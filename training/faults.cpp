@@ -46,4 +46,14 @@ std::string describe(int32_t stage, int64_t tick, const std::string& what) {
 run_failure::run_failure(failure_kind kind, int32_t stage, int64_t tick, const std::string& what)
     : std::runtime_error(describe(stage, tick, what)), kind_(kind), stage_(stage), tick_(tick) {}
 
+double fault_draw(uint64_t seed, int32_t stage, int64_t id, uint64_t salt) {
+  // splitmix64's finaliser over the three keys: independent draws per stage, micro-batch and fault.
+  uint64_t x = seed * 0x9E3779B97F4A7C15ULL + (static_cast<uint64_t>(stage) << 40) +
+               static_cast<uint64_t>(id) * 0xD1B54A32D192ED03ULL + salt * 0x8CB92BA72F3D8DD7ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  x ^= x >> 31;
+  return static_cast<double>(x >> 11) * 0x1.0p-53;
+}
+
 }  // namespace petra

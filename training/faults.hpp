@@ -54,4 +54,9 @@ class run_failure : public std::runtime_error {
   int64_t tick_;
 };
 
+/// A uniform draw in [0, 1) for a fault at stage `stage` (0-based) on micro-batch `id` (`salt` tells
+/// the faults apart): a function of faults.seed and the keys alone, so a run injects the same faults
+/// whenever the messages arrive (forward gradients' derivatives, which come from the loss actor).
+double fault_draw(uint64_t seed, int32_t stage, int64_t id, uint64_t salt);
+
 }  // namespace petra
