@@ -12,11 +12,11 @@ namespace {
 void backward_step(async_self self, int64_t id, const std::vector<float>& d) {
   async_state& st = self->state;
   stage_core& c = st.core;
-  const auto begin = clock_type::now();
-  forward_gradient_stage::backward_result r = c.ctx.fg->backward(id, d, c.tick);
-  if (slow_down(c, begin)) report_fault(self, c, fault_kind::slow);
-  const auto end = clock_type::now();
-  c.busy_seconds += std::chrono::duration<double>(end - begin).count();
+  bool slowed = false;
+  clock_type::time_point begin, end;
+  forward_gradient_stage::backward_result r =
+      timed(c, slowed, begin, end, [&] { return c.ctx.fg->backward(id, d, c.tick); });
+  if (slowed) report_fault(self, c, fault_kind::slow);
   ++c.backwards_in_phase;
   trace_backward(c, r.step, id, begin, end);
   after_backward(self, c, r.step, id);
@@ -71,12 +71,12 @@ bool fg_run_step(async_self self) {
   const int64_t id = in.s.micro_batch;
   std::vector<stage_tangent> received;
   for (stage_tangent& k : in.tangents) received.push_back({k.origin, take_in(c, k.direction)});
-  const auto begin = clock_type::now();
-  forward_gradient_stage::forward_result r =
-      c.ctx.fg->forward(take_in(c, in.x), id, c.tick, in.labels, received);
-  if (slow_down(c, begin)) report_fault(self, c, fault_kind::slow);
-  const auto end = clock_type::now();
-  c.busy_seconds += std::chrono::duration<double>(end - begin).count();
+  bool slowed = false;
+  clock_type::time_point begin, end;
+  forward_gradient_stage::forward_result r = timed(c, slowed, begin, end, [&] {
+    return c.ctx.fg->forward(take_in(c, in.x), id, c.tick, in.labels, received);
+  });
+  if (slowed) report_fault(self, c, fault_kind::slow);
   trace_forward(c, id, begin, end);
   ++c.tick;  // async "ticks" count this stage's forwards: the delay is in forwards
   c.last_forwarded = std::max(c.last_forwarded, id);

@@ -34,11 +34,11 @@ bool forward_half(lockstep_self self, forward_data& in, const forward_data& eval
   const int64_t id = in.s.micro_batch;
   std::vector<stage_tangent> received;
   for (stage_tangent& k : in.tangents) received.push_back({k.origin, take_in(c, k.direction)});
-  const auto begin = clock_type::now();
-  forward_gradient_stage::forward_result r = fg.forward(take_in(c, in.x), id, t, in.labels, received);
-  if (slow_down(c, begin)) report_fault(self, c, fault_kind::slow);
-  const auto end = clock_type::now();
-  c.busy_seconds += std::chrono::duration<double>(end - begin).count();
+  bool slowed = false;
+  clock_type::time_point begin, end;
+  forward_gradient_stage::forward_result r =
+      timed(c, slowed, begin, end, [&] { return fg.forward(take_in(c, in.x), id, t, in.labels, received); });
+  if (slowed) report_fault(self, c, fault_kind::slow);
   trace_forward(c, id, begin, end);
   c.last_forwarded = id;
   if (c.is_last()) {  // the tick goes on when the loss actor answers
@@ -65,11 +65,11 @@ bool forward_half(lockstep_self self, forward_data& in, const forward_data& eval
 /// The backward of micro-batch `id`'s estimate (`d` empty: a local target's, ready at its forward).
 void backward_half(lockstep_self self, int64_t id, const std::vector<float>& d) {
   stage_core& c = self->state.core;
-  const auto begin = clock_type::now();
-  forward_gradient_stage::backward_result r = c.ctx.fg->backward(id, d, c.tick);
-  if (slow_down(c, begin)) report_fault(self, c, fault_kind::slow);
-  const auto end = clock_type::now();
-  c.busy_seconds += std::chrono::duration<double>(end - begin).count();
+  bool slowed = false;
+  clock_type::time_point begin, end;
+  forward_gradient_stage::backward_result r =
+      timed(c, slowed, begin, end, [&] { return c.ctx.fg->backward(id, d, c.tick); });
+  if (slowed) report_fault(self, c, fault_kind::slow);
   ++c.backwards_in_phase;
   trace_backward(c, r.step, id, begin, end);
   after_backward(self, c, r.step, id);

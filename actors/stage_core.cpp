@@ -5,23 +5,6 @@
 #include <thread>
 
 namespace petra::detail {
-namespace {
-
-/// Runs a computation, counts it as busy time, and slows it down when faults.slow asks to;
-/// [begin, end] is when it ran.
-template <class F>
-auto timed(stage_core& c, bool& slowed, clock_type::time_point& begin, clock_type::time_point& end, F&& f) {
-  begin = clock_type::now();
-  auto out = f();
-  slowed = slow_down(c, begin);
-  end = clock_type::now();
-  const double busy = std::chrono::duration<double>(end - begin).count();
-  c.busy_seconds += busy;
-  c.phase_busy_seconds += busy;
-  return out;
-}
-
-}  // namespace
 
 bool slow_down(const stage_core& c, clock_type::time_point begin) {
   if (!c.faults_on() || c.faults.slow <= 1) return false;
@@ -45,7 +28,7 @@ void begin_phase(stage_core& c, const phase_plan& plan) {
   c.recovery.restart();
   c.phase_start = clock_type::now();
   if (c.epoch_start == clock_type::time_point{}) c.epoch_start = c.phase_start;
-  open_timeline(c);
+  c.timeline.open(c.ctx.trace, c.ctx.process, c.ctx.index);
 }
 
 activation timed_forward(stage_core& c, const activation& x, int64_t id, bool& slowed) {
@@ -83,10 +66,10 @@ void try_rebuild_ahead(stage_core& c) {
 stage_report make_report(stage_core& c) {
   stage_report r = stage_report::of(*c.ctx.compute);
   r.mailbox_peak = c.mailbox_peak;
-  split_idle(c, clock_type::now());  // an open wait counts up to now
+  c.timeline.split_idle(clock_type::now());  // an open wait counts up to now
   r.busy_seconds = c.busy_seconds;
-  r.wait_input_seconds = c.wait_input_seconds;
-  r.wait_gradient_seconds = c.wait_gradient_seconds;
+  r.wait_input_seconds = c.timeline.wait_input_seconds;
+  r.wait_gradient_seconds = c.timeline.wait_gradient_seconds;
   r.upstream_messages = c.upstream_messages;
   r.upstream_bytes = c.upstream_bytes;
   r.phase_busy_seconds = c.phase_busy_seconds;
@@ -101,7 +84,7 @@ stage_report take_epoch_report(stage_core& c) {
   c.window.restart();
   c.mailbox_peak = 0;
   c.busy_seconds = 0;
-  c.wait_input_seconds = c.wait_gradient_seconds = 0;
+  c.timeline.wait_input_seconds = c.timeline.wait_gradient_seconds = 0;
   c.upstream_messages = c.upstream_bytes = 0;
   c.epoch_start = clock_type::now();
   return r;
@@ -112,8 +95,8 @@ void continue_record(stage_core& c, const stage_report& earlier) {
   c.window.take(*c.ctx.compute);  // the next window holds this actor's steps only, as before a move
   c.mailbox_peak = std::max(c.mailbox_peak, earlier.mailbox_peak);
   c.busy_seconds += earlier.busy_seconds;
-  c.wait_input_seconds += earlier.wait_input_seconds;
-  c.wait_gradient_seconds += earlier.wait_gradient_seconds;
+  c.timeline.wait_input_seconds += earlier.wait_input_seconds;
+  c.timeline.wait_gradient_seconds += earlier.wait_gradient_seconds;
   c.upstream_messages += earlier.upstream_messages;
   c.upstream_bytes += earlier.upstream_bytes;
   c.epoch_start = clock_type::now() - std::chrono::duration_cast<clock_type::duration>(
@@ -127,7 +110,7 @@ activation timed_evaluate(stage_core& c, const activation& x, int64_t index) {
   const double busy = std::chrono::duration<double>(end - begin).count();
   c.busy_seconds += busy;
   c.phase_busy_seconds += busy;
-  trace_evaluate(c, index, begin, end);
+  c.timeline.evaluate(index, begin, end);
   return y;
 }
 
@@ -156,7 +139,7 @@ activation hand_out(stage_core& c, const activation& x, const device& consumer, 
   const auto begin = clock_type::now();
   activation out{c.ctx.device->export_for(x.x1, consumer), c.ctx.device->export_for(x.x2, consumer)};
   if (c.ctx.device->where().type == device_type::cpu) return out;  // a handle: nothing to show
-  trace_hand_over(c, id, begin);
+  c.timeline.hand_over(id, begin, clock_type::now());
   return out;
 }
 

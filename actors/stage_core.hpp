@@ -1,7 +1,7 @@
 // What the lockstep and async stage actors share (private to actors/): the stage's links, faults,
 // phase and measurements, and the steps both protocols take — compute with the busy clock and
 // the slow-down fault, hand tensors over, report to the coordinator. Link faults, the timeline and
-// recovery have rooms of their own (link_faults, stage_trace, stage_recovery).
+// recovery have rooms of their own (link_faults, training/stage_timeline, stage_recovery).
 #pragma once
 
 #include <caf/all.hpp>
@@ -12,12 +12,15 @@
 
 #include "actors/stage_actor.hpp"
 #include "actors/stage_recovery.hpp"
-#include "actors/stage_trace.hpp"
+#include "compute/pipeline/stage.hpp"
 #include "messages/errors.hpp"
 #include "training/outputs_ahead.hpp"
+#include "training/stage_timeline.hpp"
 #include "training/stage_window.hpp"
 
 namespace petra::detail {
+
+using clock_type = std::chrono::steady_clock;
 
 using namespace messages;
 using namespace atoms;
@@ -39,12 +42,11 @@ struct stage_core {
   int64_t mailbox_peak = 0;
   int64_t fault_events = 0;  // sent to the coordinator since the phase began (stage_report's)
   double busy_seconds = 0;
-  double wait_input_seconds = 0, wait_gradient_seconds = 0;  // of the epoch's record (mark_idle)
   int64_t upstream_messages = 0, upstream_bytes = 0;  // forward_gradient: from downstream (stage_report's)
-  double phase_busy_seconds = 0;  // since the phase began (pipeline.rebalance compares the stages')
-  stage_timeline timeline;
-  stage_window_meter window;  // per-step metrics
-  int64_t evals_done = 0;     // evaluation batches of this phase this stage passed on
+  double phase_busy_seconds = 0;      // since the phase began (pipeline.rebalance compares the stages')
+  training::stage_timeline timeline;  // its spans (output.trace) and the epoch's wait times
+  stage_window_meter window;          // per-step metrics
+  int64_t evals_done = 0;             // evaluation batches of this phase this stage passed on
   int64_t backwards_in_phase = 0;
   clock_type::time_point epoch_start;  // its record of the running epoch began
   clock_type::time_point phase_start;
@@ -70,6 +72,21 @@ struct stage_core {
 /// faults.slow: after a computation that began at `begin`, waits (slow − 1) times as long as it
 /// took (the first attempt only); true when it did.
 bool slow_down(const stage_core& c, clock_type::time_point begin);
+
+/// Runs a computation `f` of the stage's, counts it as busy time, and slows it down when faults.slow
+/// asks to (true in `slowed` when it did); [begin, end] is when it ran. Every timed step of every
+/// stage behaviour runs through here.
+template <class F>
+auto timed(stage_core& c, bool& slowed, clock_type::time_point& begin, clock_type::time_point& end, F&& f) {
+  begin = clock_type::now();
+  auto out = f();
+  slowed = slow_down(c, begin);
+  end = clock_type::now();
+  const double busy = std::chrono::duration<double>(end - begin).count();
+  c.busy_seconds += busy;
+  c.phase_busy_seconds += busy;
+  return out;
+}
 
 /// Starts a phase: the plan, and the measurements from zero.
 void begin_phase(stage_core& c, const phase_plan& plan);
@@ -214,6 +231,22 @@ void finish_phase(Self* self, stage_core& c) {
   c.in_phase = false;
   c.ctx.device->synchronize();
   self->send(c.links.coordinator, phase_done{c.ctx.index, c.plan.generation});
+}
+
+/// The timeline of the stage's steps (training/stage_timeline), with what the stage knows of them.
+inline void trace_forward(stage_core& c, int64_t id, clock_type::time_point begin,
+                          clock_type::time_point end) {
+  c.timeline.forward(id, begin, end, c.tick, c.ctx.compute->outstanding());
+}
+inline void trace_backward(stage_core& c, const stage::backward_result& r, int64_t id,
+                           clock_type::time_point begin, clock_type::time_point end) {
+  const int64_t version = c.ctx.compute->weight_version();
+  c.timeline.backward(id, begin, end, version - r.forward_version,
+                      {r.stepped, r.step_begin, r.step_end, version}, c.ctx.compute->outstanding());
+}
+/// Nothing to run: a wait starts (within a phase), for input when `for_input`, else for a gradient.
+inline void mark_idle(stage_core& c, bool for_input) {
+  if (c.in_phase) c.timeline.mark_idle(for_input, clock_type::now());
 }
 
 }  // namespace petra::detail

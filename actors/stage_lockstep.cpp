@@ -13,7 +13,7 @@ namespace {
 void note_mailbox(lockstep_state& st) {
   const auto waiting = static_cast<int64_t>(st.forwards.size() + st.backwards.size());
   st.core.mailbox_peak = std::max(st.core.mailbox_peak, waiting);
-  trace_mailbox(st.core, static_cast<std::size_t>(waiting));
+  st.core.timeline.mailbox(static_cast<std::size_t>(waiting), clock_type::now());
 }
 
 /// The inputs tick t needs: stage 1 always reads the loader; the others from tick 1 (plus the
