@@ -21,14 +21,15 @@ std::string local_recovery_refusal(failure_kind kind, int32_t failed_stage, cons
   // Stage 1 holds the run's count of completed micro-batches: in async the loader's record of what
   // it sent and what stage 1 completed gives it back (not across a resume from a snapshot: the
   // count from before it is not the loader's).
-  if (lost.front() == 0 && lockstep) return "stage 1 is lost (lockstep: it holds the run's count of ticks run)";
+  if (lost.front() == 0 && lockstep)
+    return "stage 1 is lost (lockstep: it holds the run's count of ticks run)";
   if (lost.front() == 0 && phase_start_tick > 0)
     return "stage 1 is lost in a phase resumed from a snapshot (its count from before went with it)";
   return {};
 }
 
-local_recovery_plan plan_local_recovery(int32_t last, int32_t stages, bool lockstep,
-                                        int64_t planned_ticks, int64_t per_epoch, const held_positions& at) {
+local_recovery_plan plan_local_recovery(int32_t last, int32_t stages, bool lockstep, int64_t planned_ticks,
+                                        int64_t per_epoch, const held_positions& at) {
   local_recovery_plan out;
   if (at.before_evals > at.scored_evals) {
     out.refused = "evaluation batches were inside the lost stages";

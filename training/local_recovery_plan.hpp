@@ -25,23 +25,23 @@ std::string local_recovery_refusal(failure_kind kind, int32_t failed_stage, cons
 
 /// Where the held actors stand, as they answered the hold.
 struct held_positions {
-  int64_t feed_tick = 0;      // the loader: async, the last cut marker sent; lockstep, the next tick
-  int64_t before_tick = 0;    // the actor before the lost stages (the loader when stage 1 is lost)
-  int64_t before_evals = 0;   // evaluation batches it passed on
+  int64_t feed_tick = 0;        // the loader: async, the last cut marker sent; lockstep, the next tick
+  int64_t before_tick = 0;      // the actor before the lost stages (the loader when stage 1 is lost)
+  int64_t before_evals = 0;     // evaluation batches it passed on
   std::vector<int64_t> cancel;  // micro-batches whose backward was inside (or behind) the lost stages
-  int64_t after_tick = 0;     // lockstep: the stage after the lost ones, when there is one
-  int64_t scored_evals = 0;   // evaluation batches the loss actor scored
+  int64_t after_tick = 0;       // lockstep: the stage after the lost ones, when there is one
+  int64_t scored_evals = 0;     // evaluation batches the loss actor scored
 };
 
 /// What the recovery does, or why it cannot.
 struct local_recovery_plan {
-  std::string refused;          // not empty: why only a global rollback can recover
-  std::vector<int64_t> reissue; // sent again by the loader, in their order in the epoch
-  int64_t reissue_tick = -1;    // lockstep: the tick the first re-issued one enters; -1 none
-  int64_t ticks = -1;           // lockstep with re-issues: the phase's new tick count; -1 unchanged
-  int64_t start = -1;           // lockstep: the tick the rebuilt stages start from
-  int64_t abandon = -1;         // snapshots (cuts) from this tick on are given up
-  int64_t lost = 0;             // cancelled for good (lockstep: too late in the phase to re-issue)
+  std::string refused;           // not empty: why only a global rollback can recover
+  std::vector<int64_t> reissue;  // sent again by the loader, in their order in the epoch
+  int64_t reissue_tick = -1;     // lockstep: the tick the first re-issued one enters; -1 none
+  int64_t ticks = -1;            // lockstep with re-issues: the phase's new tick count; -1 unchanged
+  int64_t start = -1;            // lockstep: the tick the rebuilt stages start from
+  int64_t abandon = -1;          // snapshots (cuts) from this tick on are given up
+  int64_t lost = 0;              // cancelled for good (lockstep: too late in the phase to re-issue)
 };
 
 /// The plan for lost neighbouring stages whose last is `last` (0-based) of `stages`, in a phase of
@@ -52,8 +52,8 @@ struct local_recovery_plan {
 /// from its end), else it stays lost; the rebuilt stages start a tick before the earlier of their
 /// neighbours. Refused: evaluation batches inside the lost stages; in lockstep an epoch's last
 /// micro-batch inside them, or a failure before the pipeline filled.
-local_recovery_plan plan_local_recovery(int32_t last, int32_t stages, bool lockstep,
-                                        int64_t planned_ticks, int64_t per_epoch, const held_positions& at);
+local_recovery_plan plan_local_recovery(int32_t last, int32_t stages, bool lockstep, int64_t planned_ticks,
+                                        int64_t per_epoch, const held_positions& at);
 
 /// The refusal when the lost stages' state cannot be given back: the phase's recoveries are spent.
 inline const char* max_restarts_refusal() { return "faults.max_restarts reached"; }

@@ -59,13 +59,13 @@ class stage_timeline {
   trace_recorder* tracer(int64_t id) const;
 
   std::shared_ptr<trace_recorder> recorder_;
-  trace_track track_;              // this stage's track (empty when not tracing)
-  int32_t index_ = 0;              // the stage (0-based)
-  bool idle_ = false;              // nothing to compute since idle_since_, waiting for...
-  bool waits_for_input_ = true;    // ...input (else a gradient)
-  time_point idle_since_{};        // the wait began (its span)
-  time_point counted_until_{};     // its time up to here is in the wait time
-  int64_t last_micro_batch_ = 0;   // what a wait and an evaluation are attributed to
+  trace_track track_;             // this stage's track (empty when not tracing)
+  int32_t index_ = 0;             // the stage (0-based)
+  bool idle_ = false;             // nothing to compute since idle_since_, waiting for...
+  bool waits_for_input_ = true;   // ...input (else a gradient)
+  time_point idle_since_{};       // the wait began (its span)
+  time_point counted_until_{};    // its time up to here is in the wait time
+  int64_t last_micro_batch_ = 0;  // what a wait and an evaluation are attributed to
 };
 
 }  // namespace petra::training

@@ -53,7 +53,9 @@ std::optional<run_failure> diagnose_forward_gradient(const std::vector<stage_sta
 
 }  // namespace
 
-std::string stall_limit(int stall_seconds) { return std::to_string(stall_seconds) + " s (faults.stall_seconds)"; }
+std::string stall_limit(int stall_seconds) {
+  return std::to_string(stall_seconds) + " s (faults.stall_seconds)";
+}
 
 run_failure diagnose_stall(const std::vector<stage_standing>& status, bool lockstep, int stall_seconds,
                            bool forward_gradient) {

@@ -12,7 +12,7 @@ namespace petra {
 
 /// Where a stage stands, as it says when a stall is diagnosed.
 struct stage_standing {
-  int32_t stage = -1;             // 0-based
+  int32_t stage = -1;  // 0-based
   bool in_phase = false;
   int64_t tick = 0;               // lockstep: the tick it runs next; async: its forwards so far
   bool waiting_forward = false;   // lockstep: its forward input for `tick` is missing

@@ -8,7 +8,8 @@
 
 using namespace petra;
 
-TEST_CASE("a fault draw depends on the seed, stage, micro-batch and fault alone, and is uniform between 0 and 1") {
+TEST_CASE(
+    "a fault draw depends on the seed, stage, micro-batch and fault alone, and is uniform between 0 and 1") {
   CHECK(fault_draw(7, 2, 40, 1) == fault_draw(7, 2, 40, 1));
   std::set<double> keyed{fault_draw(7, 2, 40, 1), fault_draw(8, 2, 40, 1), fault_draw(7, 3, 40, 1),
                          fault_draw(7, 2, 41, 1), fault_draw(7, 2, 40, 2)};

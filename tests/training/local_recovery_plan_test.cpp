@@ -15,13 +15,15 @@ TEST_CASE("only a lost or failed stage is recovered locally") {
   CHECK_FALSE(is_stage_failure(failure_kind::unreachable, 2));
   CHECK_FALSE(is_stage_failure(failure_kind::bad_reply, 2));
   CHECK_FALSE(is_stage_failure(failure_kind::injected_crash, -1));
-  CHECK(local_recovery_refusal(failure_kind::stall, 3, {}, false, 0) == "the failure is not a lost or failed stage");
+  CHECK(local_recovery_refusal(failure_kind::stall, 3, {}, false, 0) ==
+        "the failure is not a lost or failed stage");
   CHECK(local_recovery_refusal(failure_kind::lost_actor, -1, {}, true, 0) ==
         "the failure is not a lost or failed stage");
 }
 
 TEST_CASE("lost stages that are not neighbours are refused") {
-  CHECK(local_recovery_refusal(failure_kind::lost_actor, 1, {1, 3}, false, 0) == "the lost stages are not neighbours");
+  CHECK(local_recovery_refusal(failure_kind::lost_actor, 1, {1, 3}, false, 0) ==
+        "the lost stages are not neighbours");
   CHECK(local_recovery_refusal(failure_kind::lost_actor, 1, {1, 2, 3}, false, 0).empty());
 }
 
@@ -38,7 +40,8 @@ TEST_CASE("evaluation batches inside the lost stages are refused") {
   held_positions at;
   at.before_evals = 3;
   at.scored_evals = 2;
-  CHECK(plan_local_recovery(3, 8, false, 0, 100, at).refused == "evaluation batches were inside the lost stages");
+  CHECK(plan_local_recovery(3, 8, false, 0, 100, at).refused ==
+        "evaluation batches were inside the lost stages");
   at.scored_evals = 3;
   CHECK(plan_local_recovery(3, 8, false, 0, 100, at).refused.empty());
 }
@@ -59,7 +62,8 @@ TEST_CASE("lockstep refuses a failure before the pipeline filled") {
   held_positions at;
   at.before_tick = 0;
   at.after_tick = 2;
-  CHECK(plan_local_recovery(3, 8, true, 200, 100, at).refused == "the failure came before the pipeline filled");
+  CHECK(plan_local_recovery(3, 8, true, 200, 100, at).refused ==
+        "the failure came before the pipeline filled");
   at.before_tick = 1;
   CHECK(plan_local_recovery(3, 8, true, 200, 100, at).start == 0);  // a tick before the earlier neighbour
 }

@@ -51,8 +51,8 @@ TEST_CASE("a traced stage writes its spans, flows and counters on its own track"
     if (ph != "M") events.insert(ph + " " + e.value("name", ""));
   }
   CHECK(stage_two);
-  for (const char* span : {"wait for input", "forward", "rebuild + backward", "optimizer step", "evaluate",
-                           "hand-over"}) {
+  for (const char* span :
+       {"wait for input", "forward", "rebuild + backward", "optimizer step", "evaluate", "hand-over"}) {
     CAPTURE(span);
     CHECK(events.count(std::string("X ") + span) == 1);
   }

@@ -12,7 +12,8 @@ namespace {
 
 std::vector<stage_standing> at_ticks(const std::vector<int64_t>& ticks) {
   std::vector<stage_standing> out;
-  for (std::size_t j = 0; j < ticks.size(); ++j) out.push_back({static_cast<int32_t>(j), true, ticks[j], false, false});
+  for (std::size_t j = 0; j < ticks.size(); ++j)
+    out.push_back({static_cast<int32_t>(j), true, ticks[j], false, false});
   return out;
 }
 
