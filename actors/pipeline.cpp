@@ -2,6 +2,7 @@
 #include "actors/pipeline.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 
 #include "actors/heartbeat.hpp"
@@ -59,7 +60,25 @@ actor_pipeline::~actor_pipeline() {
   std::vector<caf::actor_addr> local;
   for (std::size_t j = 0; j < stages_.size(); ++j)
     if (placement_[j] == "local") local.push_back(stages_[j].address());
+  // The stages on nodes end before the run does: a node that saw this process go first would say
+  // that it stopped a run's stages (and, meanwhile, hold their memory from the next run).
+  caf::scoped_actor remote_ends{control_.self()->system()};
+  std::size_t remote = 0;
+  for (std::size_t j = 0; j < stages_.size(); ++j)
+    if (stages_[j] && placement_[j] != "local" && !control_.declared_lost(placement_[j]))
+      remote_ends->monitor(stages_[j]), ++remote;
   for (auto& s : stages_) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  // A node that is gone answers at once (its stages' proxies are down); a silent one is not awaited long.
+  const auto remote_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (remote > 0) {
+    const auto left = remote_deadline - std::chrono::steady_clock::now();
+    if (left <= decltype(left)::zero()) break;
+    bool timed_out = false;
+    remote_ends->receive(
+        [&](const caf::down_msg&) { --remote; },
+        caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left)) >> [&] { timed_out = true; });
+    if (timed_out) break;
+  }
   if (loss_) local.push_back(loss_.address()), caf::anon_send_exit(loss_, caf::exit_reason::user_shutdown);
   if (loader_)
     local.push_back(loader_.address()), caf::anon_send_exit(loader_, caf::exit_reason::user_shutdown);
