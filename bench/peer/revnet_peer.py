@@ -141,8 +141,10 @@ def parameter_count(model):
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def time_step(model, input_shape, batch, classes, warmup, iters):
-    """Median and minimum wall time (ms) of one SGD step on one fixed random batch."""
+def time_step(model, input_shape, batch, classes, warmup, iters, autocast=None):
+    """Median and minimum wall time (ms) of one SGD step on one fixed random batch; with `autocast`
+    ("bf16") the forward and loss run under torch.autocast on the CPU (the usual bf16 recipe: the
+    convolutions and linear layers in bf16, fp32 weights and optimizer)."""
     decay = [p for p in model.parameters() if p.ndim > 1]  # docs/design.md §2 recipe: no decay on BN, biases
     no_decay = [p for p in model.parameters() if p.ndim <= 1]
     optimizer = torch.optim.SGD([{"params": decay, "weight_decay": 5e-4}, {"params": no_decay, "weight_decay": 0.0}],
@@ -154,7 +156,8 @@ def time_step(model, input_shape, batch, classes, warmup, iters):
     for i in range(warmup + iters):
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast == "bf16"):
+            loss = F.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
         elapsed = time.perf_counter() - start
@@ -187,6 +190,7 @@ def main():
     step.add_argument("--threads", type=int, default=2)
     step.add_argument("--warmup", type=int, default=3)
     step.add_argument("--iters", type=int, default=15)
+    step.add_argument("--autocast", choices=("bf16",), help="the forward and loss under torch.autocast")
     args = parser.parse_args()
 
     input_shape = args.input or PRESETS[args.arch]["input"]
@@ -200,8 +204,10 @@ def main():
     if args.command == "count":
         print(parameter_count(model))
         return
-    median_ms, min_ms = time_step(model, input_shape, args.batch, args.classes, args.warmup, args.iters)
+    median_ms, min_ms = time_step(model, input_shape, args.batch, args.classes, args.warmup, args.iters,
+                                  args.autocast)
     print(json.dumps({"arch": args.arch, "batch": args.batch, "input": list(input_shape),
+                      "autocast": args.autocast or "none",
                       "median_ms": round(median_ms, 3), "min_ms": round(min_ms, 3), "iters": args.iters,
                       "torch": torch.__version__, "threads": torch.get_num_threads()}))
 
