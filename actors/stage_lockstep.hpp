@@ -29,7 +29,7 @@ void on_backward(lockstep_self self, backward_data in);
 void on_loss(lockstep_self self, loss_data in);
 void advance(lockstep_self self);
 stage_status status_of(const lockstep_state& st);
-/// Stage-local recovery (actors/stage_lockstep_recovery.cpp): stops at its tick and says where it
+/// Stage-local recovery (actors/stage_recovery.cpp): stops at its tick and says where it
 /// stands...
 recovery_order on_hold(lockstep_self self);
 /// ...then forgets the lost micro-batches (a rebuilt stage: starts at the order's tick, its lost

@@ -1,24 +1,23 @@
-// A stage's part in stage-local recovery, both protocols.
+// A stage's part in stage-local recovery (docs/design.md §6), both protocols: held while the lost
+// stages are rebuilt, then told which micro-batches to forget.
+//
+// Async: the stage before the lost ones is held while they are rebuilt and says which of its
+// micro-batches went into them and will not come back; every stage then forgets those, and the stages after
+// the lost ones (and the rebuilt) forget everything up to the last micro-batch that entered them before the
+// failure. The loader then sends the lost ones again: each stage takes a re-issue in as a micro-batch new to
+// it.
+//
+// Lockstep: the clock is the data flow; a rebuilt stage starts at a tick its neighbours' progress allows,
+// runs the inputs they had sent into the lost stages as markers, and sends nothing for ticks they already
+// have. The micro-batches lost with the stages pass every stage as markers from then on, and again, as new,
+// when the loader re-issues them after the phase's planned ticks.
 #include "actors/stage_recovery.hpp"
 
+#include "actors/stage_async.hpp"
 #include "actors/stage_core.hpp"
+#include "actors/stage_lockstep.hpp"
 
 namespace petra::detail {
-
-void recovery_marks::restart() {
-  drop_upto = abandoned_cuts = -1;
-  quiet_forward_below = quiet_backward_below = -1;
-  cancelled.clear();
-  coming_again.clear();
-  readmitted.clear();
-  reissue_tick.clear();
-}
-
-bool recovery_marks::readmit(int64_t id) {
-  if (coming_again.erase(id) == 0) return false;
-  readmitted.insert(id);
-  return true;
-}
 
 recovery_order hold_stage(stage_core& c, const std::function<bool(int64_t)>& held_backward) {
   c.recovery.held = true;
@@ -56,6 +55,95 @@ std::vector<int64_t> forget_lost(stage_core& c, const recovery_order& order) {
     for (std::size_t k = 0; k < order.reissue.size(); ++k)
       r.reissue_tick[order.reissue[k]] = order.reissue_tick + static_cast<int64_t>(k);
   return c.ctx.compute->drop([&](int64_t id) { return r.forgotten(id); });
+}
+
+recovery_order on_hold(async_self self) {
+  async_state& st = self->state;
+  return hold_stage(st.core, [&](int64_t id) { return st.backwards.count(id) > 0; });
+}
+
+void on_recover(async_self self, const recovery_order& order) {
+  async_state& st = self->state;
+  stage_core& c = st.core;
+  const std::vector<int64_t> dropped = forget_lost(c, order);
+  if (order.abandon_cuts > c.recovery.abandoned_cuts) {
+    // The cuts in progress are given up: the epoch reports held behind them go now, in order.
+    c.recovery.abandoned_cuts = order.abandon_cuts;
+    std::vector<stage_epoch_report> reports;
+    for (std::size_t i = 0; i < st.cuts.size(); ++i) {
+      auto& after = i + 1 < st.cuts.size() ? st.cuts[i].reports_after : c.held_epoch_reports;
+      for (auto& r : after) reports.push_back(std::move(r));
+    }
+    st.cuts.clear();
+    c.hold_epoch_reports = false;
+    c.held_epoch_reports.clear();
+    for (auto& r : reports) self->send(c.links.coordinator, std::move(r));
+  }
+  for (auto f = st.forwards.begin(); f != st.forwards.end();)
+    f = c.recovery.forgotten(f->s.micro_batch) ? st.forwards.erase(f) : std::next(f);
+  for (auto b = st.backwards.begin(); b != st.backwards.end();)
+    b = c.recovery.forgotten(b->first) ? st.backwards.erase(b) : std::next(b);
+  if (c.awaiting_loss && c.recovery.forgotten(c.logits_id)) {
+    c.awaiting_loss = false;
+    c.logits = activation{};
+    c.logits_id = -1;
+  }
+  if (order.backwards_done < 0) {
+    // A stage before the lost ones: a cancelled micro-batch passes it again when re-issued (else
+    // it has passed for good); stage 1 gives its credit back (its re-issue takes one again).
+    const std::set<int64_t> again(order.reissue.begin(), order.reissue.end());
+    for (int64_t id : dropped) c.backwards_in_phase += again.count(id) > 0 ? 0 : 1;
+    if (c.is_first() && !dropped.empty())
+      self->send(c.links.loader, credit_return{static_cast<int64_t>(dropped.size()), c.plan.phase});
+  } else {
+    c.backwards_in_phase = order.backwards_done;
+    if (c.is_first()) st.completed = order.backwards_done;  // a rebuilt stage 1: the loader's count
+  }
+  if (order.forwards_done >= 0) c.tick = order.forwards_done;
+  if (order.evals_done >= 0) c.evals_done = order.evals_done;
+  c.recovery.held = false;
+  advance(self);
+}
+
+recovery_order on_hold(lockstep_self self) {
+  lockstep_state& st = self->state;
+  std::set<int64_t> coming;  // backwards it holds for ticks to come
+  for (const auto& [t, b] : st.backwards)
+    if (b.grad.defined()) coming.insert(b.s.micro_batch);
+  recovery_order out = hold_stage(st.core, [&](int64_t id) { return coming.count(id) > 0; });
+  if (!st.core.in_phase) return out;
+  out.needs_forward_from = out.tick;
+  while (st.forwards.count(out.needs_forward_from) > 0) ++out.needs_forward_from;
+  out.needs_backward_from = out.tick;
+  while (st.backwards.count(out.needs_backward_from) > 0) ++out.needs_backward_from;
+  return out;
+}
+
+void on_recover(lockstep_self self, const recovery_order& order) {
+  lockstep_state& st = self->state;
+  stage_core& c = st.core;
+  forget_lost(c, order);
+  if (order.ticks > c.plan.ticks) c.plan.ticks = order.ticks;  // the re-issues come after the planned ticks
+  c.recovery.abandoned_cuts = std::max(c.recovery.abandoned_cuts, order.abandon_cuts);
+  if (order.tick >= 0) {  // rebuilt: its first tick, and the inputs lost with the old stage as markers
+    const int32_t j = c.ctx.index;
+    c.tick = order.tick;
+    for (int64_t t = order.tick; t <= order.forward_markers_upto; ++t)
+      if (!c.is_first()) st.forwards.emplace(t, forward_data{stamp{-1, t, 0, j - 1, c.plan.phase}, {}});
+    for (int64_t t = order.tick; t <= order.backward_markers_upto; ++t)
+      if (!c.is_last()) st.backwards.emplace(t, backward_data{stamp{-1, t, 0, j + 1, c.plan.phase}, {}, {}});
+    c.recovery.quiet_forward_below = order.needs_forward_from;
+    c.recovery.quiet_backward_below = order.needs_backward_from;
+  }
+  c.recovery.held = false;
+  if (c.awaiting_loss && c.recovery.forgotten(c.logits_id)) {
+    try {
+      skip_loss(self);
+    } catch (const std::exception& e) {
+      return fail_with(self, c, e, c.logits_id);
+    }
+  }
+  advance(self);
 }
 
 }  // namespace petra::detail
