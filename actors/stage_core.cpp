@@ -19,15 +19,13 @@ void begin_phase(stage_core& c, const phase_plan& plan) {
   c.in_phase = true;
   c.awaiting_loss = false;
   c.evals_done = 0;
-  c.phase_busy_seconds = 0;
   c.backwards_in_phase = 0;
   c.fault_events = 0;
   c.last_forwarded = -1;
   c.epoch_reported = -1;
   c.ahead.clear();
   c.recovery.restart();
-  c.phase_start = clock_type::now();
-  if (c.epoch_start == clock_type::time_point{}) c.epoch_start = c.phase_start;
+  c.record.begin_phase(clock_type::now());
   c.timeline.open(c.ctx.trace, c.ctx.process, c.ctx.index);
 }
 
@@ -65,16 +63,8 @@ void try_rebuild_ahead(stage_core& c) {
 
 stage_report make_report(stage_core& c) {
   stage_report r = stage_report::of(*c.ctx.compute);
-  r.mailbox_peak = c.mailbox_peak;
-  c.timeline.split_idle(clock_type::now());  // an open wait counts up to now
-  r.busy_seconds = c.busy_seconds;
-  r.wait_input_seconds = c.timeline.wait_input_seconds;
-  r.wait_gradient_seconds = c.timeline.wait_gradient_seconds;
-  r.upstream_messages = c.upstream_messages;
-  r.upstream_bytes = c.upstream_bytes;
-  r.phase_busy_seconds = c.phase_busy_seconds;
+  c.record.fill(r, c.timeline, clock_type::now());
   r.fault_events = c.fault_events;
-  r.wall_seconds = std::chrono::duration<double>(clock_type::now() - c.epoch_start).count();
   return r;
 }
 
@@ -82,34 +72,21 @@ stage_report take_epoch_report(stage_core& c) {
   stage_report r = make_report(c);
   c.ctx.compute->reset_stats();
   c.window.restart();
-  c.mailbox_peak = 0;
-  c.busy_seconds = 0;
-  c.timeline.wait_input_seconds = c.timeline.wait_gradient_seconds = 0;
-  c.upstream_messages = c.upstream_bytes = 0;
-  c.epoch_start = clock_type::now();
+  c.record.restart_epoch(c.timeline, clock_type::now());
   return r;
 }
 
 void continue_record(stage_core& c, const stage_report& earlier) {
   c.ctx.compute->continue_stats(earlier.stats);
   c.window.take(*c.ctx.compute);  // the next window holds this actor's steps only, as before a move
-  c.mailbox_peak = std::max(c.mailbox_peak, earlier.mailbox_peak);
-  c.busy_seconds += earlier.busy_seconds;
-  c.timeline.wait_input_seconds += earlier.wait_input_seconds;
-  c.timeline.wait_gradient_seconds += earlier.wait_gradient_seconds;
-  c.upstream_messages += earlier.upstream_messages;
-  c.upstream_bytes += earlier.upstream_bytes;
-  c.epoch_start = clock_type::now() - std::chrono::duration_cast<clock_type::duration>(
-                                          std::chrono::duration<double>(earlier.wall_seconds));
+  c.record.continue_from(earlier, c.timeline, clock_type::now());
 }
 
 activation timed_evaluate(stage_core& c, const activation& x, int64_t index) {
   const auto begin = clock_type::now();
   activation y = c.ctx.compute->evaluate(take_in(c, x));
   const auto end = clock_type::now();
-  const double busy = std::chrono::duration<double>(end - begin).count();
-  c.busy_seconds += busy;
-  c.phase_busy_seconds += busy;
+  c.record.add_busy(std::chrono::duration<double>(end - begin).count());
   c.timeline.evaluate(index, begin, end);
   return y;
 }

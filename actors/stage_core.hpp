@@ -15,6 +15,7 @@
 #include "compute/pipeline/stage.hpp"
 #include "messages/errors.hpp"
 #include "training/outputs_ahead.hpp"
+#include "training/stage_record.hpp"
 #include "training/stage_timeline.hpp"
 #include "training/stage_window.hpp"
 
@@ -39,17 +40,12 @@ struct stage_core {
   activation logits;           // last stage: the forward output the loss answers
   int64_t logits_id = -1;
 
-  int64_t mailbox_peak = 0;
-  int64_t fault_events = 0;  // sent to the coordinator since the phase began (stage_report's)
-  double busy_seconds = 0;
-  int64_t upstream_messages = 0, upstream_bytes = 0;  // forward_gradient: from downstream (stage_report's)
-  double phase_busy_seconds = 0;      // since the phase began (pipeline.rebalance compares the stages')
+  int64_t fault_events = 0;           // sent to the coordinator since the phase began (stage_report's)
+  training::stage_record record;      // the epoch's measurements for its stage_report
   training::stage_timeline timeline;  // its spans (output.trace) and the epoch's wait times
   stage_window_meter window;          // per-step metrics
   int64_t evals_done = 0;             // evaluation batches of this phase this stage passed on
   int64_t backwards_in_phase = 0;
-  clock_type::time_point epoch_start;  // its record of the running epoch began
-  clock_type::time_point phase_start;
   bool hold_epoch_reports = false;  // async: a cut's part is pending: epoch reports wait behind it
   std::vector<stage_epoch_report> held_epoch_reports;  // made since the latest pending cut
   std::vector<forward_data> early_forward;             // for a phase not planned here yet
@@ -82,9 +78,7 @@ auto timed(stage_core& c, bool& slowed, clock_type::time_point& begin, clock_typ
   auto out = f();
   slowed = slow_down(c, begin);
   end = clock_type::now();
-  const double busy = std::chrono::duration<double>(end - begin).count();
-  c.busy_seconds += busy;
-  c.phase_busy_seconds += busy;
+  c.record.add_busy(std::chrono::duration<double>(end - begin).count());
   return out;
 }
 

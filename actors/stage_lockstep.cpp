@@ -12,7 +12,7 @@ namespace {
 
 void note_mailbox(lockstep_state& st) {
   const auto waiting = static_cast<int64_t>(st.forwards.size() + st.backwards.size());
-  st.core.mailbox_peak = std::max(st.core.mailbox_peak, waiting);
+  st.core.record.saw_mailbox(waiting);
   st.core.timeline.mailbox(static_cast<std::size_t>(waiting), clock_type::now());
 }
 
