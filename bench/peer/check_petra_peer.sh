@@ -8,10 +8,14 @@
 #     weights differ (median > 1e-4), so the comparison can tell the schedules apart; the same
 #     with AdamW against torch.optim.AdamW (and told apart from SGD); and
 #     petra's backprop = PyTorch autograd backprop over one optimizer step;
+#     the same twins on a RevViT (revvit_tiny_fmnist at depth 3, width 32: revvit_peer.py's model)
+#     in both tick orders and in lockstep, every tensor but the key biases within 1e-4, the orders
+#     told apart; and a RevViT checkpoint of petra tests the same in the peer (accuracy to the
+#     image, loss to 1e-6);
 #  2. the peer keeps the invariants: every stage takes the same optimizer steps, a non-reversible
 #     stage j holds at most 2(J − j) + 1 inputs (2(J − j) with the backward first), a reversible
 #     one none;
-#  3. a missing dataset is refused with exit code 2.
+#  3. a missing dataset, and a RevNet checkpoint loaded into the RevViT, are refused with exit code 2.
 # Usage: check_petra_peer.sh PETRA_BINARY. Exit 0: passed; 1: failed; 77: no PyTorch
 # (PETRA_WITH_PEER=1 bash deploy/install-deps.sh installs python3-torch) or no Fashion-MNIST.
 set -euo pipefail
@@ -24,9 +28,12 @@ data=/usr/share/datasets/fashion-mnist
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-train() {  # name, --set arguments...
-  local name=$1; shift
-  "$petra" train default --set runtime.mode=simulate --set training.epochs=1 --set data.test_limit=100 \
+train() {  # name, --set arguments... (the default preset)
+  train_preset default "$@"
+}
+train_preset() {  # preset, name, --set arguments...
+  local preset=$1 name=$2; shift 2
+  "$petra" train "$preset" --set runtime.mode=simulate --set training.epochs=1 --set data.test_limit=100 \
     --set output.dir="$work" --set output.name="$name" --set output.progress=false "$@" >"$work/$name.log" 2>&1 ||
     { echo "petra train $name failed:"; cat "$work/$name.log"; exit 1; }
 }
@@ -99,6 +106,75 @@ print("peer backprop vs petra backprop: median relative difference %.3g, max %.3
 if not c["median_relative_difference"] < 1e-5:
     sys.exit("petra's backprop and PyTorch's disagree beyond round-off")
 PY
+
+# RevViT (revvit_tiny_fmnist's recipe: AdamW, eps 1e-8, 1 epoch of warm-up) at depth 3, width 32,
+# 4 heads: an odd depth, so that a block whose gradient went by parity to the wrong micro-batch would
+# show. The same twins: 2 epochs of 4 micro-batches, J = 5, 4 AdamW steps per stage. Besides the
+# median, every tensor must agree (max < 1e-4) but the attention's key biases (petra_peer.py's
+# EXEMPT: their gradient is round-off only, AdamW makes steps of ±lr of it): a fault confined to one
+# block (its 16 of the 55 tensors) leaves the median alone.
+vit=(--set model.depth=3 --set model.width=32 --set model.heads=4)
+vit_peer=(--arch revvit --depth 3 --width 32 --heads 4)
+train_preset revvit_tiny_fmnist vit_init "${vit[@]}" --set data.train_limit=128 --set training.optimizer.base_lr=0
+train_preset revvit_tiny_fmnist vit_forward_first "${vit[@]}" "${twins[@]}"
+train_preset revvit_tiny_fmnist vit_backward_first "${vit[@]}" "${twins[@]}" --set training.tick_order=backward_first
+train_preset revvit_tiny_fmnist vit_lockstep "${vit[@]}" "${twins[@]}" --set runtime.mode=lockstep
+for order in forward_first backward_first; do
+  other=$([ $order = forward_first ] && echo backward_first || echo forward_first)
+  for against in $order $other $([ $order = forward_first ] && echo lockstep); do
+    out=$("$python" petra_peer.py "${vit_peer[@]}" --epochs 2 --train-limit 300 --test-limit 100 --data "$data" \
+          --tick-order $order --data-order petra --init-from "$work/vit_init/checkpoint.safetensors" \
+          --compare-with "$work/vit_$against/checkpoint.safetensors" | tail -1)
+    "$python" - "$out" "$order" "$against" <<'PY'
+import json, sys
+run, order, against = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+c = run["compare"]
+median, worst = c["median_relative_difference"], c["max_relative_difference"]
+same = order == against or (order == "forward_first" and against == "lockstep")
+print("revvit peer %s vs petra %s: median relative difference %.3g, max %.3g (%s), key biases %.3g"
+      % (order, against, median, worst, c["worst_tensor"], c["exempt_max_relative_difference"]))
+if same and not (median < 1e-5 and worst < 1e-4):
+    sys.exit("petra's simulate and the PyTorch PETRA disagree on the RevViT in %s order beyond round-off" % order)
+if not same and not median > 1e-4:
+    sys.exit("the RevViT comparison cannot tell %s from %s" % (order, against))
+PY
+  done
+done
+
+# A checkpoint of a short RevViT run (2 epochs of 16 micro-batches, drained at each epoch end so that
+# the last epoch's test is of the checkpoint's weights), loaded into the peer: the same accuracy on
+# the same 1,000 test images to the image, the same mean test loss to 1e-6 (relative; fp32 round-off
+# keeps them within 4e-8). Its accuracy is low (16 AdamW steps), the comparison is what counts.
+train_preset revvit_tiny_fmnist vit_accuracy "${vit[@]}" --set data.train_limit=1024 --set data.test_limit=1000 \
+  --set training.epochs=2 --set training.optimizer.base_lr=0.01 --set training.drain_at_epoch_end=true
+out=$("$python" petra_peer.py "${vit_peer[@]}" --test-limit 1000 --data "$data" \
+      --evaluate "$work/vit_accuracy/checkpoint.safetensors")
+"$python" - "$out" "$work/vit_accuracy/metrics.jsonl" <<'PY'
+import json, sys
+peer = json.loads(sys.argv[1])
+epochs = [e for e in map(json.loads, open(sys.argv[2])) if e.get("event") == "epoch"]
+last = epochs[-1]
+if last["evaluated"] != "drained pipeline":
+    sys.exit("petra's last test was not of the drained weights: %s" % last["evaluated"])
+petra_correct = round(last["test_accuracy"] * peer["images"])
+peer_correct = round(peer["test_accuracy"] * peer["images"] / 100)
+print("revvit checkpoint: petra %d / %d test images right (loss %.7f), the peer %d (loss %.7f)"
+      % (petra_correct, peer["images"], last["test_loss"], peer_correct, peer["test_loss"]))
+if petra_correct != peer_correct or not abs(peer["test_loss"] - last["test_loss"]) < 1e-6 * last["test_loss"]:
+    sys.exit("petra's RevViT checkpoint tests differently in the PyTorch peer")
+PY
+
+set +e
+err=$("$python" petra_peer.py "${vit_peer[@]}" --data "$data" --evaluate "$work/init/checkpoint.safetensors" \
+      2>&1 >/dev/null); rc=$?
+set -e
+[ "$rc" = 2 ] && [[ "$err" == *"not this model's"* ]] ||
+  { echo "a RevNet checkpoint loaded into the RevViT: exit $rc, '$err' (want 2 and why)"; exit 1; }
+set +e
+err=$("$python" petra_peer.py --arch revvit --width 30 --heads 4 --data "$data" 2>&1 >/dev/null); rc=$?
+set -e
+[ "$rc" = 2 ] && [[ "$err" == *"not divisible by 4 heads"* ]] ||
+  { echo "a RevViT of width 30 in 4 heads: exit $rc, '$err' (want 2 and why)"; exit 1; }
 
 check() {  # order, expected FIFO peaks
   local out

@@ -1,33 +1,37 @@
 #!/usr/bin/env python3
-"""An independent PETRA in PyTorch: docs/design.md §1's ticks on revnet_peer.py's RevNet, Fashion-MNIST.
+"""An independent PETRA in PyTorch: docs/design.md §1's ticks on a RevNet or a RevViT, Fashion-MNIST.
 
 A second implementation of the method, written from docs/design.md §1 alone, to tell petra's own
-accuracy apart from the method's: same model (one block per stage), same recipe (the `default`
-preset: micro-batch 64, k = 2, SGD Nesterov 0.9, wd 5e-4 off BN and biases, Goyal lr 0.05,
-cosine with 0.5 epoch of linear warm-up per stage optimizer step, crop 28 pad 2 + flip, whole
-optimizer batches only: 936 micro-batches of Fashion-MNIST's 60,000 images per epoch), same
+accuracy apart from the method's: same model (one block per stage; `--arch fashion_small`:
+revnet_peer.py's RevNet, `--arch revvit`: revvit_peer.py's RevViT, the model keys as options),
+same recipe (by default the preset of the arch: `default` for the RevNet (micro-batch 64, k = 2,
+SGD Nesterov 0.9, wd 5e-4 off BN and biases, Goyal lr 0.05, cosine with 0.5 epoch of linear
+warm-up), `revvit_tiny_fmnist` for the RevViT (AdamW, base lr 0.002, wd 0.05 on conv and linear
+weights only, 1 epoch of warm-up); the schedule is per stage optimizer step; crop 28 pad 2 + flip,
+whole optimizer batches only: 936 micro-batches of Fashion-MNIST's 60,000 images per epoch), same
 tick schedule (micro-batch m enters stage 1 at tick m; its backward at stage j comes 2(J − j)
-ticks after its forward there), no drain at epoch ends. By default nothing else is shared with
-petra: data order, augmentation draws and initial weights are NumPy's / PyTorch's, so a run agrees
-with petra's in distribution. With `--data-order petra --init-from CHECKPOINT` it takes petra's
-images and starts from petra's weights, and `--compare-with CHECKPOINT` measures how far its final
-weights are from a petra run's (check_petra_peer.sh: equal to fp32 round-off). Run with
-/usr/bin/python3 (python3-torch):
+ticks after its forward there; a reversible stage rebuilds its input with its current weights), no
+drain at epoch ends. By default nothing else is shared with petra: data order, augmentation draws
+and initial weights are NumPy's / PyTorch's, so a run agrees with petra's in distribution. With
+`--data-order petra --init-from CHECKPOINT` it takes petra's images and starts from petra's
+weights, and `--compare-with CHECKPOINT` measures how far its final weights are from a petra run's
+(check_petra_peer.sh: equal to fp32 round-off); `--evaluate CHECKPOINT` only tests a checkpoint's
+weights. Run with /usr/bin/python3 (python3-torch):
 
   petra_peer.py --epochs 3 --seed 0 [--tick-order forward_first|backward_first] [--method backprop]
                 [--optimizer adamw --base-lr 0.002 --weight-decay 0.05]
+  petra_peer.py --arch revvit [--depth 6 --width 128 --heads 4 --patch 4 --mlp-ratio 4] --epochs 3
+  petra_peer.py --arch revvit --evaluate runs/NAME/checkpoint.safetensors
 
 Prints one line per epoch (test accuracy of the live weights taken the tick after the epoch's last
 micro-batch entered stage 1; the last epoch's after the final drain) and a JSON summary line.
+Bad options or input files exit with code 2 and say why.
 """
 import argparse
 import collections
-import gzip
-import itertools
 import json
 import math
 import os
-import struct
 import sys
 import time
 
@@ -37,188 +41,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from revnet_peer import Coupling, build_revnet  # noqa: E402
-
-MEAN, STD = 0.2860, 0.3530
-
-
-def read_idx(path, magic):
-    """The array of an IDX file (gzip or plain); exits with code 2 naming the file if it is not one."""
-    try:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        print("petra_peer: cannot read %s: %s" % (path, e), file=sys.stderr)
-        sys.exit(2)
-    ndim = magic & 0xFF
-    if len(raw) < 4 + 4 * ndim or int.from_bytes(raw[:4], "big") != magic:
-        print("petra_peer: %s is not an IDX file of magic 0x%08x" % (path, magic), file=sys.stderr)
-        sys.exit(2)
-    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
-    body = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
-    if body.size != int(np.prod(dims)):
-        print("petra_peer: %s holds %d bytes of data, its header says %s" % (path, body.size, dims), file=sys.stderr)
-        sys.exit(2)
-    return body.reshape(dims)
-
-
-def load_split(root, prefix):
-    def find(name):
-        for candidate in (os.path.join(root, name + ".gz"), os.path.join(root, name)):
-            if os.path.exists(candidate):
-                return candidate
-        print("petra_peer: %s(.gz) not found in %s" % (name, root), file=sys.stderr)
-        sys.exit(2)
-
-    images = read_idx(find(prefix + "-images-idx3-ubyte"), 0x00000803)
-    labels = read_idx(find(prefix + "-labels-idx1-ubyte"), 0x00000801)
-    if images.shape[0] != labels.shape[0]:
-        print("petra_peer: %s: %d images, %d labels" % (prefix, images.shape[0], labels.shape[0]), file=sys.stderr)
-        sys.exit(2)
-    return images, labels.astype(np.int64)
-
-
-def normalise(images):
-    return (images.astype(np.float32) / 255.0 - MEAN) / STD
-
-
-def numpy_batches(images, labels, batch, epoch, rng):
-    """Epoch `epoch`'s micro-batches, NumPy's draws: a fresh permutation, crop 28 from zero
-    padding 2, flip 1/2."""
-    order = rng.permutation(images.shape[0])
-    n = len(order)
-    dy, dx, flip = rng.integers(0, 5, size=n), rng.integers(0, 5, size=n), rng.random(n) < 0.5
-    return cut(images, labels, batch, order, dy, dx, flip)
-
-
-M64, GAMMA = (1 << 64) - 1, 0x9E3779B97F4A7C15
-
-
-def mix64(z):
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-    return z ^ (z >> 31)
-
-
-class CounterRng:
-    """petra's counter-based generator (datasets/counter_rng.hpp), written again from its contract:
-    SplitMix64 started from the hash of (seed, stream, epoch, position)."""
-
-    def __init__(self, seed, stream, epoch, position):
-        state = seed
-        for value in (stream, epoch, position):
-            state = mix64((mix64(state) + value * GAMMA) & M64)
-        self.state = state
-
-    def next(self):
-        self.state = (self.state + GAMMA) & M64
-        return mix64(self.state)
-
-    def below(self, n):
-        return (self.next() * n) >> 64
-
-
-def petra_batches(images, labels, batch, epoch, seed):
-    """Epoch `epoch`'s micro-batches in petra's order and with petra's augmentation draws
-    (Fisher–Yates on stream 1; per sample dy, dx, flip on stream 2), so that a run here and a
-    petra run see the same images."""
-    n = images.shape[0]
-    order = list(range(n))
-    rng = CounterRng(seed, 1, epoch, 0)
-    for i in range(n - 1, 0, -1):
-        j = rng.below(i + 1)
-        order[i], order[j] = order[j], order[i]
-    dy, dx, flip = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, bool)
-    for position in range(n):
-        r = CounterRng(seed, 2, epoch, position)
-        dy[position], dx[position], flip[position] = r.below(5), r.below(5), (r.next() >> 63) != 0
-    return cut(images, labels, batch, np.array(order), dy, dx, flip)
-
-
-def cut(images, labels, batch, order, dy, dx, flip):
-    """Micro-batches of `batch` (the last may be short) of the images in `order`; sample at epoch
-    position p is cropped at (dy[p], dx[p]) from the zero-padded image and mirrored if flip[p]."""
-    padded = np.pad(images, ((0, 0), (2, 2), (2, 2)))
-    h, w = images.shape[1:]
-    for first in range(0, len(order), batch):
-        idx = order[first:first + batch]
-        out = np.empty((len(idx), h, w), dtype=np.uint8)
-        for i, s in enumerate(idx):
-            p = first + i
-            crop = padded[s, dy[p]:dy[p] + h, dx[p]:dx[p] + w]
-            out[i] = crop[:, ::-1] if flip[p] else crop
-        yield torch.from_numpy(normalise(out)).unsqueeze(1), torch.from_numpy(labels[idx])
-
-
-def train_batches(args, train, epoch, rng):
-    """The first args.per_epoch micro-batches of the epoch: as petra, whole optimizer batches only
-    (the images after the last whole micro_batch · k of the order are left out)."""
-    if args.data_order == "petra":
-        batches = petra_batches(*train, args.batch, epoch + 1, args.seed)  # petra counts epochs from 1
-    else:
-        batches = numpy_batches(*train, args.batch, epoch, rng)
-    return itertools.islice(batches, args.per_epoch)
-
-
-def read_safetensors(path):
-    """{name: float32 tensor} of a safetensors file (F32 entries only)."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        size = struct.unpack("<Q", raw[:8])[0]
-        header = json.loads(raw[8:8 + size])
-    except (OSError, ValueError, struct.error) as e:
-        print("petra_peer: %s is not a readable safetensors file: %s" % (path, e), file=sys.stderr)
-        sys.exit(2)
-    out = {}
-    for name, entry in header.items():
-        if name == "__metadata__" or entry.get("dtype") != "F32":
-            continue
-        begin, end = entry["data_offsets"]
-        out[name] = torch.from_numpy(np.frombuffer(raw, np.float32, (end - begin) // 4, 8 + size + begin)
-                                     .reshape(entry["shape"]).copy())
-    return out
-
-
-def petra_named(model, saved, kind):
-    """petra's names of the model's parameters (kind "param") or BN running buffers ("buffer"),
-    paired with the tensors here: both list them in the same order (stem, blocks, head)."""
-    if kind == "param":
-        mine = list(model.parameters())
-    else:
-        mine = [b for name, b in model.named_buffers() if not name.endswith("num_batches_tracked")]
-    names = [n for n in saved if n.startswith(kind + "/")]
-    if len(names) != len(mine):
-        print("petra_peer: the checkpoint holds %d %s tensors, this model %d" % (len(names), kind, len(mine)),
-              file=sys.stderr)
-        sys.exit(2)
-    return list(zip(names, mine))
-
-
-def load_weights(model, path):
-    saved = read_safetensors(path)
-    with torch.no_grad():
-        for name, t in petra_named(model, saved, "param"):
-            if tuple(saved[name].shape) != tuple(t.shape):
-                print("petra_peer: %s in %s has shape %s, here %s" % (name, path, list(saved[name].shape),
-                                                                       list(t.shape)), file=sys.stderr)
-                sys.exit(2)
-            t.copy_(saved[name])
-
-
-def compare_weights(model, path):
-    """Per parameter of petra's checkpoint: max |petra − here| / max |petra|; the worst of them."""
-    saved = read_safetensors(path)
-    worst, name_of_worst, per = 0.0, "", {}
-    for name, t in petra_named(model, saved, "param") + petra_named(model, saved, "buffer"):
-        ref = saved[name]
-        rel = float((ref - t.detach()).abs().max() / max(float(ref.abs().max()), 1e-12))
-        per[name] = rel
-        if rel > worst:
-            worst, name_of_worst = rel, name
-    return {"max_relative_difference": worst, "worst_tensor": name_of_worst,
-            "median_relative_difference": float(np.median(list(per.values())))}
+from peer_checkpoint import compare_weights, load_weights  # noqa: E402
+from peer_data import load_split, normalise, train_batches  # noqa: E402
+from revnet_peer import build_revnet  # noqa: E402
+import revvit_peer  # noqa: E402
 
 
 def learning_rate(base, step, warmup, total):
@@ -250,10 +76,11 @@ class Stage:
 
     def __init__(self, block, args, warmup, total):
         self.block = block
-        self.reversible = isinstance(block, Coupling)
+        self.reversible = hasattr(block, "inverse")
         self.fifo = collections.deque()
-        decay = [p for p in block.parameters() if p.ndim > 1]
-        no_decay = [p for p in block.parameters() if p.ndim <= 1]
+        decays = [p.ndim > 1 and not getattr(p, "no_weight_decay", False) for p in block.parameters()]
+        decay = [p for p, d in zip(block.parameters(), decays) if d]  # conv and linear weights
+        no_decay = [p for p, d in zip(block.parameters(), decays) if not d]
         groups = [{"params": decay, "weight_decay": args.weight_decay},
                   {"params": no_decay, "weight_decay": 0.0}]
         if args.optimizer == "adamw":
@@ -279,8 +106,7 @@ class Stage:
         with frozen_running_stats(self.block):
             if self.reversible:
                 with torch.no_grad():
-                    y1, y2 = rebuilt_out
-                    x_in = (y2, y1 - self.block.f(y2))  # x1 = y2, x2 = y1 − F(y2)
+                    x_in = self.block.inverse(rebuilt_out)
             else:
                 x_in = self.fifo.popleft()
             leaves = tuple(t.detach().requires_grad_(not is_first) for t in
@@ -327,19 +153,18 @@ def head_step(stage, x, labels):
     return (x, tuple(grads[:len(leaves)])), float(loss), correct
 
 
-def evaluate(stages, images, labels, batch=1000):
-    correct = 0
-    for s in stages:
-        s.block.eval()
+def evaluate(model, images, labels, batch=1000):
+    """(test accuracy in %, mean cross-entropy) of the model's weights, BN on running statistics."""
+    correct, loss = 0, 0.0
+    model.eval()
     with torch.no_grad():
         for first in range(0, images.shape[0], batch):
-            x = torch.from_numpy(normalise(images[first:first + batch])).unsqueeze(1)
-            for s in stages:
-                x = s.block(x)
-            correct += int((x.argmax(1) == torch.from_numpy(labels[first:first + batch])).sum())
-    for s in stages:
-        s.block.train()
-    return 100.0 * correct / images.shape[0]
+            logits = model(torch.from_numpy(normalise(images[first:first + batch])).unsqueeze(1))
+            truth = torch.from_numpy(labels[first:first + batch])
+            correct += int((logits.argmax(1) == truth).sum())
+            loss += float(F.cross_entropy(logits.double(), truth, reduction="sum"))
+    model.train()
+    return 100.0 * correct / images.shape[0], loss / images.shape[0]
 
 
 def run_petra(args, stages, train, test, per_epoch):
@@ -388,8 +213,8 @@ def run_petra(args, stages, train, test, per_epoch):
 
 
 def report(args, epoch, stages, test, stats, tick):
-    acc = evaluate(stages, *test)
-    line = {"epoch": epoch, "test_accuracy": round(acc, 2), "tick": tick,
+    acc, loss = evaluate(nn.Sequential(*(s.block for s in stages)), *test)
+    line = {"epoch": epoch, "test_accuracy": round(acc, 2), "test_loss": round(loss, 6), "tick": tick,
             "train_loss": round(stats[0] / max(1, stats[2]), 4),
             "train_accuracy": round(100.0 * stats[1] / max(1, stats[2]), 2),
             "lr_steps": [s.steps for s in stages]}
@@ -423,19 +248,39 @@ def run_backprop(args, stages, train, test, per_epoch):
     return lines
 
 
-def main():
+PRESETS = {  # per arch, the recipe of its preset (config/presets/)
+    "fashion_small": dict(optimizer="sgd", base_lr=0.1, warmup_epochs=0.5, weight_decay=5e-4),
+    "revvit": dict(optimizer="adamw", base_lr=0.002, warmup_epochs=1.0, weight_decay=0.05),
+}
+# The attention's key bias moves no logit (a softmax is blind to q·b added to a whole row of scores):
+# its gradient is round-off only, and AdamW, whatever that gradient's size, turns it into steps of
+# about ±lr, so the key biases of two correct implementations are apart by O(1). compare_weights
+# reports them apart from the other tensors.
+EXEMPT = {"fashion_small": (), "revvit": ("attn.k.bias",)}
+REVVIT_KEYS = ("depth", "width", "heads", "patch", "mlp_ratio")
+
+
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--arch", choices=sorted(PRESETS), default="fashion_small",
+                        help="fashion_small: the default preset's RevNet; revvit: revvit_tiny_fmnist's RevViT")
+    for key in REVVIT_KEYS:
+        parser.add_argument("--" + key.replace("_", "-"), type=float if key == "mlp_ratio" else int,
+                            help="revvit only: model.%s (default: revvit_tiny_fmnist's, %s)"
+                            % (key, revvit_peer.TINY_FMNIST[key]))
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--accumulation", type=int, default=2)
-    parser.add_argument("--base-lr", type=float, default=0.1)
-    parser.add_argument("--warmup-epochs", type=float, default=0.5)
-    parser.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd",
-                        help="sgd: Nesterov 0.9 (the preset's); adamw: torch.optim.AdamW, betas (0.9, 0.999)")
+    parser.add_argument("--base-lr", type=float, help="default: the arch's preset's (0.1 SGD; 0.002 AdamW)")
+    parser.add_argument("--warmup-epochs", type=float, help="default: the arch's preset's (0.5; 1 for revvit)")
+    parser.add_argument("--optimizer", choices=("sgd", "adamw"),
+                        help="sgd: Nesterov 0.9; adamw: torch.optim.AdamW, betas (0.9, 0.999); "
+                             "default: the arch's preset's (sgd; adamw for revvit)")
     parser.add_argument("--eps", type=float, default=1e-8, help="adamw's eps")
-    parser.add_argument("--weight-decay", type=float, default=5e-4, help="on conv and linear weights only")
+    parser.add_argument("--weight-decay", type=float,
+                        help="on conv and linear weights only; default: the preset's (5e-4; 0.05 for revvit)")
     parser.add_argument("--tick-order", choices=("forward_first", "backward_first"), default="forward_first")
     parser.add_argument("--method", choices=("petra", "backprop"), default="petra")
     parser.add_argument("--threads", type=int, default=1)
@@ -445,21 +290,56 @@ def main():
                         help="petra: petra's shuffle and augmentation draws for --seed (the same images)")
     parser.add_argument("--init-from", help="start from the weights of this petra checkpoint (safetensors)")
     parser.add_argument("--compare-with", help="at the end, compare the weights with this petra checkpoint")
+    parser.add_argument("--evaluate", metavar="CHECKPOINT",
+                        help="train nothing: test this petra checkpoint's weights and print one JSON line")
     args = parser.parse_args()
     if args.epochs < 1 or args.batch < 2 or args.accumulation < 1 or args.threads < 1 or min(args.train_limit,
                                                                                                args.test_limit) < 0:
         parser.error("need --epochs >= 1, --batch >= 2, --accumulation >= 1, --threads >= 1, "
                      "--train-limit and --test-limit >= 0")
+    given = [k for k in REVVIT_KEYS if getattr(args, k) is not None]
+    if args.arch != "revvit" and given:
+        parser.error("--%s: a model key of --arch revvit only" % given[0].replace("_", "-"))
+    if args.evaluate and (args.init_from or args.compare_with):
+        parser.error("--evaluate tests a checkpoint as it is: no --init-from or --compare-with")
+    for key, value in PRESETS[args.arch].items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.arch == "revvit":
+        for key in REVVIT_KEYS:
+            if getattr(args, key) is None:
+                setattr(args, key, revvit_peer.TINY_FMNIST[key])
+        problem = revvit_peer.check_spec(*(getattr(args, k) for k in REVVIT_KEYS), (1, 28, 28), 10)
+        if problem:
+            parser.error("revvit: " + problem)
     args.lr = args.base_lr * args.batch * args.accumulation / 256.0
+    return args
+
+
+def build_model(args):
+    if args.arch == "revvit":
+        return revvit_peer.build_revvit(*(getattr(args, k) for k in REVVIT_KEYS), (1, 28, 28), 10)
+    return build_revnet("fashion_small", 10, 1, False)
+
+
+def main():
+    args = parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
 
-    train = load_split(args.data, "train")
-    if args.train_limit:
-        train = (train[0][:args.train_limit], train[1][:args.train_limit])
     test = load_split(args.data, "t10k")
     if args.test_limit:
         test = (test[0][:args.test_limit], test[1][:args.test_limit])
+    model = build_model(args)
+    if args.evaluate:
+        load_weights(model, args.evaluate)
+        acc, loss = evaluate(model, *test)
+        print(json.dumps({"arch": args.arch, "checkpoint": args.evaluate, "images": int(test[0].shape[0]),
+                          "test_accuracy": acc, "test_loss": loss}))
+        return
+    train = load_split(args.data, "train")
+    if args.train_limit:
+        train = (train[0][:args.train_limit], train[1][:args.train_limit])
     steps_per_epoch = train[0].shape[0] // (args.batch * args.accumulation)
     if steps_per_epoch < 1:
         print("petra_peer: %d training images are fewer than one optimizer batch (%d · %d)"
@@ -467,7 +347,6 @@ def main():
         sys.exit(2)
     per_epoch = args.per_epoch = steps_per_epoch * args.accumulation
     warmup = int(math.floor(args.warmup_epochs * steps_per_epoch + 0.5))  # llround, as petra
-    model = build_revnet("fashion_small", 10, 1, False)
     if args.init_from:
         load_weights(model, args.init_from)
     stages = [Stage(block, args, warmup, steps_per_epoch * args.epochs) for block in model]
@@ -475,10 +354,10 @@ def main():
     run = run_petra if args.method == "petra" else run_backprop
     lines = run(args, stages, train, test, per_epoch)
     seconds = time.perf_counter() - start
-    summary = {"method": args.method, "tick_order": args.tick_order, "seed": args.seed,
+    summary = {"arch": args.arch, "method": args.method, "tick_order": args.tick_order, "seed": args.seed,
                "data_order": args.data_order}
     if args.compare_with:
-        summary["compare"] = compare_weights(model, args.compare_with)
+        summary["compare"] = compare_weights(model, args.compare_with, EXEMPT[args.arch])
     print(json.dumps({**summary, "epochs": lines, "seconds": round(seconds, 1),
                       "images_per_second": round(per_epoch * args.epochs * args.batch / seconds, 1),
                       "fifo_peaks": [s.max_fifo for s in stages], "torch": torch.__version__}))

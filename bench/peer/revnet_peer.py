@@ -62,7 +62,7 @@ class Stem(nn.Module):
 
 
 class Coupling(nn.Module):
-    """(x1, x2) → (x2 + F(x1), x1); reversible, stride 1."""
+    """(x1, x2) → (x2 + F(x1), x1); reversible (`inverse`), stride 1."""
 
     def __init__(self, f):
         super().__init__()
@@ -71,6 +71,11 @@ class Coupling(nn.Module):
     def forward(self, xs):
         x1, x2 = xs
         return x2 + self.f(x1), x1
+
+    def inverse(self, ys):
+        """x1 = y2, x2 = y1 − F(y2)."""
+        y1, y2 = ys
+        return y2, y1 - self.f(y2)
 
 
 class BasicDownsample(nn.Module):
