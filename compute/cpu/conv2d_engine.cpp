@@ -114,33 +114,108 @@ conv2d_engine::~conv2d_engine() = default;
 int64_t conv2d_engine::weight_conversions() const { return dnnl_->weights.conversions(); }
 int64_t conv2d_engine::weight_reuses() const { return dnnl_->weights.reuses(); }
 
-conv2d_engine::primitives& conv2d_engine::lookup(const conv2d_geometry& g) {
-  auto found = cache_.find(g);
-  if (found != cache_.end()) return *found->second;
-  staged_dy_ = nullptr;  // the workspace may be reallocated below
+/// Builds one geometry's primitives: the forward, backward-data and backward-weights convolutions and
+/// the reorders between their operands' plain layouts and the layouts oneDNN picks, recording the
+/// workspace slots and the scratchpad they need.
+struct conv2d_engine::primitives_builder {
+  primitives_builder(const dnnl::engine& engine, const conv2d_geometry& geometry, bool bf16_operands,
+                     bool winograd)
+      : eng(engine),
+        g(geometry),
+        in(bf16_operands ? memory::data_type::bf16 : memory::data_type::f32),
+        x_dims{g.n, g.c, g.h, g.w},
+        w_dims{g.k, g.c, g.r, g.s},
+        y_dims{g.n, g.k, g.p(), g.q()},
+        strides{g.stride, g.stride},
+        pads{g.padding, g.padding},
+        x_plain(plain(x_dims, memory::format_tag::nchw)),
+        w_plain(plain(w_dims, memory::format_tag::oihw)),
+        y_plain(plain(y_dims, memory::format_tag::nchw)),
+        b_plain(plain({g.k}, memory::format_tag::x)),
+        // Winograd F(4×4, 3×3) where oneDNN has it (3×3, stride 1): about 4× fewer multiplications
+        // than the direct kernels, the same results to fp32 round-off (a few times the direct
+        // kernels' round-off). Only for widths in whole blocks of 16 channels, the kernel's unit: a
+        // narrower layer (a stem's 1 or 3 input channels, the tests' small blocks) would be padded to
+        // 16 and is direct, as is everything else, and bf16 operands, whose error bound counts exact
+        // products.
+        preferred(winograd && g.c % 16 == 0 && g.k % 16 == 0 ? dnnl::algorithm::convolution_winograd
+                                                             : dnnl::algorithm::convolution_direct) {
+    user_scratchpad.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  }
 
-  const dnnl::engine& eng = dnnl_->engine;
-  const dims x_dims{g.n, g.c, g.h, g.w}, w_dims{g.k, g.c, g.r, g.s}, y_dims{g.n, g.k, g.p(), g.q()},
-      b_dims{g.k};
-  const dims strides{g.stride, g.stride}, pads{g.padding, g.padding};
-  const memory::desc x_plain = plain(x_dims, memory::format_tag::nchw);
-  const memory::desc w_plain = plain(w_dims, memory::format_tag::oihw);
-  const memory::desc y_plain = plain(y_dims, memory::format_tag::nchw);
-  const memory::desc b_plain = plain(b_dims, memory::format_tag::x);
-  const memory::desc no_bias;
-  // The inputs' type: bf16 copies made by the reorders, or fp32; results are always fp32.
-  const memory::data_type in = bf16_operands_ ? memory::data_type::bf16 : memory::data_type::f32;
+  /// The forward convolution (training: the backward passes are hinted by it) and its operands.
+  dnnl::convolution_forward::primitive_desc forward() {
+    const auto pd = preferred_or_direct(preferred, [&](dnnl::algorithm a) {
+      return dnnl::convolution_forward::primitive_desc(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, a, any(x_dims, in),
+                                          any(w_dims, in), g.bias ? b_plain : no_bias, any(y_dims), strides,
+                                          pads, pads),
+          user_scratchpad, eng);
+    });
+    p->forward = dnnl::convolution_forward(pd);
+    p->fwd_scratch = scratchpad_of(pd.scratchpad_desc());
+    p->fwd_x = make_operand(x_plain, pd.src_desc(), false, slot_src, false);
+    p->fwd_w = make_operand(w_plain, pd.weights_desc(), false, slot_weights, false);
+    p->fwd_y = make_operand(y_plain, pd.dst_desc(), true, slot_dst, false);
+    p->fwd_b = memory(b_plain, eng, DNNL_MEMORY_NONE);
+    return pd;
+  }
 
-  auto p = std::make_unique<primitives>();
+  /// dx from dy and w.
+  void backward_data(const dnnl::convolution_forward::primitive_desc& fwd) {
+    const auto pd = preferred_or_direct(preferred, [&](dnnl::algorithm a) {
+      return dnnl::convolution_backward_data::primitive_desc(
+          dnnl::convolution_backward_data::desc(a, any(x_dims), any(w_dims, in), any(y_dims, in), strides,
+                                                pads, pads),
+          user_scratchpad, eng, fwd);
+    });
+    p->backward_data = dnnl::convolution_backward_data(pd);
+    p->bwd_scratch = scratchpad_of(pd.scratchpad_desc());
+    p->bwd_dy = make_operand(y_plain, pd.diff_dst_desc(), false, slot_dst, false);
+    p->bwd_w = make_operand(w_plain, pd.weights_desc(), false, slot_weights, false);
+    p->bwd_dx = make_operand(x_plain, pd.diff_src_desc(), true, slot_src, false);
+  }
+
+  /// dw (added into the caller's) and db from x and dy.
+  void backward_weights(const dnnl::convolution_forward::primitive_desc& fwd) {
+    const auto pd = preferred_or_direct(preferred, [&](dnnl::algorithm a) {
+      return dnnl::convolution_backward_weights::primitive_desc(
+          dnnl::convolution_backward_weights::desc(a, any(x_dims, in), any(w_dims),
+                                                   g.bias ? b_plain : no_bias, any(y_dims, in), strides, pads,
+                                                   pads),
+          user_scratchpad, eng, fwd);
+    });
+    p->backward_weights = dnnl::convolution_backward_weights(pd);
+    p->bww_scratch = scratchpad_of(pd.scratchpad_desc());
+    p->bww_x = make_operand(x_plain, pd.src_desc(), false, slot_src, false);
+    p->bww_dy = make_operand(y_plain, pd.diff_dst_desc(), false, slot_dst, false);
+    p->bww_dw = make_operand(w_plain, pd.diff_weights_desc(), true, slot_weights, true);
+    if (g.bias) {
+      p->db_scratch = tensor::empty({g.k});
+      p->bww_db = memory(b_plain, eng, p->db_scratch.data());
+    }
+  }
+
+  const dnnl::engine& eng;
+  const conv2d_geometry& g;
+  const memory::data_type in;  // the inputs' type: bf16 copies made by the reorders, or fp32 (results: fp32)
+  const dims x_dims, w_dims, y_dims, strides, pads;
+  const memory::desc x_plain, w_plain, y_plain, b_plain, no_bias;
+  const dnnl::algorithm preferred;
   dnnl::primitive_attr user_scratchpad;
-  user_scratchpad.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  // A primitive's scratchpad: a view of the engine's, bound before each execution.
-  auto scratchpad_of = [&](const memory::desc& wanted) {
+  std::unique_ptr<primitives> p = std::make_unique<primitives>();
+
+ private:
+  /// A primitive's scratchpad: a view of the engine's, bound before each execution.
+  memory scratchpad_of(const memory::desc& wanted) {
     p->scratchpad_bytes = std::max(p->scratchpad_bytes, wanted.get_size());
     return memory(wanted, eng, DNNL_MEMORY_NONE);
-  };
-  auto make_operand = [&](const memory::desc& user_desc, const memory::desc& wanted, bool is_output, int slot,
-                          bool accumulate) {
+  }
+
+  /// The caller's buffer in `user_desc` and, when the primitive wants `wanted` (or the result is
+  /// added into the caller's), a copy in workspace slot `slot` with the reorder between them.
+  operand make_operand(const memory::desc& user_desc, const memory::desc& wanted, bool is_output, int slot,
+                       bool accumulate) {
     operand o;
     o.user = memory(user_desc, eng, DNNL_MEMORY_NONE);
     if (wanted == user_desc && !accumulate) {
@@ -162,76 +237,32 @@ conv2d_engine::primitives& conv2d_engine::lookup(const conv2d_geometry& g) {
     o.convert = dnnl::reorder(pd);
     o.scratch = scratchpad_of(pd.scratchpad_desc());
     return o;
-  };
+  }
+};
 
+conv2d_engine::primitives& conv2d_engine::lookup(const conv2d_geometry& g) {
+  auto found = cache_.find(g);
+  if (found != cache_.end()) return *found->second;
+  staged_dy_ = nullptr;  // the workspace may be reallocated below
+  primitives_builder build(dnnl_->engine, g, bf16_operands_, winograd_);
   try {
     cpu::omp_threads_scope team(threads_);  // primitives are tuned for the team they will run on
-    const auto prop = dnnl::prop_kind::forward_training;
-    // Winograd F(4×4, 3×3) where oneDNN has it (3×3, stride 1): about 4× fewer multiplications
-    // than the direct kernels, the same results to fp32 round-off (a few times the direct kernels'
-    // round-off). Only for widths in whole blocks of 16 channels, the kernel's unit: a narrower
-    // layer (a stem's 1 or 3 input channels, the tests' small blocks) would be padded to 16 and is
-    // direct, as is everything else, and bf16 operands, whose error bound counts exact products.
-    const bool winograd = winograd_ && g.c % 16 == 0 && g.k % 16 == 0;
-    const auto preferred =
-        winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
-    auto make_fwd = [&](dnnl::algorithm a) {
-      return dnnl::convolution_forward::primitive_desc(
-          dnnl::convolution_forward::desc(prop, a, any(x_dims, in), any(w_dims, in),
-                                          g.bias ? b_plain : no_bias, any(y_dims), strides, pads, pads),
-          user_scratchpad, eng);
-    };
-    const auto fwd_pd = preferred_or_direct(preferred, make_fwd);
-    p->forward = dnnl::convolution_forward(fwd_pd);
-    p->fwd_scratch = scratchpad_of(fwd_pd.scratchpad_desc());
-    p->fwd_x = make_operand(x_plain, fwd_pd.src_desc(), false, slot_src, false);
-    p->fwd_w = make_operand(w_plain, fwd_pd.weights_desc(), false, slot_weights, false);
-    p->fwd_y = make_operand(y_plain, fwd_pd.dst_desc(), true, slot_dst, false);
-    p->fwd_b = memory(b_plain, eng, DNNL_MEMORY_NONE);
-
-    auto make_bwd = [&](dnnl::algorithm a) {
-      return dnnl::convolution_backward_data::primitive_desc(
-          dnnl::convolution_backward_data::desc(a, any(x_dims), any(w_dims, in), any(y_dims, in), strides,
-                                                pads, pads),
-          user_scratchpad, eng, fwd_pd);
-    };
-    const auto bwd_pd = preferred_or_direct(preferred, make_bwd);
-    p->backward_data = dnnl::convolution_backward_data(bwd_pd);
-    p->bwd_scratch = scratchpad_of(bwd_pd.scratchpad_desc());
-    p->bwd_dy = make_operand(y_plain, bwd_pd.diff_dst_desc(), false, slot_dst, false);
-    p->bwd_w = make_operand(w_plain, bwd_pd.weights_desc(), false, slot_weights, false);
-    p->bwd_dx = make_operand(x_plain, bwd_pd.diff_src_desc(), true, slot_src, false);
-
-    auto make_bww = [&](dnnl::algorithm a) {
-      return dnnl::convolution_backward_weights::primitive_desc(
-          dnnl::convolution_backward_weights::desc(a, any(x_dims, in), any(w_dims),
-                                                   g.bias ? b_plain : no_bias, any(y_dims, in), strides, pads,
-                                                   pads),
-          user_scratchpad, eng, fwd_pd);
-    };
-    const auto bww_pd = preferred_or_direct(preferred, make_bww);
-    p->backward_weights = dnnl::convolution_backward_weights(bww_pd);
-    p->bww_scratch = scratchpad_of(bww_pd.scratchpad_desc());
-    p->bww_x = make_operand(x_plain, bww_pd.src_desc(), false, slot_src, false);
-    p->bww_dy = make_operand(y_plain, bww_pd.diff_dst_desc(), false, slot_dst, false);
-    p->bww_dw = make_operand(w_plain, bww_pd.diff_weights_desc(), true, slot_weights, true);
-    if (g.bias) {
-      p->db_scratch = tensor::empty({g.k});
-      p->bww_db = memory(b_plain, eng, p->db_scratch.data());
-    }
+    const auto fwd = build.forward();
+    build.backward_data(fwd);
+    build.backward_weights(fwd);
   } catch (const dnnl::error& e) {
     throw std::runtime_error("conv2d: oneDNN could not build a convolution for " + g.str() + ": " + e.what());
   }
-
+  const primitives& p = *build.p;
   for (int slot = 0; slot < 3; ++slot) {
-    const auto floats = static_cast<int64_t>((p->slot_bytes[slot] + sizeof(float) - 1) / sizeof(float));
+    const auto floats = static_cast<int64_t>((p.slot_bytes[slot] + sizeof(float) - 1) / sizeof(float));
     if (floats > 0 && (!workspace_[slot].defined() || workspace_[slot].numel() < floats))
       workspace_[slot] = tensor::empty({floats});
   }
-  const auto scratch_floats = static_cast<int64_t>((p->scratchpad_bytes + sizeof(float) - 1) / sizeof(float));
+  const auto scratch_floats = static_cast<int64_t>((p.scratchpad_bytes + sizeof(float) - 1) / sizeof(float));
   if (scratch_floats > 0 && (!scratchpad_.defined() || scratchpad_.numel() < scratch_floats))
     scratchpad_ = tensor::empty({scratch_floats});
-  return *cache_.emplace(g, std::move(p)).first->second;
+  return *cache_.emplace(g, std::move(build.p)).first->second;
 }
 
 void conv2d_engine::bind(operand& o, const void* user_data) {

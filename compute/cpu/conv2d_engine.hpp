@@ -60,6 +60,7 @@ class conv2d_engine {
  private:
   struct operand;
   struct primitives;
+  struct primitives_builder;
   primitives& lookup(const conv2d_geometry& g);
   void bind(operand& o, const void* user_data);
   /// Binds `o` to `w` as the primitive reads it: the caller's buffer, or its converted copy.
