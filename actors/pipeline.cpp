@@ -71,13 +71,10 @@ actor_pipeline::~actor_pipeline() {
   // A node that is gone answers at once (its stages' proxies are down); a silent one is not awaited long.
   const auto remote_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (remote > 0) {
-    const auto left = remote_deadline - std::chrono::steady_clock::now();
-    if (left <= decltype(left)::zero()) break;
-    bool timed_out = false;
-    remote_ends->receive(
-        [&](const caf::down_msg&) { --remote; },
-        caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left)) >> [&] { timed_out = true; });
-    if (timed_out) break;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(remote_deadline -
+                                                                            std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    remote_ends->receive([&](const caf::down_msg&) { --remote; }, caf::after(left) >> [&] { remote = 0; });
   }
   if (loss_) local.push_back(loss_.address()), caf::anon_send_exit(loss_, caf::exit_reason::user_shutdown);
   if (loader_)

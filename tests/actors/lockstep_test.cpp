@@ -91,22 +91,13 @@ TEST_CASE("lockstep = simulate, bit for bit, on the default preset for every met
   }
 }
 
-// A reversible vision transformer (revvit_tiny_fmnist made small: depth 3, width 32, 2 heads; J = 5,
-// one block per stage): lockstep = simulate bit for bit, under PETRA and backprop.
+// A reversible vision transformer (small_revvit: J = 5, one block per stage): lockstep = simulate
+// bit for bit, under PETRA and backprop.
 TEST_CASE("lockstep = simulate, bit for bit, on a small revvit under PETRA and backprop") {
   PETRA_REQUIRE_FASHION_MNIST();
   for (const char* method : {"petra", "backprop"}) {
     INFO(method);
-    config::run_config c = config::load_config(
-        "revvit_tiny_fmnist", {"model.depth=3", "model.width=32", "model.heads=2", "model.mlp_ratio=2"});
-    set_method(c, method);
-    c.data.train_limit = 256;
-    c.data.test_limit = 16;
-    c.training.epochs = 1;
-    c.training.micro_batch = 8;
-    c.output.progress = false;
-    c.runtime.inversion_sample_every = 4;
-    c.runtime.mode = config::runtime_mode::simulate;
+    config::run_config c = small_revvit("simulate", method);
     const trained sim = train_once(c);
     c.runtime.mode = config::runtime_mode::lockstep;
     const trained actors = train_once(c);

@@ -1,6 +1,6 @@
 // A reversible vision transformer in every actor runtime beyond lockstep's own test
 // (tests/actors/lockstep_test.cpp): async, stages on a `petra node`, bf16 and forward gradients.
-// revvit_tiny_fmnist made small: depth 3, width 32, 2 heads, MLP ratio 2; J = 5, one block per stage.
+// A small RevViT (runtime_fixture.hpp's small_revvit): J = 5, one block per stage.
 #include <cmath>
 
 #include "tests/actors/node_process.hpp"
@@ -8,24 +8,6 @@
 
 using namespace petra;
 using namespace petra::testing;
-
-namespace {
-
-config::run_config small_revvit(const char* mode, const std::string& method) {
-  config::run_config c = config::load_config(
-      "revvit_tiny_fmnist", {"model.depth=3", "model.width=32", "model.heads=2", "model.mlp_ratio=2"});
-  set_method(c, method);
-  c.runtime.mode = config::parse_runtime_mode(mode);
-  c.data.train_limit = 256;
-  c.data.test_limit = 16;
-  c.training.epochs = 1;
-  c.training.micro_batch = 8;
-  c.output.progress = false;
-  c.runtime.inversion_sample_every = 4;
-  return c;
-}
-
-}  // namespace
 
 TEST_CASE("revvit async: every micro-batch completes once within the credits, and backprop = simulate") {
   PETRA_REQUIRE_FASHION_MNIST();
