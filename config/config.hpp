@@ -250,11 +250,12 @@ struct runtime_config {
   int sim_latency_us = 0;  // sim:N stages: each op waits this long before it runs (shows a missing wait)
   // Reversible stages: rebuild block i−1's input on a second stream while block i's gradients are
   // computed (PaReprop), and (lockstep, async) start the last block's rebuild from the rebuilt output
-  // the stage after sends ahead of its gradient; the same bits either way. Off by default: docs/results.md.
+  // the stage after sends ahead of its gradient; the same bits either way. Off by default:
+  // docs/results/overlap-rebuild.md.
   bool overlap_rebuild = false;
   // CPU stages with overlap_rebuild: the rebuild's threads; 0 = as many as the stage's own
-  // (pipeline.threads[j]). Measured (docs/results.md, PaReprop): a rebuild on fewer threads than the
-  // gradients makes them wait for it, one on as many gains where cores are spare.
+  // (pipeline.threads[j]). Measured (docs/results/overlap-rebuild.md): a rebuild on fewer threads
+  // than the gradients makes them wait for it, one on as many gains where cores are spare.
   int overlap_rebuild_threads = 0;
   // lockstep and async: each CPU stage's compute threads pinned to cores of their own (the CPU stages
   // take consecutive cores in stage order, wrapping around when they ask for more than there are)
