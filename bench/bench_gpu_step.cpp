@@ -34,11 +34,11 @@
 #include "compute/backend_factory.hpp"
 #include "compute/init.hpp"
 #include "compute/models/revnet.hpp"
-#include "compute/pipeline/method.hpp"
 #include "compute/pipeline/partition.hpp"
 #include "compute/pipeline/stage.hpp"
 #include "compute/serialize/atomic_file.hpp"
 #include "training/conv_algorithm_file.hpp"
+#include "training/method.hpp"
 #include "training/simulator.hpp"
 #include "training/tick_schedule.hpp"
 

@@ -10,9 +10,9 @@
 
 #include "compute/init.hpp"
 #include "compute/models/revnet.hpp"
-#include "compute/pipeline/method.hpp"
 #include "compute/pipeline/partition.hpp"
 #include "compute/pipeline/stage.hpp"
+#include "training/method.hpp"
 
 namespace {
 

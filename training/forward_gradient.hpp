@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "compute/pipeline/fg_stage.hpp"
-#include "compute/pipeline/method.hpp"
 #include "compute/pipeline/stage.hpp"
 #include "training/forward_gradient_stage.hpp"
+#include "training/method.hpp"
 
 namespace petra {
 

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "compute/pipeline/fg_stage.hpp"
-#include "compute/pipeline/method.hpp"
 #include "compute/pipeline/stage.hpp"
 #include "compute/pipeline/stage_state.hpp"
 #include "compute/pipeline/stage_tangent.hpp"
+#include "training/method.hpp"
 
 namespace petra {
 

@@ -8,7 +8,7 @@
 
 #include "compute/blocks/block.hpp"
 #include "compute/optimizer.hpp"
-#include "compute/pipeline/method.hpp"
+#include "training/method.hpp"
 
 namespace petra {
 

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "compute/pipeline/method.hpp"
 #include "training/cut.hpp"
+#include "training/method.hpp"
 #include "training/trace_window.hpp"
 #include "training/train_loop.hpp"
 

@@ -9,9 +9,9 @@
 
 #include "compute/backend_factory.hpp"
 #include "compute/models/network.hpp"
-#include "compute/pipeline/method.hpp"
 #include "compute/pipeline/stage.hpp"
 #include "config/config.hpp"
+#include "training/method.hpp"
 
 namespace petra {
 

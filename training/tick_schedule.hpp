@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "compute/pipeline/method.hpp"
 #include "config/config.hpp"
+#include "training/method.hpp"
 
 namespace petra {
 

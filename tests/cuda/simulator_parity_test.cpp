@@ -3,9 +3,9 @@
 #include <doctest/doctest.h>
 
 #include "compute/models/revnet.hpp"
-#include "compute/pipeline/method.hpp"
 #include "compute/pipeline/partition.hpp"
 #include "tests/cuda/parity.hpp"
+#include "training/method.hpp"
 #include "training/simulator.hpp"
 #include "training/tick_schedule.hpp"
 

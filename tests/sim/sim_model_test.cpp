@@ -9,10 +9,10 @@
 #include "compute/blocks/downsample.hpp"
 #include "compute/layers/conv_chain.hpp"
 #include "compute/models/revnet.hpp"
-#include "compute/pipeline/method.hpp"
 #include "compute/pipeline/partition.hpp"
 #include "tests/sim/block_checks.hpp"
 #include "tests/sim/sim_fixture.hpp"
+#include "training/method.hpp"
 #include "training/simulator.hpp"
 #include "training/tick_schedule.hpp"
 

@@ -1,5 +1,5 @@
 // Training methods.
-#include "compute/pipeline/method.hpp"
+#include "training/method.hpp"
 
 #include <stdexcept>
 
