@@ -18,14 +18,33 @@ run_totals totals_of(const loss_report& r) {
 
 control_channel::control_channel(caf::actor_system& system, std::chrono::seconds stall)
     : self_(system),
-      events_(std::make_shared<coordinator_events>(system, caf::actor_cast<caf::actor_addr>(self_))),
-      coordinator_(spawn_coordinator(system, events_)),
+      events_(system),
+      coordinator_(spawn_coordinator(system, caf::actor_cast<caf::actor_addr>(self_))),
       stall_(stall) {}
 
 control_channel::~control_channel() { caf::anon_send_exit(coordinator_, caf::exit_reason::user_shutdown); }
 
+heartbeat_verdicts control_channel::verdicts(double timeout_s) const {
+  auto to_trainer = [trainer = caf::actor_cast<caf::actor_addr>(self_)](const caf::actor_addr& node,
+                                                                        caf::message verdict) {
+    if (auto to = caf::actor_cast<caf::actor>(trainer))
+      caf::anon_send(to, atoms::event_atom_v, node, std::move(verdict));
+  };
+  return {[=](const std::string& where, const caf::actor_addr& node, double silent_s) {
+            to_trainer(node, caf::make_message(atoms::silent_atom_v, where, silent_s, timeout_s));
+          },
+          [=](const std::string& where) { to_trainer({}, caf::make_message(atoms::late_atom_v, where)); }};
+}
+
+void control_channel::take_in_arrived() {
+  for (bool more = true; more;)
+    self_->receive(
+        take_event(), caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
+}
+
 void control_channel::begin_attempt(std::size_t stages, progress_fn progress, epoch_collector* epochs) {
-  events_->begin_attempt(stages);
+  take_in_arrived();
+  events_.begin_attempt(stages);
   stages_ = stages;
   epochs_ = epochs;
   progress_ = std::move(progress);
@@ -34,18 +53,36 @@ void control_channel::begin_attempt(std::size_t stages, progress_fn progress, ep
 }
 
 void control_channel::abandon_cuts(int64_t upto) {
-  events_->abandon_cuts(upto);
+  take_in_arrived();
+  events_.abandon_cuts(upto);
   cuts_.erase(cuts_.begin(), cuts_.upper_bound(upto));
 }
 
 void control_channel::await_phase_ends(std::size_t count, const std::function<void()>& on_stall) {
-  while (events_->phase_ends() < count) pump(stall_, on_stall);
+  while (events_.phase_ends() < count) pump(stall_, on_stall);
+}
+
+std::vector<fault_counts> control_channel::faults_after(const std::vector<stage_report>& reports,
+                                                        std::chrono::milliseconds timeout) {
+  std::vector<int64_t> sent(reports.size(), 0);
+  for (const stage_report& r : reports)
+    if (r.stage >= 0 && static_cast<std::size_t>(r.stage) < sent.size()) sent[r.stage] = r.fault_events;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  take_in_arrived();
+  for (bool waiting = true; waiting && !events_.fault_events_in(sent);) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) break;
+    self_->receive(
+        take_event(),
+        caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left)) >> [&] { waiting = false; });
+  }
+  return events_.faults();
 }
 
 void control_channel::await_epochs(const epoch_collector& epochs, int first, int last) {
   while (!epochs.done(first, last))
     pump(stall_, [&] {
-      throw events_->with_counts(
+      throw events_.with_counts(
           run_failure(failure_kind::stall, -1, -1,
                       "an epoch's evaluation or loss totals never came after the phase ended"));
     });
@@ -55,7 +92,7 @@ void control_channel::drain() {
   bool more = true;
   while (more)
     self_->receive(
-        drop_the_rest(), caf::after(std::chrono::milliseconds(50)) >> [&] { more = false; });
+        take_event(), drop_the_rest(), caf::after(std::chrono::milliseconds(50)) >> [&] { more = false; });
 }
 
 std::vector<caf::actor_addr> control_channel::await_gone(std::vector<caf::actor_addr> actors,
@@ -64,7 +101,7 @@ std::vector<caf::actor_addr> control_channel::await_gone(std::vector<caf::actor_
   auto gone = [](const caf::actor_addr& a) { return caf::actor_cast<caf::strong_actor_ptr>(a) == nullptr; };
   for (;;) {  // what is queued here holds its senders: drop it, then see who is left
     self_->receive(
-        drop_the_rest(), caf::after(std::chrono::milliseconds(5)) >> [] {});
+        take_event(), drop_the_rest(), caf::after(std::chrono::milliseconds(5)) >> [] {});
     actors.erase(std::remove_if(actors.begin(), actors.end(), gone), actors.end());
     if (actors.empty() || std::chrono::steady_clock::now() >= deadline) return actors;
   }
@@ -146,31 +183,31 @@ void control_channel::finish_cuts(int32_t lost) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   bool waiting = true;
   while (waiting && cuts_fn_ && completable()) {
-    if (auto notice = events_->take(part_of_cut)) {
+    if (auto notice = events_.take(part_of_cut)) {
       act_on(*notice);
       continue;
     }
     const auto left = deadline - std::chrono::steady_clock::now();
     if (left <= std::chrono::steady_clock::duration::zero()) break;
     self_->receive(
-        [](atoms::news_atom) {},
+        take_event(),
         caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left)) >> [&] { waiting = false; });
   }
 }
 
 void control_channel::on_error(const caf::error& err) {
   const auto sender = caf::actor_cast<caf::actor_addr>(self_->current_sender());
-  if (!events_->current(sender)) return;
-  throw events_->with_counts(
-      run_failure(failure_kind::bad_reply, events_->stage_of(sender), -1, self_->system().render(err)));
+  if (!events_.current(sender)) return;
+  throw events_.with_counts(
+      run_failure(failure_kind::bad_reply, events_.stage_of(sender), -1, self_->system().render(err)));
 }
 
 run_failure control_channel::no_answer_from(const std::vector<caf::actor_addr>& silent,
                                             std::chrono::seconds timeout) {
-  const int32_t stage = silent.empty() ? -1 : events_->stage_of(silent.front());
-  return events_->with_counts(run_failure(failure_kind::bad_reply, stage, -1,
-                                          "no answer within " + std::to_string(timeout.count()) + " s from " +
-                                              std::to_string(silent.size()) + " actor(s)"));
+  const int32_t stage = silent.empty() ? -1 : events_.stage_of(silent.front());
+  return events_.with_counts(run_failure(failure_kind::bad_reply, stage, -1,
+                                         "no answer within " + std::to_string(timeout.count()) + " s from " +
+                                             std::to_string(silent.size()) + " actor(s)"));
 }
 
 }  // namespace petra

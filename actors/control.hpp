@@ -1,8 +1,10 @@
 // The trainer thread's side of the coordinator: control messages to many actors at once with their
-// replies gathered, and the events of the running pipeline as the coordinator actor
-// (actors/coordinator_actor.hpp) kept them — phase ends, failure reports, lost actors, loss progress,
-// epoch and cut parts — acted on wherever the trainer waits, so a lost actor or a stall ends the
-// attempt at once, never at a timeout.
+// replies gathered, and the events of the running pipeline — phase ends, failure reports, lost
+// actors, loss progress, epoch and cut parts, the heartbeats' verdicts — as messages the coordinator
+// actor (actors/coordinator_actor.hpp) and the heartbeat monitor send here: taken into the trainer's
+// record (actors/coordinator_events.hpp) and acted on wherever the trainer waits, so a lost actor or
+// a stall ends the attempt at once, never at a timeout. Before the trainer reads or changes the
+// record it takes in every event that has arrived, so it sees them as they came.
 #pragma once
 
 #include <caf/all.hpp>
@@ -16,6 +18,8 @@
 #include <vector>
 
 #include "actors/coordinator_actor.hpp"
+#include "actors/coordinator_events.hpp"
+#include "actors/heartbeat.hpp"
 #include "messages/errors.hpp"
 #include "messages/interfaces.hpp"
 #include "training/awake_timer.hpp"
@@ -50,31 +54,46 @@ class control_channel {
   /// (-1 = not a stage); events of any other actor are stale and dropped.
   void watch(const std::vector<caf::actor_addr>& actors, const std::vector<int32_t>& stage_of,
              int32_t generation) {
-    events_->watch(actors, stage_of, generation);
+    take_in_arrived();
+    events_.watch(actors, stage_of, generation);
   }
   /// Also watches one more actor while a request to it is out (a node), or a rebuilt stage.
-  void watch_extra(const caf::actor_addr& who, int32_t stage) { events_->watch_extra(who, stage); }
+  void watch_extra(const caf::actor_addr& who, int32_t stage) {
+    take_in_arrived();
+    events_.watch_extra(who, stage);
+  }
   /// No longer watches `who` (a lost actor, once its loss is handled): its events are stale.
-  void unwatch(const caf::actor_addr& who) { events_->unwatch(who); }
+  void unwatch(const caf::actor_addr& who) {
+    take_in_arrived();
+    events_.unwatch(who);
+  }
   /// The coordinator actor monitors `who`: its loss, while watched, ends the attempt.
   template <class Handle>
   void monitor(const Handle& who) {
     caf::anon_send(coordinator_, atoms::watch_atom_v, caf::actor_cast<caf::actor>(who));
   }
-  /// Fencing (actors/heartbeat.hpp): the heartbeats' verdicts, and what the pipeline learns of them.
-  void node_silent(const std::string& where, const caf::actor_addr& node, double silent_s, double timeout_s) {
-    events_->on_node_silent(where, node, silent_s, timeout_s);
-  }
-  void count_late(const std::string& where) { events_->count_late(where); }
+  /// Fencing (actors/heartbeat.hpp): the heartbeats' verdicts (runtime.heartbeat_timeout
+  /// `timeout_s`), sent here as messages from the heartbeat monitor's thread.
+  heartbeat_verdicts verdicts(double timeout_s) const;
   /// The nodes (host:port) of the current pipeline and the first stage each holds.
   void place_nodes(std::map<std::string, int32_t> first_stage) {
-    events_->place_nodes(std::move(first_stage));
+    take_in_arrived();
+    events_.place_nodes(std::move(first_stage));
   }
-  bool declared_lost(const std::string& where) const { return events_->declared_lost(where); }
+  bool declared_lost(const std::string& where) {
+    take_in_arrived();
+    return events_.declared_lost(where);
+  }
   /// What `who` (an actor of a lost node) sends from now on is dropped and counted.
-  void fence(const caf::actor_addr& who) { events_->fence(who); }
+  void fence(const caf::actor_addr& who) {
+    take_in_arrived();
+    events_.fence(who);
+  }
   /// Late messages of lost nodes dropped so far.
-  int64_t late_messages() const { return events_->late_messages(); }
+  int64_t late_messages() {
+    take_in_arrived();
+    return events_.late_messages();
+  }
   /// Gives up the cuts up to tick `upto` that are not complete (stage-local recovery): their parts
   /// are dropped, now and when they come.
   void abandon_cuts(int64_t upto);
@@ -96,20 +115,23 @@ class control_channel {
     cuts_.clear();
   }
   /// The faults injected since the previous call (an epoch's), per stage.
-  std::vector<fault_counts> take_epoch_faults() { return events_->take_epoch_faults(); }
+  std::vector<fault_counts> take_epoch_faults() {
+    take_in_arrived();
+    return events_.take_epoch_faults();
+  }
   /// Counts a fault injected by the coordinator itself (a node kill) at `stage`.
-  void count_kill(int32_t stage) { events_->count_kill(stage); }
-  std::vector<fault_counts> faults() const { return events_->faults(); }
+  void count_kill(int32_t stage) {
+    take_in_arrived();
+    events_.count_kill(stage);
+  }
+  std::vector<fault_counts> faults() {
+    take_in_arrived();
+    return events_.faults();
+  }
   /// The phase's faults once the coordinator actor took every fault event the stages' `reports`
   /// count (at most `timeout` later; then as far as counted).
   std::vector<fault_counts> faults_after(const std::vector<stage_report>& reports,
-                                         std::chrono::milliseconds timeout) {
-    std::vector<int64_t> sent(reports.size(), 0);
-    for (const stage_report& r : reports)
-      if (r.stage >= 0 && static_cast<std::size_t>(r.stage) < sent.size()) sent[r.stage] = r.fault_events;
-    events_->await_fault_events(sent, timeout);
-    return events_->faults();
-  }
+                                         std::chrono::milliseconds timeout);
 
   /// Waits until `count` stages reported the end of their phase; `on_stall` names what stopped
   /// when nothing arrives for the stall time (it throws).
@@ -167,14 +189,14 @@ class control_channel {
   /// waking).
   template <class... Fs>
   void pump(std::chrono::seconds timeout, const std::function<void()>& on_timeout, Fs... handlers) {
-    if (auto notice = events_->take()) return act_on(*notice);
+    if (auto notice = events_.take()) return act_on(*notice);
     awake_timer quiet(timeout);
     for (bool waiting = true; waiting;) {
       const awake_timer::duration slice = quiet.next_slice();
       const auto asked_at = std::chrono::steady_clock::now();
       waiting = false;
       self_->receive(
-          handlers..., [&](caf::error& err) { on_error(err); }, [](atoms::news_atom) {},
+          handlers..., [&](caf::error& err) { on_error(err); }, take_event(),
           drop_the_rest(),  // e.g. a reply nobody waits for any more
           caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(slice)) >>
               [&] { waiting = !quiet.timed_out_after(slice, std::chrono::steady_clock::now() - asked_at); });
@@ -188,6 +210,14 @@ class control_channel {
   static auto drop_the_rest() {
     return caf::others >> [](caf::message_view&) -> caf::result<caf::message> { return caf::message{}; };
   }
+  /// The receive handler of an event sent here: taken into the record, not acted on.
+  auto take_event() {
+    return [this](atoms::event_atom, caf::actor_addr& from, caf::message& event) {
+      events_.take_in(from, event);
+    };
+  }
+  /// Takes in every event that has arrived (replies stay queued).
+  void take_in_arrived();
   void act_on(coordinator_notice& notice);
   void on_epoch_part(const messages::stage_epoch_report& r);
   void on_epoch_part(const messages::epoch_loss_report& r);
@@ -215,7 +245,7 @@ class control_channel {
   run_failure no_answer_from(const std::vector<caf::actor_addr>& silent, std::chrono::seconds timeout);
 
   caf::scoped_actor self_;
-  std::shared_ptr<coordinator_events> events_;
+  coordinator_events events_;
   coordinator_control coordinator_;
   std::chrono::seconds stall_;
   std::size_t stages_ = 0;

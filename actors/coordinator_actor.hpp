@@ -1,12 +1,11 @@
 // The coordinator as its pipeline sees it: a typed event-based actor that takes every phase end,
 // failure, fault, progress report, epoch part and cut part, and the loss of every actor it monitors,
-// into its record (actors/coordinator_events.hpp) as they come, whatever the trainer thread is doing.
+// and hands each on to the trainer thread as one message (event_atom, who sent it, the event), in
+// the order it came. The trainer keeps the record of them (actors/coordinator_events.hpp).
 #pragma once
 
 #include <caf/all.hpp>
-#include <memory>
 
-#include "actors/coordinator_events.hpp"
 #include "messages/interfaces.hpp"
 
 namespace petra {
@@ -16,6 +15,7 @@ namespace petra {
 using coordinator_control =
     messages::coordinator_actor::extend<caf::reacts_to<atoms::watch_atom, caf::actor>>;
 
-coordinator_control spawn_coordinator(caf::actor_system& system, std::shared_ptr<coordinator_events> events);
+/// The coordinator, handing every event to `trainer` (the trainer thread's actor).
+coordinator_control spawn_coordinator(caf::actor_system& system, caf::actor_addr trainer);
 
 }  // namespace petra

@@ -1,18 +1,16 @@
-// What the coordinator actor keeps of its pipeline's events: the actors it watches, the faults, step
-// windows, loss totals and phase ends of the running attempt, and the queue of what the trainer thread
-// must act on (progress, epoch and cut parts, failures). The actor writes it as events come, the trainer
-// thread reads it: one lock, and a news atom to the trainer whenever an event was kept.
+// The trainer thread's record of its pipeline's events: the actors it watches, the faults, step
+// windows, loss totals and phase ends of the running attempt, and the queue of what the trainer
+// must act on (progress, epoch and cut parts, failures). It is fed only by messages: the events the
+// coordinator actor hands on (actors/coordinator_actor.hpp) and the heartbeats' verdicts, each taken
+// in on the trainer thread (control_channel) in the order it came; nothing else writes it.
 #pragma once
 
 #include <caf/all.hpp>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -49,10 +47,53 @@ struct coordinator_notice {
 
 class coordinator_events {
  public:
-  /// `trainer`: the trainer thread's actor, told (news_atom) of every event kept.
-  coordinator_events(caf::actor_system& system, caf::actor_addr trainer);
+  explicit coordinator_events(caf::actor_system& system) : system_(system) {}
 
-  // The coordinator actor's side: each event, from `from`.
+  /// Takes in one event from `from`: what the coordinator actor handed on (a phase end, failure,
+  /// fault, loss total, step window, epoch or cut part, or a down_msg of a monitored actor), or a
+  /// heartbeat verdict on the node `from` ((silent_atom, host:port, silent s, timeout s): lost, like a
+  /// crashed node, the attempt fails at the first stage it holds; (late_atom, host:port): a late
+  /// message of a lost node, dropped where it arrived). Anything else is ignored.
+  void take_in(const caf::actor_addr& from, caf::message& event);
+
+  /// The nodes (host:port) of the current pipeline and the first stage each holds.
+  void place_nodes(std::map<std::string, int32_t> first_stage) { node_stage_ = std::move(first_stage); }
+  /// Whether the heartbeats declared the node at `where` lost.
+  bool declared_lost(const std::string& where) const { return lost_nodes_.count(where) > 0; }
+  /// Everything `who` (an actor of a lost node) sends from now on is late: dropped and counted.
+  void fence(const caf::actor_addr& who);
+  /// Late messages of lost nodes dropped so far: here, at the stages, at the heartbeat monitor.
+  int64_t late_messages() const { return late_; }
+
+  /// The actors of the current pipeline and which stage each is (-1 = not a stage); what is queued
+  /// of earlier ones is dropped.
+  void watch(const std::vector<caf::actor_addr>& actors, const std::vector<int32_t>& stage_of,
+             int32_t generation);
+  void watch_extra(const caf::actor_addr& who, int32_t stage) { watched_[who] = stage; }
+  /// `who`'s events are stale from now on, those queued too.
+  void unwatch(const caf::actor_addr& who);
+  /// Faults, windows, loss totals and phase ends count from zero.
+  void begin_attempt(std::size_t stages);
+  /// Cut parts up to tick `upto` are dropped, now and when they come.
+  void abandon_cuts(int64_t upto);
+  void count_kill(int32_t stage);
+  std::vector<fault_counts> take_epoch_faults();
+  std::vector<fault_counts> faults() const { return faults_; }
+  /// Whether every stage's fault events of the phase, `sent[j]` by stage j (its report's count),
+  /// have been taken in.
+  bool fault_events_in(const std::vector<int64_t>& sent) const;
+  std::size_t phase_ends() const { return phase_ends_; }
+  bool current(const caf::actor_addr& who) const { return watching(who); }
+  int32_t stage_of(const caf::actor_addr& who) const;
+  /// `f` with the faults of the attempt so far.
+  run_failure with_counts(run_failure f) const {
+    f.faults = faults_;
+    return f;
+  }
+  /// The oldest queued notice that `wanted` accepts (any when empty), taken off the queue.
+  std::optional<coordinator_notice> take(const std::function<bool(const coordinator_notice&)>& wanted = {});
+
+ private:
   void on_fault(const caf::actor_addr& from, const messages::fault_event& e);
   void on_progress(const caf::actor_addr& from, const messages::loss_report& r);
   void on_window(const caf::actor_addr& from, const messages::window_report& w);
@@ -63,64 +104,16 @@ class coordinator_events {
   void on_phase_done(const caf::actor_addr& from, const messages::phase_done& d);
   void on_failure(const caf::actor_addr& from, const messages::failure_report& f);
   void on_down(const caf::down_msg& down);
-
-  // Fencing (runtime.heartbeat_timeout). The heartbeats' verdict: the node at `where` was silent for
-  // `silent_s` seconds: lost, like a crashed node (the attempt fails at the first stage it holds).
   void on_node_silent(const std::string& where, const caf::actor_addr& node, double silent_s,
                       double timeout_s);
-  /// The nodes (host:port) of the current pipeline and the first stage each holds.
-  void place_nodes(std::map<std::string, int32_t> first_stage);
-  /// A late message of a lost node (a heartbeat answer), dropped where it arrived.
-  void count_late(const std::string& where);
-  /// Whether the heartbeats declared the node at `where` lost.
-  bool declared_lost(const std::string& where) const;
-  /// Everything `who` (an actor of a lost node) sends from now on is late: dropped and counted.
-  void fence(const caf::actor_addr& who);
-  /// Late messages of lost nodes dropped so far: here, at the stages, at the heartbeat monitor.
-  int64_t late_messages() const;
 
-  // The trainer thread's side.
-  /// The actors of the current pipeline and which stage each is (-1 = not a stage); what is queued
-  /// of earlier ones is dropped.
-  void watch(const std::vector<caf::actor_addr>& actors, const std::vector<int32_t>& stage_of,
-             int32_t generation);
-  void watch_extra(const caf::actor_addr& who, int32_t stage);
-  /// `who`'s events are stale from now on, those queued too.
-  void unwatch(const caf::actor_addr& who);
-  /// Faults, windows, loss totals and phase ends count from zero.
-  void begin_attempt(std::size_t stages);
-  /// Cut parts up to tick `upto` are dropped, now and when they come.
-  void abandon_cuts(int64_t upto);
-  void count_kill(int32_t stage);
-  std::vector<fault_counts> take_epoch_faults();
-  std::vector<fault_counts> faults() const;
-  /// Waits (at most `timeout`) until every stage's fault events of the phase, `sent[j]` by stage j
-  /// (its report's count), have been taken: a stage's last event may still be on its way to the
-  /// coordinator actor when its report reached the trainer. False on the timeout.
-  bool await_fault_events(const std::vector<int64_t>& sent, std::chrono::milliseconds timeout);
-  std::size_t phase_ends() const;
-  bool current(const caf::actor_addr& who) const;
-  int32_t stage_of(const caf::actor_addr& who) const;
-  /// `f` with the faults of the attempt so far.
-  run_failure with_counts(run_failure f) const;
-  /// The oldest queued notice that `wanted` accepts (any when empty), taken off the queue.
-  std::optional<coordinator_notice> take(const std::function<bool(const coordinator_notice&)>& wanted = {});
-
- private:
-  // Each with the lock held.
   bool watching(const caf::actor_addr& who) const { return watched_.count(who) > 0; }
   /// True (and counted) when `from` is fenced: its message is dropped.
   bool late(const caf::actor_addr& from);
-  int32_t stage_locked(const caf::actor_addr& who) const;
-  run_failure counted(run_failure f) const;
-  void keep(coordinator_notice n);
+  void keep(coordinator_notice n) { queue_.push_back(std::move(n)); }
   void fail(const caf::actor_addr& from, std::exception_ptr error, int32_t stage, bool ends_cuts = true);
-  void wake();
 
   caf::actor_system& system_;
-  caf::actor_addr trainer_;
-  mutable std::mutex mutex_;
-  std::condition_variable fault_taken_;         // on_fault took one
   std::map<caf::actor_addr, int32_t> watched_;  // actor → stage (-1 = not a stage)
   int32_t generation_ = 0;
   std::vector<fault_counts> faults_;        // in the running attempt

@@ -46,13 +46,8 @@ actor_pipeline::actor_pipeline(const config::run_config& c, const optimizer_sett
   for (const std::string& spare : c.pipeline.spare_nodes)
     spares_.push_back(config::resolve_node_address(c, spare));
   const double timeout = c.runtime.heartbeat_timeout;
-  heartbeats_ = spawn_heartbeat_monitor(
-      control_.self()->system(), std::chrono::duration<double>(timeout),
-      heartbeat_verdicts{
-          [this, timeout](const std::string& where, const caf::actor_addr& node, double silent_s) {
-            control_.node_silent(where, node, silent_s, timeout);
-          },
-          [this](const std::string& where) { control_.count_late(where); }});
+  heartbeats_ = spawn_heartbeat_monitor(control_.self()->system(), std::chrono::duration<double>(timeout),
+                                        control_.verdicts(timeout));
 }
 
 actor_pipeline::~actor_pipeline() {

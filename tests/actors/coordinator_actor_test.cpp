@@ -1,5 +1,6 @@
-// The coordinator is an actor of its own: its pipeline's events are taken as they come, in order,
-// while the trainer thread is busy elsewhere, and what the trainer acts on later is what came first.
+// The coordinator is an actor of its own that hands every event of its pipeline to the trainer thread
+// as a message: the trainer's record takes them in, in the order they came, whenever the trainer
+// reads or changes it or waits, and what the trainer acts on later is what came first.
 #include <doctest/doctest.h>
 
 #include <caf/all.hpp>
@@ -56,7 +57,7 @@ TEST_CASE("coordinator actor: events sent while the trainer thread is busy are t
       1, [&](const loss_report& r, const std::vector<stage_window>&) { seen.push_back(r.micro_batches); },
       nullptr);
   caf::anon_send(writer, int32_t{1});
-  // The trainer thread receives nothing here, yet the coordinator counts both faults.
+  // The trainer thread only reads its counts here: each read takes in the events that came.
   wait_until([&] { return control.faults().front().duplicates == 1; });
   CHECK(control.faults().front().drops == 1);
   CHECK(control.faults().front().duplicates == 1);
@@ -106,7 +107,8 @@ TEST_CASE(
   control.watch({old_stage.address()}, {1}, 1);
   control.place_nodes({{"127.0.0.1:7001", 1}});
   control.begin_attempt(2, {}, nullptr);
-  control.node_silent("127.0.0.1:7001", node.address(), 2.3, 2);
+  const heartbeat_verdicts verdicts = control.verdicts(2);  // the heartbeat monitor's, from its thread
+  std::thread([&] { verdicts.lost("127.0.0.1:7001", node.address(), 2.3); }).join();
   try {
     control.await_phase_ends(2, [] { FAIL("the lost node was not reported"); });
     FAIL("the phase cannot end");
@@ -126,8 +128,34 @@ TEST_CASE(
   CHECK(control.late_messages() == 4);
   CHECK(control.faults()[0].drops == 0);
   CHECK(control.faults()[0].duplicates == 0);
-  control.count_late("127.0.0.1:7001");  // a heartbeat answer, at the monitor
+  verdicts.late("127.0.0.1:7001");  // a heartbeat answer, at the monitor
+  wait_until([&] { return control.late_messages() == 5; });
   CHECK(control.late_messages() == 5);
   caf::anon_send_exit(old_stage, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE(
+    "coordinator actor: what came from a pipeline before the trainer watched the next is not acted on") {
+  caf_config cfg{2};
+  caf::actor_system sys{cfg};
+  control_channel control(sys, std::chrono::seconds(5));
+  auto old_writer = sys.spawn(event_writer, control.handle());
+  auto next = sys.spawn(event_writer, control.handle());
+  control.watch({old_writer.address()}, {-1}, 1);
+  std::vector<int64_t> seen;
+  control.begin_attempt(
+      1, [&](const loss_report& r, const std::vector<stage_window>&) { seen.push_back(r.micro_batches); },
+      nullptr);
+  caf::anon_send(old_writer, int32_t{1});
+  wait_until([&] { return control.faults().front().duplicates == 1; });  // all four are in
+  control.watch({next.address()}, {-1}, 1);  // a new pipeline: the old one's progress is stale
+  CHECK(control.ask<int32_t>(next, std::chrono::seconds(5), int32_t{7}) == 7);
+  CHECK(seen.empty());
+  caf::anon_send(next, int32_t{1});
+  wait_until([&] { return control.faults().front().duplicates == 2; });
+  CHECK(control.ask<int32_t>(next, std::chrono::seconds(5), int32_t{8}) == 8);
+  CHECK(seen == std::vector<int64_t>{1, 2});
+  caf::anon_send_exit(old_writer, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(next, caf::exit_reason::user_shutdown);
 }
