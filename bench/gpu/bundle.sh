@@ -54,7 +54,7 @@ bash "$here/collect_libs.sh" "$stage" "$build/petra" "$build/petra_tests_cuda" "
 strip --strip-unneeded "$stage"/bin/*
 mkdir -p "$stage/presets" "$stage/data" "$stage/bench/gpu" "$stage/bench/peer" "$out/fashion-mnist"
 cp "$root"/config/presets/*.yaml "$stage/presets/"
-cp "$root"/bench/gpu/run.sh "$root"/bench/gpu/*.py "$stage/bench/gpu/"
+cp "$root"/bench/gpu/run*.sh "$root"/bench/gpu/*.py "$stage/bench/gpu/"
 cp "$root"/bench/peer/revnet_peer.py "$stage/bench/peer/"
 cat >>"$stage/env.sh" <<'ENV'
 # petra: where the bundle's binaries find presets, themselves (tests start `petra node`) and data
