@@ -18,7 +18,7 @@ void backward_step(async_self self, int64_t id, const std::vector<float>& d) {
       timed(c, slowed, begin, end, [&] { return c.ctx.fg->backward(id, d, c.tick); });
   if (slowed) report_fault(self, c, fault_kind::slow);
   ++c.backwards_in_phase;
-  trace_backward(c, r.step, id, begin, end);
+  c.work.trace_backward(r.step, id, begin, end);
   after_backward(self, c, r.step, id);
   if (c.is_first()) {
     ++st.completed;
@@ -70,30 +70,30 @@ bool fg_run_step(async_self self) {
   maybe_crash(c);
   const int64_t id = in.s.micro_batch;
   std::vector<stage_tangent> received;
-  for (stage_tangent& k : in.tangents) received.push_back({k.origin, take_in(c, k.direction)});
+  for (stage_tangent& k : in.tangents) received.push_back({k.origin, c.work.take_in(k.direction)});
   bool slowed = false;
   clock_type::time_point begin, end;
   forward_gradient_stage::forward_result r = timed(c, slowed, begin, end, [&] {
-    return c.ctx.fg->forward(take_in(c, in.x), id, c.tick, in.labels, received);
+    return c.ctx.fg->forward(c.work.take_in(in.x), id, c.tick, in.labels, received);
   });
   if (slowed) report_fault(self, c, fault_kind::slow);
-  trace_forward(c, id, begin, end);
+  c.work.trace_forward(id, begin, end, c.tick);
   ++c.tick;  // async "ticks" count this stage's forwards: the delay is in forwards
   c.last_forwarded = std::max(c.last_forwarded, id);
   if (c.is_last()) {  // the backward follows when the loss actor answers
     c.logits = r.z;
     c.logits_id = id;
     c.awaiting_loss = true;
-    logits_data msg{c.stamp_for(id, -1), hand_out(c, r.z, device{}, id).x1};
+    logits_data msg{c.stamp_for(id, -1), c.work.hand_out(r.z, device{}, id).x1};
     for (const stage_tangent& k : r.tangents)
-      msg.tangents.push_back({k.origin, hand_out(c, k.direction, device{}, id)});
+      msg.tangents.push_back({k.origin, c.work.hand_out(k.direction, device{}, id)});
     self->send(c.links.loss, std::move(msg));
     return false;
   }
-  forward_data out{c.stamp_for(id, -1), hand_out(c, r.z, c.links.next_device, id)};
+  forward_data out{c.stamp_for(id, -1), c.work.hand_out(r.z, c.links.next_device, id)};
   out.labels = std::move(in.labels);
   for (const stage_tangent& k : r.tangents)
-    out.tangents.push_back({k.origin, hand_out(c, k.direction, c.links.next_device, id)});
+    out.tangents.push_back({k.origin, c.work.hand_out(k.direction, c.links.next_device, id)});
   emit(self, c, c.links.next, std::move(out), c.faults.forward_delay);
   if (!c.ctx.fg->awaits_derivatives()) backward_step(self, id, {});
   return true;

@@ -30,7 +30,7 @@ void on_derivatives(async_self self, derivatives_data in);
 /// Counts one message that came from downstream (stage_report::upstream_messages and _bytes).
 template <class Self, class Message>
 void count_upstream(Self* self, stage_core& c, const Message& in) {
-  c.record.from_downstream(static_cast<int64_t>(caf::detail::serialized_size(self->system(), in)));
+  c.work.record.from_downstream(static_cast<int64_t>(caf::detail::serialized_size(self->system(), in)));
 }
 
 }  // namespace petra::detail

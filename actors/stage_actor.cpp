@@ -79,6 +79,7 @@ template <class State>
 stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer<State> self,
                                           stage_context ctx) {
   self->state.core.ctx = std::move(ctx);
+  self->state.core.work = training::stage_work(self->state.core.ctx.device, self->state.core.ctx.compute);
   return {
       [=](forward_data& in) { on_forward(self, std::move(in)); },
       [=](backward_data& in) { on_backward(self, std::move(in)); },
@@ -108,9 +109,9 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
       [=](eval_data& in) {
         stage_core& c = self->state.core;
         return answer(c, [&] {
-          const activation x = take_in(c, in.x);
+          const activation x = c.work.take_in(in.x);
           const activation y = in.calibrate ? c.ctx.compute->calibrate(x) : c.ctx.compute->evaluate(x);
-          return eval_data{in.batch, hand_out(c, y, device{}, -1), in.calibrate};
+          return eval_data{in.batch, c.work.hand_out(y, device{}, -1), in.calibrate};
         });
       },
       [=](report_atom) { return make_report(self->state.core); },
@@ -141,7 +142,7 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
         stage_core& c = self->state.core;
         return answer(c, [&] {
           if (c.in_phase) throw std::logic_error("a record to go on from came during a phase");
-          continue_record(c, earlier);
+          c.work.continue_record(earlier);
           return restore_atom_v;
         });
       },

@@ -12,8 +12,8 @@ namespace {
 
 void note_mailbox(async_state& st) {
   const auto waiting = static_cast<int64_t>(st.forwards.size() + st.backwards.size());
-  st.core.record.saw_mailbox(waiting);
-  st.core.timeline.mailbox(static_cast<std::size_t>(waiting), clock_type::now());
+  st.core.work.record.saw_mailbox(waiting);
+  st.core.work.timeline.mailbox(static_cast<std::size_t>(waiting), clock_type::now());
 }
 
 /// An evaluation batch: it carries no training activation, only the test images' eval_x.
@@ -26,8 +26,8 @@ void send_backward(async_self self, int64_t id, const activation& rebuilt, const
   stage_core& c = st.core;
   if (!c.is_first()) {
     emit(self, c, c.links.prev,
-         backward_data{c.stamp_for(id, -1), hand_out(c, rebuilt, c.links.prev_device, id),
-                       hand_out(c, grad, c.links.prev_device, id)},
+         backward_data{c.stamp_for(id, -1), c.work.hand_out(rebuilt, c.links.prev_device, id),
+                       c.work.hand_out(grad, c.links.prev_device, id)},
          c.faults.backward_delay);
     return;
   }
@@ -87,10 +87,11 @@ bool run_step(async_self self) {
     c.logits = out;
     c.logits_id = id;
     c.awaiting_loss = true;
-    self->send(c.links.loss, logits_data{c.stamp_for(id, -1), hand_out(c, out, device{}, id).x1});
+    self->send(c.links.loss, logits_data{c.stamp_for(id, -1), c.work.hand_out(out, device{}, id).x1});
     return false;
   }
-  emit(self, c, c.links.next, forward_data{c.stamp_for(id, -1), hand_out(c, out, c.links.next_device, id)},
+  emit(self, c, c.links.next,
+       forward_data{c.stamp_for(id, -1), c.work.hand_out(out, c.links.next_device, id)},
        c.faults.forward_delay);
   return true;
 }

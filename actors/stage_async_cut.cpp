@@ -53,18 +53,18 @@ void take_cut(async_self self, int64_t t, std::size_t queued_before) {
     forward_data& f = st.forwards[i];
     cut_queued q;
     q.id = f.s.micro_batch;
-    if (f.x.defined()) q.x = on_host(c, f.x);
+    if (f.x.defined()) q.x = c.work.on_host(f.x);
     if (f.eval_index >= 0) {
       q.eval.epoch = f.eval_epoch, q.eval.index = f.eval_index;
-      q.eval.images = on_host(c, f.eval_x);
+      q.eval.images = c.work.on_host(f.eval_x);
     }
     a.forwards.push_back(std::move(q));
   }
   for (auto& [id, b] : st.backwards)
-    a.backwards.push_back(cut_backward{id, on_host(c, b.rebuilt), on_host(c, b.grad)});
+    a.backwards.push_back(cut_backward{id, c.work.on_host(b.rebuilt), c.work.on_host(b.grad)});
   if (c.awaiting_loss) {
     a.loss.id = c.logits_id;
-    a.loss.rebuilt = on_host(c, c.logits);
+    a.loss.rebuilt = c.work.on_host(c.logits);
   }
   if (!st.cuts.empty()) st.cuts.back().reports_after = std::move(c.held_epoch_reports);  // before this cut
   c.held_epoch_reports.clear();
@@ -90,7 +90,8 @@ void record_backward(async_self self, backward_data& in) {
   std::optional<cut_backward> copy;  // sent before the next stage's part: in flight across the cut
   for (auto& cut : st.cuts) {
     if (!cut.waits_backward) continue;
-    if (!copy) copy = cut_backward{in.s.micro_batch, on_host(st.core, in.rebuilt), on_host(st.core, in.grad)};
+    if (!copy)
+      copy = cut_backward{in.s.micro_batch, st.core.work.on_host(in.rebuilt), st.core.work.on_host(in.grad)};
     cut.part.async.backwards.push_back(*copy);
   }
 }
@@ -101,7 +102,7 @@ void record_loss_answer(async_self self, loss_data& in) {
     cut_backward& loss = cut.part.async.loss;
     if (loss.id != in.s.micro_batch || loss.grad.x1.defined()) continue;
     activation answer{in.dlogits, {}};
-    loss.grad = on_host(st.core, answer);
+    loss.grad = st.core.work.on_host(answer);
     in.dlogits = answer.x1;
   }
   maybe_send_cut(self);
@@ -128,7 +129,7 @@ std::optional<loss_data> restore_queues(async_self self, const phase_plan& plan)
     st.backwards.emplace(b.id, backward_data{stamp{b.id, -1, 0, j + 1, plan.phase}, b.rebuilt, b.grad});
   }
   if (a.loss.id >= 0) {
-    c.logits = take_in(c, a.loss.rebuilt);
+    c.logits = c.work.take_in(a.loss.rebuilt);
     c.logits_id = a.loss.id;
     c.awaiting_loss = true;
     answer = loss_data{stamp{a.loss.id, -1, 0, -1, plan.phase}, a.loss.grad.x1};

@@ -12,8 +12,8 @@ namespace {
 
 void note_mailbox(lockstep_state& st) {
   const auto waiting = static_cast<int64_t>(st.forwards.size() + st.backwards.size());
-  st.core.record.saw_mailbox(waiting);
-  st.core.timeline.mailbox(static_cast<std::size_t>(waiting), clock_type::now());
+  st.core.work.record.saw_mailbox(waiting);
+  st.core.work.timeline.mailbox(static_cast<std::size_t>(waiting), clock_type::now());
 }
 
 /// The inputs tick t needs: stage 1 always reads the loader; the others from tick 1 (plus the
@@ -36,7 +36,7 @@ void send_forward(lockstep_self self, int64_t id, int64_t t, const activation& o
   const int64_t at = arrival_tick(c, t, c.faults.forward_delay);
   if (at >= c.plan.ticks || at < c.recovery.quiet_forward_below)
     return;  // past the phase, or the next stage has it
-  forward_data msg{c.stamp_for(id, at), hand_out(c, out, c.links.next_device, id)};
+  forward_data msg{c.stamp_for(id, at), c.work.hand_out(out, c.links.next_device, id)};
   msg.eval_epoch = eval.eval_epoch, msg.eval_index = eval.eval_index, msg.eval_x = eval.eval_x;
   emit(self, c, c.links.next, std::move(msg), c.faults.forward_delay);
 }
@@ -48,8 +48,8 @@ void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& 
   const int64_t at = arrival_tick(c, t, c.faults.backward_delay);
   if (at >= c.plan.ticks || at < c.recovery.quiet_backward_below) return;
   emit(self, c, c.links.prev,
-       backward_data{c.stamp_for(id, at), hand_out(c, rebuilt, c.links.prev_device, id),
-                     hand_out(c, grad, c.links.prev_device, id)},
+       backward_data{c.stamp_for(id, at), c.work.hand_out(rebuilt, c.links.prev_device, id),
+                     c.work.hand_out(grad, c.links.prev_device, id)},
        c.faults.backward_delay);
 }
 
@@ -82,16 +82,16 @@ void send_cut_part(lockstep_self self, int64_t t, forward_data* f, backward_data
   stage_cut part = cut_stage(*c.ctx.compute, *c.ctx.device);
   if (c.is_first()) f = nullptr;  // the loader's message for tick t: it sends it again on resume
   if (f && f->x.defined() && !c.recovery.forgotten(f->s.micro_batch))
-    part.forward = cut_forward{f->s.micro_batch, on_host(c, f->x)};
+    part.forward = cut_forward{f->s.micro_batch, c.work.on_host(f->x)};
   if (b && b->grad.defined() && !c.recovery.forgotten(b->s.micro_batch)) {
     part.backward.id = b->s.micro_batch;
-    part.backward.rebuilt = on_host(c, b->rebuilt);
-    part.backward.grad = on_host(c, b->grad);
+    part.backward.rebuilt = c.work.on_host(b->rebuilt);
+    part.backward.grad = c.work.on_host(b->grad);
   }
   if (f && f->eval_index >= 0) {
     part.eval.epoch = f->eval_epoch;
     part.eval.index = f->eval_index;
-    part.eval.images = on_host(c, f->eval_x);
+    part.eval.images = c.work.on_host(f->eval_x);
   }
   encoded_stage_cut e = encode_stage_cut(part);
   if (c.is_last()) self->send(c.links.loss, cut_marker{t});
@@ -154,7 +154,7 @@ bool run_tick(lockstep_self self) {
       c.logits = out;
       c.logits_id = id;
       c.awaiting_loss = true;
-      self->send(c.links.loss, logits_data{c.stamp_for(id, t), hand_out(c, out, device{}, id).x1});
+      self->send(c.links.loss, logits_data{c.stamp_for(id, t), c.work.hand_out(out, device{}, id).x1});
       return false;
     }
     send_forward(self, id, t, out, eval);
