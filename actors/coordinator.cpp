@@ -19,6 +19,7 @@
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
 #include "training/snapshot.hpp"
+#include "training/stage_threads.hpp"
 #include "training/tick_schedule.hpp"
 
 namespace petra {
@@ -48,7 +49,7 @@ class actor_runtime : public pipeline_runtime {
         per_epoch_(data.train_feed->micro_batches_per_epoch()),
         wave_size_(data.wave_feed->micro_batches_per_epoch()),
         trace_(make_recorder(c, per_epoch_)),
-        caf_(c.runtime.threads, c.tls, c.runtime.heartbeat_timeout),
+        caf_(scheduler_threads(c, usable_cores()), c.tls, c.runtime.heartbeat_timeout),
         system_(caf_),
         control_(system_, std::chrono::seconds(c.faults.stall_seconds)),
         pipeline_(c, optimizer, data.train_feed, data.wave_feed, control_, trace_),

@@ -160,8 +160,8 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
 template <class State>
 messages::stage_actor spawn_as(caf::actor_system& sys, stage_context context) {
   // Every stage computes at the same time as the others: on CAF's scheduler, at most its
-  // runtime.threads stages could. A device stage also blocks on its device, and a GPU needs one OS
-  // thread for its whole life.
+  // threads' count of stages could. A device stage also blocks on its device, and a GPU needs one OS
+  // thread for its whole life. Where the CPU stages outnumber the cores, they take turns there.
   if (!context.own_thread) return sys.spawn(stage_behavior<State>, std::move(context));
   return sys.spawn<caf::detached>(stage_behavior<State>, std::move(context));
 }
@@ -181,6 +181,8 @@ stage_context make_stage_context(const config::run_config& c, const placed_stage
                     async_stage_window(c, j, count),
                     backward_first(c)};
   out.cores = stage_cores(c, static_cast<std::size_t>(j), usable_cores());
+  // More CPU threads than cores: the CPU stages take turns on the scheduler (training/stage_threads).
+  out.own_thread = !cpu_stage(c, static_cast<std::size_t>(j)) || !stages_take_turns(c, usable_cores());
   if (c.training.method == config::training_method::forward_gradient)
     out.fg = std::make_shared<forward_gradient_stage>(
         *placed.compute, static_cast<std::size_t>(count), method_for(c.training).forward_gradient,

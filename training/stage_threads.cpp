@@ -46,6 +46,18 @@ int stage_threads(const config::run_config& c, std::size_t j, int cores) {
   return std::max(1, cores / static_cast<int>(n));
 }
 
+bool stages_take_turns(const config::run_config& c, int cores) {
+  if (c.runtime.pin_threads) return false;
+  int total = 0;
+  for (std::size_t j = 0; j < stage_sizes(c).size(); ++j)
+    if (cpu_stage(c, j)) total += stage_threads(c, j, cores);
+  return total > cores;
+}
+
+int scheduler_threads(const config::run_config& c, int cores) {
+  return stages_take_turns(c, cores) ? std::max(c.runtime.threads, cores) : c.runtime.threads;
+}
+
 std::vector<int> stage_cores(const config::run_config& c, std::size_t j, int cores) {
   if (!c.runtime.pin_threads || !cpu_stage(c, j) || cores < 1) return {};
   int first = 0;  // over every CPU stage, wherever placed: nodes on one host pin to distinct cores
@@ -88,7 +100,9 @@ std::vector<std::string> describe_stage_threads(const config::run_config& c, int
       (c.pipeline.threads.empty() ? " (pipeline.threads not set: the cores split over the stages)"
                                   : " (pipeline.threads)");
   if (c.runtime.pin_threads) line += ", each stage pinned to cores of its own";
-  if (c.pipeline.threads.empty() && total > cores) line += "; more stages than cores: they take turns";
+  if (stages_take_turns(c, cores))
+    line += "; more threads than cores: the stages take turns on " +
+            plural(static_cast<std::size_t>(scheduler_threads(c, cores)), "scheduler thread");
   out.push_back(line);
   if (!c.pipeline.threads.empty() && total > cores)
     out.push_back("warning: the CPU stages ask for " + std::to_string(total) + " compute threads on " +

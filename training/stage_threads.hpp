@@ -1,6 +1,7 @@
-// How many compute threads each stage's backend gets, and on which cores: every CPU stage owns its
-// threads (its actor has an OS thread of its own), so the stages compute at the same time and the
-// machine's cores are split over them.
+// How many compute threads each stage's backend gets, and on which cores: the machine's cores are
+// split over the CPU stages. When they fit (one core or more each), every CPU stage owns its threads
+// (its actor has an OS thread of its own) and the stages compute at the same time; when there are
+// more stages than cores, they take turns on CAF's scheduler, one worker per core.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,17 @@ int usable_cores();
 /// that a stage gets the same count in one process and over nodes on one host), at least 1. Stages
 /// on other devices get 1 (a GPU stage's host work is one thread; sim devices have their own).
 int stage_threads(const config::run_config& c, std::size_t j, int cores);
+
+/// Whether the CPU stages take turns on CAF's scheduler instead of owning OS threads: when their
+/// compute threads (stage_threads, over every CPU stage wherever placed) outnumber `cores` and
+/// runtime.pin_threads is off. Owning threads there would put more threads than cores at once on
+/// the machine, each stage preempted in the middle of its ops; taking turns runs a stage's work
+/// to its end. Device stages always own their thread.
+bool stages_take_turns(const config::run_config& c, int cores);
+
+/// The size of this process's CAF scheduler: runtime.threads, and at least `cores` when the CPU
+/// stages take turns on it (so that one stage can compute per core).
+int scheduler_threads(const config::run_config& c, int cores);
 
 /// The cores stage j's threads are pinned to with runtime.pin_threads: the CPU stages take
 /// consecutive runs of the machine's `cores` in stage order, wherever they are placed (so that nodes

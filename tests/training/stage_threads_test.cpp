@@ -69,7 +69,7 @@ TEST_CASE("the start lines say the split, and warn when the stages ask for more 
   const auto shared = describe_stage_threads(preset(), 2);  // the default never warns: it is no one's ask
   REQUIRE(shared.size() == 1);
   CHECK(mentions(shared, "8 CPU stages × 1 thread on 2 cores"));
-  CHECK(mentions(shared, "more stages than cores: they take turns"));
+  CHECK(mentions(shared, "more threads than cores: the stages take turns on 2 scheduler threads"));
   const auto over =
       describe_stage_threads(preset({"pipeline.stage_blocks=[4,4]", "pipeline.threads=[2,2]"}), 2);
   REQUIRE(over.size() == 2);
@@ -90,4 +90,23 @@ TEST_CASE("pinned: the CPU stages take consecutive cores in stage order, wrappin
                              "pipeline.devices=[cpu,sim:0,cpu]", "pipeline.threads=[2,1,2]"});
   CHECK(stage_cores(mixed, 1, 8).empty());
   CHECK(stage_cores(mixed, 2, 8) == std::vector<int>{2, 3});
+}
+
+TEST_CASE("the CPU stages own threads while they fit the cores, and take turns on the scheduler beyond") {
+  // The default preset: 8 CPU stages, one thread each at least.
+  CHECK_FALSE(stages_take_turns(preset(), 16));  // 8 × 2 threads on 16 cores
+  CHECK_FALSE(stages_take_turns(preset(), 8));   // 8 × 1
+  CHECK(stages_take_turns(preset(), 2));         // 8 × 1 on 2 cores
+  CHECK(scheduler_threads(preset(), 16) == 2);   // runtime.threads: the loader, the loss, control
+  CHECK(scheduler_threads(preset(), 2) == 2);
+  CHECK(scheduler_threads(preset(), 4) == 4);  // taking turns: one stage per core at once
+  CHECK(scheduler_threads(preset({"runtime.threads=6"}), 4) == 6);
+  // Pinned stages own their threads whatever their count (pinning is asked per stage).
+  CHECK_FALSE(stages_take_turns(preset({"runtime.pin_threads=true"}), 2));
+  // pipeline.threads counts: 2 + 2 on 2 cores take turns, 1 + 1 fit.
+  CHECK(stages_take_turns(preset({"pipeline.stage_blocks=[4,4]", "pipeline.threads=[2,2]"}), 2));
+  CHECK_FALSE(stages_take_turns(preset({"pipeline.stage_blocks=[4,4]", "pipeline.threads=[1,1]"}), 2));
+  // Device stages own their thread and count no CPU thread.
+  const auto sim = preset({"pipeline.stage_blocks=[2,2,4]", "pipeline.devices=[sim:0,sim:1,cpu]"});
+  CHECK_FALSE(stages_take_turns(sim, 2));
 }
