@@ -6,32 +6,13 @@
 #include "actors/caf_config.hpp"
 #include "actors/stage_actor.hpp"
 #include "messages/errors.hpp"
+#include "tests/probe_block.hpp"
 
 using namespace petra;
 using namespace petra::messages;
 using namespace petra::atoms;
 
-namespace {
-
-/// A block whose third forward fails, as a real op would on bad data.
-class failing_block : public block {
- public:
-  failing_block() : block("failing") {}
-  std::string kind() const override { return "stem"; }
-  activation forward(const activation& x, pass, tape*) override {
-    if (++forwards_ == 3) throw std::runtime_error("conv2d_forward: simulated failure");
-    return x;
-  }
-  activation backward(tape&, const activation& dy) override { return dy; }
-  activation_shape output_shape(const activation_shape& x) const override { return x; }
-  std::vector<parameter*> parameters() override { return {}; }
-  std::vector<buffer_ref> buffers() override { return {}; }
-
- private:
-  int forwards_ = 0;
-};
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("a stage that throws reports its stage and tick to the coordinator, then stops") {
   caf_config cfg(2);
@@ -39,7 +20,10 @@ TEST_CASE("a stage that throws reports its stage and tick to the coordinator, th
   caf::scoped_actor coordinator(sys);
   auto device = std::shared_ptr<backend>(make_cpu_backend(1));
   std::vector<std::unique_ptr<block>> blocks;
-  blocks.push_back(std::make_unique<failing_block>());
+  // A block whose third forward fails, as a real op would on bad data.
+  blocks.push_back(std::make_unique<testing::probe_block>("failing", [forwards = 0]() mutable {
+    if (++forwards == 3) throw std::runtime_error("conv2d_forward: simulated failure");
+  }));
   auto compute =
       std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{});
   auto s = spawn_stage_actor(sys, stage_context{device, compute, 0, config::runtime_mode::lockstep});

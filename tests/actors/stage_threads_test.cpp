@@ -15,6 +15,7 @@
 #include "actors/caf_config.hpp"
 #include "actors/stage_actor.hpp"
 #include "compute/cpu/pinning.hpp"
+#include "tests/probe_block.hpp"
 #include "tests/skip.hpp"
 
 using namespace petra;
@@ -44,25 +45,6 @@ struct barrier {
   int arrived_ = 0;
 };
 
-class barrier_block : public block {
- public:
-  barrier_block(std::shared_ptr<barrier> at, std::shared_ptr<std::atomic<int>> passed)
-      : block("barrier"), at_(std::move(at)), passed_(std::move(passed)) {}
-  std::string kind() const override { return "stem"; }
-  activation forward(const activation& x, pass, tape*) override {
-    if (at_->arrive_and_wait(std::chrono::seconds(60))) passed_->fetch_add(1);
-    return x;
-  }
-  activation backward(tape&, const activation& dy) override { return dy; }
-  activation_shape output_shape(const activation_shape& x) const override { return x; }
-  std::vector<parameter*> parameters() override { return {}; }
-  std::vector<buffer_ref> buffers() override { return {}; }
-
- private:
-  std::shared_ptr<barrier> at_;
-  std::shared_ptr<std::atomic<int>> passed_;
-};
-
 }  // namespace
 
 TEST_CASE("J stages on a scheduler of 2 threads compute at the same time: a barrier of J passes") {
@@ -80,7 +62,9 @@ TEST_CASE("J stages on a scheduler of 2 threads compute at the same time: a barr
     for (int j = 0; j < stages; ++j) {
       devices.push_back(std::shared_ptr<backend>(make_cpu_backend(1)));
       std::vector<std::unique_ptr<block>> blocks;
-      blocks.push_back(std::make_unique<barrier_block>(at, passed));
+      blocks.push_back(std::make_unique<testing::probe_block>("barrier", [at, passed] {
+        if (at->arrive_and_wait(std::chrono::seconds(60))) passed->fetch_add(1);
+      }));
       auto compute = std::make_shared<stage>(0, std::move(blocks), *devices.back(), optimizer_settings{},
                                              stage_options{});
       // Each a first stage of two whose output goes to the test: only the barrier joins them.

@@ -6,7 +6,7 @@
 
 #include <thread>
 
-#include "compute/blocks/block.hpp"
+#include "tests/probe_block.hpp"
 #include "training/arrival.hpp"
 
 using namespace petra;
@@ -14,28 +14,12 @@ using namespace petra::training;
 
 namespace {
 
-/// A block that passes its input on after sleeping `ms` milliseconds (a computation of known least
-/// length: the busy clock cannot count less).
-class sleeping_block : public block {
- public:
-  explicit sleeping_block(int ms) : block("sleeping"), ms_(ms) {}
-  std::string kind() const override { return "stem"; }
-  activation forward(const activation& x, pass, tape*) override {
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms_));
-    return x;
-  }
-  activation backward(tape&, const activation& dy) override { return dy; }
-  activation_shape output_shape(const activation_shape& x) const override { return x; }
-  std::vector<parameter*> parameters() override { return {}; }
-  std::vector<buffer_ref> buffers() override { return {}; }
-
- private:
-  int ms_;
-};
-
 stage_work sleeping_work(const std::shared_ptr<backend>& device, int ms) {
   std::vector<std::unique_ptr<block>> blocks;
-  blocks.push_back(std::make_unique<sleeping_block>(ms));
+  // A block that hands its input on after sleeping `ms` milliseconds: a computation of known least
+  // length (the busy clock cannot count less).
+  blocks.push_back(std::make_unique<testing::probe_block>(
+      "sleeping", [ms] { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }));
   return stage_work(
       device, std::make_shared<stage>(0, std::move(blocks), *device, optimizer_settings{}, stage_options{}));
 }
