@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "tests/actors/runtime_fixture.hpp"
+#include "training/tick_schedule.hpp"
 
 using namespace petra;
 using namespace petra::testing;
@@ -75,7 +76,7 @@ TEST_CASE("async, pacing by stages: no stage's delay exceeds its window, nor its
     const int64_t J = 4;
     for (int64_t j = 0; j < J; ++j) {
       INFO("stage " << j + 1);
-      const int64_t window = 2 * (J - 1 - j) + 1;
+      const int64_t window = fifo_window(static_cast<std::size_t>(j), static_cast<std::size_t>(J));
       int64_t most = -1, count = 0;
       for (const auto& [ticks, n] : run.stages[j]["delay_ticks"].items()) {
         most = std::max<int64_t>(most, std::stoll(ticks));

@@ -5,6 +5,7 @@
 
 #include "tests/training/pipeline_fixture.hpp"
 #include "training/memory_model.hpp"
+#include "training/tick_schedule.hpp"
 
 using namespace petra;
 using namespace petra::testing;
@@ -47,7 +48,8 @@ TEST_CASE("every method: stage j's backward comes 2(J-j) ticks after its forward
       INFO(m.str() << " stage " << j + 1);
       const auto& delays = f.stages[j]->stats().delay_ticks;
       REQUIRE(delays.size() == 1);
-      CHECK(delays.begin()->first == 2 * (J - 1 - j));
+      CHECK(delays.begin()->first ==
+            round_trip_ticks(static_cast<std::size_t>(j), static_cast<std::size_t>(J)));
       CHECK(delays.begin()->second == 12);
     }
   }
@@ -66,7 +68,7 @@ TEST_CASE("FIFO: a non-reversible stage holds at most 2(J-j)+1 inputs, a reversi
       CHECK(st.fifo_peak == 0);
       CHECK(st.fifo_peak_bytes == 0);
     } else {
-      CHECK(st.fifo_peak == 2 * (J - 1 - j) + 1);
+      CHECK(st.fifo_peak == fifo_window(j, J));
     }
     CHECK(st.stash_peak == 0);               // PETRA never stores old weights
     CHECK(f.stages[j]->outstanding() == 0);  // drained
