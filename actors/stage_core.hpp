@@ -97,8 +97,9 @@ inline activation timed_forward(stage_core& c, const activation& x, int64_t id, 
 inline stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, const activation& grad,
                                              int64_t id, bool& slowed,
                                              const std::function<void(const activation&)>& input_ready = {}) {
+  stage::backward_result r = c.work.backward(rebuilt, grad, id, c.tick, c.slow(), slowed, input_ready);
   ++c.backwards_in_phase;
-  return c.work.backward(rebuilt, grad, id, c.tick, c.slow(), slowed, input_ready);
+  return r;
 }
 
 /// PaReprop across stages (runtime.overlap_rebuild): a backward message with a rebuilt output and

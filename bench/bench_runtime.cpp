@@ -97,14 +97,11 @@ bool stage_compute(int phases, int64_t count, std::vector<double>& per_stage, st
   return true;
 }
 
-bool run_pipeline(const std::string& mode, const std::string& pacing, int phases, int64_t count,
-                  const std::vector<double>& compute, std::vector<phase_sample>& out, std::string& why) {
+bool run_pipeline(const std::string& mode, const std::string& pacing, int phases, int64_t count, double ideal,
+                  std::vector<phase_sample>& out, std::string& why) {
   std::vector<double> walls;
   std::vector<std::vector<double>> busy;
   if (!run_phases(mode, pacing, phases, count, walls, busy, why)) return false;
-  double sum = 0, most = 0;
-  for (double c : compute) sum += c, most = std::max(most, c);
-  const double ideal = std::max(sum / cores, most);
   for (std::size_t p = 0; p < walls.size(); ++p) {
     const double n = static_cast<double>(count);
     double sum_busy = 0, max_busy = 0;
@@ -130,13 +127,14 @@ void part_pipeline(int phases, int64_t count) {
   heading("(a)   each stage's compute alone (simulate: the same stages, one at a time), per micro-batch");
   row("sum over the stages", summarize({sum}), "ms", 1e3);
   row("busiest stage", summarize({most}), "ms", 1e3);
+  const double ideal = std::max(sum / cores, most);
   // async with each pacing (runtime.pacing: stages, the default, and loader), then lockstep.
   const std::pair<std::string, std::string> runs[] = {
       {"async", "stages"}, {"async", "loader"}, {"lockstep", "stages"}};
   for (const auto& [mode, pacing] : runs) {
     std::vector<phase_sample> s;
     const std::string name = mode == "async" ? mode + " (pacing: " + pacing + ")" : mode;
-    if (!run_pipeline(mode, pacing, phases, count, compute, s, why)) {
+    if (!run_pipeline(mode, pacing, phases, count, ideal, s, why)) {
       heading("(a)   " + name + ": skipped: " + why);
       continue;
     }

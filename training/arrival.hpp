@@ -16,13 +16,13 @@ enum class arrival { early, stale, current, fenced };
 struct arrival_context {
   int32_t index = 0;
   int32_t prev_generation = 0, next_generation = 0;
-  int32_t phase = 0;
+  int64_t phase = 0;
   bool in_phase = false;
 };
 
 /// A message stamped by stage `sender` of generation `generation` for phase `phase`.
 inline arrival classify_arrival(const arrival_context& here, int32_t sender, int32_t generation,
-                                int32_t phase) {
+                                int64_t phase) {
   // Generations only grow: a newer one is a rebuilt neighbour whose wiring is on its way here.
   if ((sender == here.index - 1 && generation < here.prev_generation) ||
       (sender == here.index + 1 && generation < here.next_generation))

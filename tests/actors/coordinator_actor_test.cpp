@@ -150,11 +150,13 @@ TEST_CASE(
   caf::anon_send(old_writer, int32_t{1});
   wait_until([&] { return control.faults().front().duplicates == 1; });  // all four are in
   control.watch({next.address()}, {-1}, 1);  // a new pipeline: the old one's progress is stale
-  CHECK(control.ask<int32_t>(next, std::chrono::seconds(5), int32_t{7}) == 7);
+  const int32_t echo7 = control.ask<int32_t>(next, std::chrono::seconds(5), int32_t{7});
+  CHECK(echo7 == 7);
   CHECK(seen.empty());
   caf::anon_send(next, int32_t{1});
   wait_until([&] { return control.faults().front().duplicates == 2; });
-  CHECK(control.ask<int32_t>(next, std::chrono::seconds(5), int32_t{8}) == 8);
+  const int32_t echo8 = control.ask<int32_t>(next, std::chrono::seconds(5), int32_t{8});
+  CHECK(echo8 == 8);
   CHECK(seen == std::vector<int64_t>{1, 2});
   caf::anon_send_exit(old_writer, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(next, caf::exit_reason::user_shutdown);
