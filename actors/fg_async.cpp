@@ -15,14 +15,14 @@ void backward_step(async_self self, int64_t id, const std::vector<float>& d) {
   bool slowed = false;
   clock_type::time_point begin, end;
   forward_gradient_stage::backward_result r =
-      timed(c, slowed, begin, end, [&] { return c.ctx.fg->backward(id, d, c.tick); });
+      timed(c, slowed, begin, end, [&] { return c.ctx.fg->backward(id, d, c.phase.tick); });
   if (slowed) report_fault(self, c, fault_kind::slow);
-  ++c.backwards_in_phase;
+  ++c.phase.backwards;
   c.work.trace_backward(r.step, id, begin, end);
   after_backward(self, c, r.step, id);
   if (c.is_first()) {
     ++st.completed;
-    if (returns_credits(c)) self->send(c.links.loader, credit_return{1, c.plan.phase, id});
+    if (returns_credits(c)) self->send(c.out.links.loader, credit_return{1, c.phase.plan.phase, id});
   }
 }
 
@@ -64,7 +64,7 @@ bool fg_run_step(async_self self) {
     out.s = c.stamp_for(-1, -1);
     out.eval_epoch = in.eval_epoch, out.eval_index = in.eval_index;
     out.eval_x = evaluate_batch(self, c, in.eval_epoch, in.eval_index, in.eval_x);
-    if (!c.is_last()) emit(self, c, c.links.next, std::move(out), c.faults.forward_delay);
+    if (!c.is_last()) emit(self, c, c.out.links.next, std::move(out), c.faults.forward_delay);
     return true;
   }
   maybe_crash(c);
@@ -74,27 +74,25 @@ bool fg_run_step(async_self self) {
   bool slowed = false;
   clock_type::time_point begin, end;
   forward_gradient_stage::forward_result r = timed(c, slowed, begin, end, [&] {
-    return c.ctx.fg->forward(c.work.take_in(in.x), id, c.tick, in.labels, received);
+    return c.ctx.fg->forward(c.work.take_in(in.x), id, c.phase.tick, in.labels, received);
   });
   if (slowed) report_fault(self, c, fault_kind::slow);
-  c.work.trace_forward(id, begin, end, c.tick);
-  ++c.tick;  // async "ticks" count this stage's forwards: the delay is in forwards
-  c.last_forwarded = std::max(c.last_forwarded, id);
+  c.work.trace_forward(id, begin, end, c.phase.tick);
+  ++c.phase.tick;  // async "ticks" count this stage's forwards: the delay is in forwards
+  c.phase.last_forwarded = std::max(c.phase.last_forwarded, id);
   if (c.is_last()) {  // the backward follows when the loss actor answers
-    c.logits = r.z;
-    c.logits_id = id;
-    c.awaiting_loss = true;
+    c.loss.hold(r.z, id);
     logits_data msg{c.stamp_for(id, -1), c.work.hand_out(r.z, device{}, id).x1};
     for (const stage_tangent& k : r.tangents)
       msg.tangents.push_back({k.origin, c.work.hand_out(k.direction, device{}, id)});
-    self->send(c.links.loss, std::move(msg));
+    self->send(c.out.links.loss, std::move(msg));
     return false;
   }
-  forward_data out{c.stamp_for(id, -1), c.work.hand_out(r.z, c.links.next_device, id)};
+  forward_data out{c.stamp_for(id, -1), c.work.hand_out(r.z, c.out.links.next_device, id)};
   out.labels = std::move(in.labels);
   for (const stage_tangent& k : r.tangents)
-    out.tangents.push_back({k.origin, c.work.hand_out(k.direction, c.links.next_device, id)});
-  emit(self, c, c.links.next, std::move(out), c.faults.forward_delay);
+    out.tangents.push_back({k.origin, c.work.hand_out(k.direction, c.out.links.next_device, id)});
+  emit(self, c, c.out.links.next, std::move(out), c.faults.forward_delay);
   if (!c.ctx.fg->awaits_derivatives()) backward_step(self, id, {});
   return true;
 }
@@ -106,7 +104,7 @@ void on_derivatives(async_self self, derivatives_data in) {
     return fail(self, c, caf::make_error(petra_errc::bad_request),
                 "a derivatives message reached a stage that does not train by forward gradients",
                 in.s.micro_batch);
-  if (in.s.phase > c.plan.phase) return;  // cannot happen: a phase's derivatives answer its forwards
+  if (in.s.phase > c.phase.plan.phase) return;  // cannot happen: a phase's derivatives answer its forwards
   if (classify(c, in.s) != arrival::current) return report_fault(self, c, fault_kind::duplicate_discarded);
   if (delayed_here(c, in)) return take_derivatives(self, std::move(in));
   const int copies = derivatives_copies(self, c, in.s.micro_batch);  // lost or doubled on the way

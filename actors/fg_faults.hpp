@@ -4,7 +4,7 @@
 // backward link into it (faults.backward_delay[j]: ticks in lockstep, milliseconds in async). A
 // draw is a function of (faults.seed, stage, micro-batch): it does not depend on when a message
 // arrives, so a lockstep run injects the same faults every time. Also which stage hands the loader
-// its credits back (faults.slow is stage_core's slow_down, as for every stage).
+// its credits back (faults.slow is the stage work's slow-down, as for every stage).
 #pragma once
 
 #include "actors/link_faults.hpp"

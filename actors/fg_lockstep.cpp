@@ -20,14 +20,14 @@ int64_t link_delay(const stage_core& c) { return c.faults_on() ? c.ctx.fg_link_d
 bool forward_half(lockstep_self self, forward_data& in, const forward_data& eval) {
   stage_core& c = self->state.core;
   forward_gradient_stage& fg = *c.ctx.fg;
-  const int64_t t = c.tick;
+  const int64_t t = c.phase.tick;
   const int64_t at = arrival_tick(c, t, c.faults.forward_delay);  // the next stage's tick for it
-  const bool sends = !c.is_last() && at < c.plan.ticks;           // nothing past the phase
+  const bool sends = !c.is_last() && at < c.phase.plan.ticks;     // nothing past the phase
   if (!in.x.defined()) {
     if (sends) {
       forward_data marker{c.stamp_for(-1, at), {}};
       marker.eval_epoch = eval.eval_epoch, marker.eval_index = eval.eval_index, marker.eval_x = eval.eval_x;
-      emit(self, c, c.links.next, std::move(marker), c.faults.forward_delay);
+      emit(self, c, c.out.links.next, std::move(marker), c.faults.forward_delay);
     }
     return false;
   }
@@ -39,25 +39,23 @@ bool forward_half(lockstep_self self, forward_data& in, const forward_data& eval
   forward_gradient_stage::forward_result r = timed(
       c, slowed, begin, end, [&] { return fg.forward(c.work.take_in(in.x), id, t, in.labels, received); });
   if (slowed) report_fault(self, c, fault_kind::slow);
-  c.work.trace_forward(id, begin, end, c.tick);
-  c.last_forwarded = id;
+  c.work.trace_forward(id, begin, end, c.phase.tick);
+  c.phase.last_forwarded = id;
   if (c.is_last()) {  // the tick goes on when the loss actor answers
-    c.logits = r.z;
-    c.logits_id = id;
-    c.awaiting_loss = true;
+    c.loss.hold(r.z, id);
     logits_data msg{c.stamp_for(id, t), c.work.hand_out(r.z, device{}, id).x1};
     for (const stage_tangent& k : r.tangents)
       msg.tangents.push_back({k.origin, c.work.hand_out(k.direction, device{}, id)});
-    self->send(c.links.loss, std::move(msg));
+    self->send(c.out.links.loss, std::move(msg));
     return true;
   }
   if (sends) {
-    forward_data msg{c.stamp_for(id, at), c.work.hand_out(r.z, c.links.next_device, id)};
+    forward_data msg{c.stamp_for(id, at), c.work.hand_out(r.z, c.out.links.next_device, id)};
     msg.eval_epoch = eval.eval_epoch, msg.eval_index = eval.eval_index, msg.eval_x = eval.eval_x;
     msg.labels = std::move(in.labels);
     for (const stage_tangent& k : r.tangents)
-      msg.tangents.push_back({k.origin, c.work.hand_out(k.direction, c.links.next_device, id)});
-    emit(self, c, c.links.next, std::move(msg), c.faults.forward_delay);
+      msg.tangents.push_back({k.origin, c.work.hand_out(k.direction, c.out.links.next_device, id)});
+    emit(self, c, c.out.links.next, std::move(msg), c.faults.forward_delay);
   }
   return false;
 }
@@ -68,9 +66,9 @@ void backward_half(lockstep_self self, int64_t id, const std::vector<float>& d) 
   bool slowed = false;
   clock_type::time_point begin, end;
   forward_gradient_stage::backward_result r =
-      timed(c, slowed, begin, end, [&] { return c.ctx.fg->backward(id, d, c.tick); });
+      timed(c, slowed, begin, end, [&] { return c.ctx.fg->backward(id, d, c.phase.tick); });
   if (slowed) report_fault(self, c, fault_kind::slow);
-  ++c.backwards_in_phase;
+  ++c.phase.backwards;
   c.work.trace_backward(r.step, id, begin, end);
   after_backward(self, c, r.step, id);
 }
@@ -80,7 +78,7 @@ void backward_half(lockstep_self self, int64_t id, const std::vector<float>& d) 
 bool fg_run_tick(lockstep_self self) {
   lockstep_state& st = self->state;
   stage_core& c = st.core;
-  const int64_t t = c.tick;
+  const int64_t t = c.phase.tick;
   auto f = st.forwards.find(t);
   if (needs_forward(c, t) && f == st.forwards.end()) return false;
   const int64_t due = c.ctx.fg->due_at(t, link_delay(c));
@@ -110,14 +108,15 @@ bool fg_run_tick(lockstep_self self) {
   if (forward_half(self, fin, eval)) return false;
   if (id >= 0 && !c.ctx.fg->awaits_derivatives() && !c.is_last()) backward_half(self, id, {});
   if (due >= 0) backward_half(self, due, din.per_sample);
-  if (returns_credits(c)) self->send(c.links.loader, credit_return{1, c.plan.phase});
-  ++c.tick;
+  if (returns_credits(c)) self->send(c.out.links.loader, credit_return{1, c.phase.plan.phase});
+  ++c.phase.tick;
   return true;
 }
 
 bool fg_waiting_derivatives(const lockstep_state& st) {
   const stage_core& c = st.core;
-  return c.in_phase && c.ctx.fg->due_at(c.tick, link_delay(c)) >= 0 && st.derivatives.count(c.tick) == 0;
+  return c.phase.running && c.ctx.fg->due_at(c.phase.tick, link_delay(c)) >= 0 &&
+         st.derivatives.count(c.phase.tick) == 0;
 }
 
 void on_derivatives(lockstep_self self, derivatives_data in) {
@@ -127,7 +126,7 @@ void on_derivatives(lockstep_self self, derivatives_data in) {
     return fail(self, c, caf::make_error(petra_errc::bad_request),
                 "a derivatives message reached a stage that does not train by forward gradients",
                 in.s.micro_batch);
-  if (!admit(self, c, in, st.early_derivatives)) return;
+  if (!admit(self, c, in)) return;
   const int copies = derivatives_copies(self, c, in.s.micro_batch);  // lost or doubled on the way
   if (const int64_t delay = derivatives_delay(c); delay > 0 && copies > 0) {
     in.s.tick += delay;  // late by that many ticks: the stage's backward waits for them
@@ -137,7 +136,7 @@ void on_derivatives(lockstep_self self, derivatives_data in) {
     count_upstream(self, c, in);
     // A copy for a tick that ran, or a second one for a tick that waits: discarded, never applied twice.
     const int64_t t = in.s.tick;
-    if (t < c.tick || (t == c.tick && c.awaiting_loss) || st.derivatives.count(t) > 0)
+    if (t < c.phase.tick || (t == c.phase.tick && c.loss.awaiting) || st.derivatives.count(t) > 0)
       report_fault(self, c, fault_kind::duplicate_discarded);
     else
       st.derivatives.emplace(t, in);

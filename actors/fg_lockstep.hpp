@@ -12,11 +12,11 @@
 
 namespace petra::detail {
 
-/// Runs the stage's tick c.tick if its inputs are there: an evaluation batch first, then the forward
+/// Runs the stage's tick c.phase.tick if its inputs are there: an evaluation batch first, then the forward
 /// (the last stage's tick goes on when the loss answers), then the backward of the estimate due.
 /// False when it must wait.
 bool fg_run_tick(lockstep_self self);
-/// Whether tick c.tick waits for derivatives that have not come (status_of's waiting_backward).
+/// Whether tick c.phase.tick waits for derivatives that have not come (status_of's waiting_backward).
 bool fg_waiting_derivatives(const lockstep_state& st);
 
 /// A stage's derivatives: counted (messages and serialized bytes from downstream), kept for their tick.

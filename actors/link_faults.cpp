@@ -17,7 +17,7 @@ void arm_faults(stage_core& c, const stage_faults& f) {
 }
 
 void maybe_crash(stage_core& c) {
-  if (c.faults_on() && c.faults.crash_at_tick >= 0 && c.tick == c.faults.crash_at_tick)
+  if (c.faults_on() && c.faults.crash_at_tick >= 0 && c.phase.tick == c.faults.crash_at_tick)
     throw injected_crash("injected crash (faults.crash_at_tick)");
 }
 
@@ -28,7 +28,7 @@ caf::error error_of(const std::exception& e) {
 
 bool in_drop_burst(stage_core& c) {
   const stage_faults& f = c.faults;
-  if (f.drop_burst_at_tick < 0 || c.tick < f.drop_burst_at_tick || c.burst_dropped >= f.drop_burst)
+  if (f.drop_burst_at_tick < 0 || c.phase.tick < f.drop_burst_at_tick || c.burst_dropped >= f.drop_burst)
     return false;
   ++c.burst_dropped;
   return true;

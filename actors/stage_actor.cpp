@@ -28,9 +28,9 @@ void require_drained(const stage_core& c, const std::string& what) {
   auto add = [&](bool holds, const std::string& thing) {
     if (holds) held += (held.empty() ? "" : ", ") + thing;
   };
-  add(c.in_phase, "a running phase");
-  add(c.awaiting_loss, "an output awaiting the loss");
-  add(!c.early_forward.empty() || !c.early_backward.empty(), "messages of a phase not planned yet");
+  add(c.phase.running, "a running phase");
+  add(c.loss.awaiting, "an output awaiting the loss");
+  add(!c.inbox.empty(), "messages of a phase not planned yet");
   add(c.ctx.fg && c.ctx.fg->held() > 0, "forward-gradient guesses awaiting their derivatives");
   if (held.empty()) return;
   throw std::logic_error("asked for its state while it holds " + held +
@@ -41,13 +41,12 @@ void require_drained(const stage_core& c, const std::string& what) {
 cut_part part_of(const stage_core& c, stage_cut cut) {
   if (c.ctx.fg) c.ctx.fg->save(cut.state);  // aux/param, aux/momentum, aux/buffer
   encoded_stage_cut e = encode_stage_cut(cut);
-  return cut_part{c.ctx.index, 0, c.plan.phase, std::move(e.tensors), std::move(e.meta)};
+  return cut_part{c.ctx.index, 0, c.phase.plan.phase, std::move(e.tensors), std::move(e.meta)};
 }
 
 cut_part migration_part(lockstep_state& st) {
   stage_core& c = st.core;
-  const bool queued = !st.forwards.empty() || !st.backwards.empty() || !st.derivatives.empty() ||
-                      !st.early_derivatives.empty();
+  const bool queued = !st.forwards.empty() || !st.backwards.empty() || !st.derivatives.empty();
   require_drained(c, queued ? "queued messages" : "");
   return part_of(c, cut_stage(*c.ctx.compute, *c.ctx.device));
 }
@@ -94,7 +93,7 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
           if (!cpu::pin_compute_team(c.ctx.cores, &why))
             throw std::runtime_error("runtime.pin_threads: " + why);
           c.ctx.cores.clear();
-          c.links = std::move(links);
+          c.out.links = std::move(links);
           return wire_atom_v;
         });
       },
@@ -141,7 +140,7 @@ stage_actor::behavior_type stage_behavior(typename stage_actor::stateful_pointer
       [=](restore_atom, const stage_report& earlier) {
         stage_core& c = self->state.core;
         return answer(c, [&] {
-          if (c.in_phase) throw std::logic_error("a record to go on from came during a phase");
+          if (c.phase.running) throw std::logic_error("a record to go on from came during a phase");
           c.work.continue_record(earlier);
           return restore_atom_v;
         });

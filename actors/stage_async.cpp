@@ -25,14 +25,14 @@ void send_backward(async_self self, int64_t id, const activation& rebuilt, const
   async_state& st = self->state;
   stage_core& c = st.core;
   if (!c.is_first()) {
-    emit(self, c, c.links.prev,
-         backward_data{c.stamp_for(id, -1), c.work.hand_out(rebuilt, c.links.prev_device, id),
-                       c.work.hand_out(grad, c.links.prev_device, id)},
+    emit(self, c, c.out.links.prev,
+         backward_data{c.stamp_for(id, -1), c.work.hand_out(rebuilt, c.out.links.prev_device, id),
+                       c.work.hand_out(grad, c.out.links.prev_device, id)},
          c.faults.backward_delay);
     return;
   }
   ++st.completed;
-  self->send(c.links.loader, credit_return{1, c.plan.phase, id});
+  self->send(c.out.links.loader, credit_return{1, c.phase.plan.phase, id});
 }
 
 /// One unit of work, backward first (in this stage's FIFO order). False when idle or waiting for the loss.
@@ -73,7 +73,7 @@ bool run_step(async_self self) {
     out.s = c.stamp_for(-1, -1);
     out.eval_epoch = in.eval_epoch, out.eval_index = in.eval_index;
     out.eval_x = evaluate_batch(self, c, in.eval_epoch, in.eval_index, in.eval_x);
-    if (!c.is_last()) emit(self, c, c.links.next, std::move(out), c.faults.forward_delay);
+    if (!c.is_last()) emit(self, c, c.out.links.next, std::move(out), c.faults.forward_delay);
     return true;
   }
   maybe_crash(c);
@@ -81,17 +81,15 @@ bool run_step(async_self self) {
   bool slowed = false;
   activation out = timed_forward(c, in.x, id, slowed);
   count_slowed(self, c, slowed);
-  ++c.tick;  // async "ticks" count this stage's forwards: the delay is in forwards
-  c.last_forwarded = std::max(c.last_forwarded, id);  // a re-issue comes after higher ids
-  if (c.is_last()) {                                  // the backward follows when the loss actor answers
-    c.logits = out;
-    c.logits_id = id;
-    c.awaiting_loss = true;
-    self->send(c.links.loss, logits_data{c.stamp_for(id, -1), c.work.hand_out(out, device{}, id).x1});
+  ++c.phase.tick;  // async "ticks" count this stage's forwards: the delay is in forwards
+  c.phase.last_forwarded = std::max(c.phase.last_forwarded, id);  // a re-issue comes after higher ids
+  if (c.is_last()) {  // the backward follows when the loss actor answers
+    c.loss.hold(out, id);
+    self->send(c.out.links.loss, logits_data{c.stamp_for(id, -1), c.work.hand_out(out, device{}, id).x1});
     return false;
   }
-  emit(self, c, c.links.next,
-       forward_data{c.stamp_for(id, -1), c.work.hand_out(out, c.links.next_device, id)},
+  emit(self, c, c.out.links.next,
+       forward_data{c.stamp_for(id, -1), c.work.hand_out(out, c.out.links.next_device, id)},
        c.faults.forward_delay);
   return true;
 }
@@ -101,7 +99,7 @@ bool run_step(async_self self) {
 void advance(async_self self) {
   async_state& st = self->state;
   stage_core& c = st.core;
-  if (!c.in_phase || c.awaiting_loss || c.recovery.held) return;
+  if (!c.phase.running || c.loss.awaiting || c.recovery.held) return;
   try {
     while (run_step(self)) {
     }
@@ -110,11 +108,10 @@ void advance(async_self self) {
     // credits: the loader sends nothing either); below it, an empty queue waits for input.
     const bool window_full =
         c.ctx.stage_window > 0 && static_cast<int64_t>(c.ctx.compute->outstanding()) >= c.ctx.stage_window;
-    mark_idle(c, !c.awaiting_loss && !window_full && st.forwards.empty());
+    mark_idle(c, !c.loss.awaiting && !window_full && st.forwards.empty());
     // Every micro-batch of the phase passes each stage's backward once, and every evaluation batch
     // its evaluation: then this stage is done.
-    if (!c.awaiting_loss && c.backwards_in_phase >= c.plan.micro_batches && c.evals_done >= c.plan.eval_items)
-      finish_phase(self, c);
+    if (!c.loss.awaiting && c.phase.all_passed()) finish_phase(self, c);
   } catch (const std::exception& e) {
     fail_with(self, c, e, -1);
   }
@@ -131,17 +128,12 @@ void on_plan(async_self self, const phase_plan& plan) {
   st.seen_backward.clear();
   st.completed = 0;
   st.cuts.clear();
-  c.hold_epoch_reports = false;
-  c.held_epoch_reports.clear();
   // Resuming from a cut: its counts and queues (and the loss answer it recorded, run last).
   std::optional<loss_data> answer = plan.start_tick > 0 ? restore_queues(self, plan) : std::nullopt;
   st.resume.reset();
-  auto forwards = std::move(c.early_forward);
-  auto backwards = std::move(c.early_backward);
-  c.early_forward.clear();
-  c.early_backward.clear();
-  for (auto& f : forwards) on_forward(self, std::move(f));
-  for (auto& b : backwards) on_backward(self, std::move(b));
+  stage_inbox::early early = c.inbox.take();
+  for (auto& f : early.forwards) on_forward(self, std::move(f));
+  for (auto& b : early.backwards) on_backward(self, std::move(b));
   if (answer)
     on_loss(self, std::move(*answer));
   else
@@ -150,7 +142,7 @@ void on_plan(async_self self, const phase_plan& plan) {
 
 void on_forward(async_self self, forward_data in) {
   async_state& st = self->state;
-  if (!admit(self, st.core, in, st.core.early_forward)) return;
+  if (!admit(self, st.core, in)) return;
   if (is_marker(in)) {
     if (in.s.tick <= st.core.recovery.abandoned_cuts) return;
     const bool marker_waits = std::any_of(st.forwards.begin(), st.forwards.end(),
@@ -182,7 +174,7 @@ void on_forward(async_self self, forward_data in) {
 void on_backward(async_self self, backward_data in) {
   async_state& st = self->state;
   if (is_sent_ahead(in)) return take_ahead(st.core, std::move(in));  // no link's message: nothing to record
-  if (!admit(self, st.core, in, st.core.early_backward)) return;
+  if (!admit(self, st.core, in)) return;
   if (is_marker(in)) {  // the next stage took its part of the cut: the link's recording ends
     if (in.s.tick <= st.core.recovery.abandoned_cuts) return;
     on_backward_marker(self, in.s.tick);
@@ -204,22 +196,22 @@ void on_backward(async_self self, backward_data in) {
 
 void on_loss(async_self self, loss_data in) {
   stage_core& c = self->state.core;
-  if (!c.awaiting_loss || in.s.micro_batch != c.logits_id || in.s.phase != c.plan.phase ||
+  if (!c.loss.answered_by(in.s.micro_batch) || in.s.phase != c.phase.plan.phase ||
       c.recovery.forgotten(in.s.micro_batch))
     return;
-  c.awaiting_loss = false;
+  c.loss.awaiting = false;
   try {
     record_loss_answer(self, in);
     bool slowed = false;
-    stage::backward_result r = timed_backward(c, c.logits, activation{in.dlogits, {}}, c.logits_id, slowed,
-                                              c.ctx.fg ? nullptr : ahead_sender(self, c, c.logits_id, -1));
+    stage::backward_result r = timed_backward(c, c.loss.logits, activation{in.dlogits, {}}, c.loss.id, slowed,
+                                              c.ctx.fg ? nullptr : ahead_sender(self, c, c.loss.id, -1));
     count_slowed(self, c, slowed);
-    after_backward(self, c, r, c.logits_id);
-    c.logits = activation{};
+    after_backward(self, c, r, c.loss.id);
+    c.loss.logits = activation{};
     if (!c.ctx.fg || c.is_first())  // forward gradients send nothing upstream (J = 1: the credit)
-      send_backward(self, c.logits_id, r.input, r.input_grad);
+      send_backward(self, c.loss.id, r.input, r.input_grad);
     else if (returns_credits(c))  // greedy local learning: the credit comes back from here
-      self->send(c.links.loader, credit_return{1, c.plan.phase, c.logits_id});
+      self->send(c.out.links.loader, credit_return{1, c.phase.plan.phase, c.loss.id});
   } catch (const std::exception& e) {
     return fail_with(self, c, e, in.s.micro_batch);
   }
@@ -230,16 +222,16 @@ stage_status status_of(const async_state& st) {
   const stage_core& c = st.core;
   stage_status s;
   s.stage = c.ctx.index;
-  s.in_phase = c.in_phase;
-  s.tick = c.tick;
+  s.in_phase = c.phase.running;
+  s.tick = c.phase.tick;
   s.completed = st.completed;
-  s.backwards = c.backwards_in_phase;
-  s.evals = c.evals_done;
-  s.waiting_forward = c.in_phase && st.forwards.empty() && !c.awaiting_loss;
+  s.backwards = c.phase.backwards;
+  s.evals = c.phase.evals;
+  s.waiting_forward = c.phase.running && st.forwards.empty() && !c.loss.awaiting;
   const int64_t next = c.ctx.compute->next_backward_id();
-  s.waiting_backward = c.in_phase && c.ctx.compute->outstanding() > 0 &&
+  s.waiting_backward = c.phase.running && c.ctx.compute->outstanding() > 0 &&
                        (c.ctx.fg ? st.derivatives.count(next) : st.backwards.count(next)) == 0 &&
-                       !c.awaiting_loss;
+                       !c.loss.awaiting;
   return s;
 }
 

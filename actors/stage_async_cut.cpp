@@ -25,14 +25,13 @@ void maybe_send_cut(async_self self) {
     const cut_backward& loss = front.part.async.loss;
     if (front.waits_backward || (loss.id >= 0 && !loss.grad.x1.defined())) return;
     encoded_stage_cut e = encode_stage_cut(front.part);
-    self->send(c.links.coordinator,
-               cut_part{c.ctx.index, front.tick, c.plan.phase, std::move(e.tensors), std::move(e.meta)});
-    auto after = std::move(st.cuts.size() > 1 ? front.reports_after : c.held_epoch_reports);
-    for (stage_epoch_report& r : after) self->send(c.links.coordinator, std::move(r));
+    self->send(c.out.links.coordinator, cut_part{c.ctx.index, front.tick, c.phase.plan.phase,
+                                                 std::move(e.tensors), std::move(e.meta)});
+    auto after = st.cuts.size() > 1 ? std::move(front.reports_after) : c.out.take_held();
+    for (stage_epoch_report& r : after) self->send(c.out.links.coordinator, std::move(r));
     st.cuts.pop_front();
   }
-  c.hold_epoch_reports = false;
-  c.held_epoch_reports.clear();
+  c.out.stop_holding();
 }
 
 /// The marker of the cut before tick t came on the forward link: the stage's state, its queues and
@@ -46,9 +45,9 @@ void take_cut(async_self self, int64_t t, std::size_t queued_before) {
   stage_cut part = cut_stage(*c.ctx.compute, *c.ctx.device);
   async_cut& a = part.async;
   a.present = true;
-  a.forwards_done = c.tick;
-  a.backwards_done = c.backwards_in_phase;
-  a.evals_done = c.evals_done;
+  a.forwards_done = c.phase.tick;
+  a.backwards_done = c.phase.backwards;
+  a.evals_done = c.phase.evals;
   for (std::size_t i = 0; i < queued_before && i < st.forwards.size(); ++i) {
     forward_data& f = st.forwards[i];
     cut_queued q;
@@ -62,20 +61,19 @@ void take_cut(async_self self, int64_t t, std::size_t queued_before) {
   }
   for (auto& [id, b] : st.backwards)
     a.backwards.push_back(cut_backward{id, c.work.on_host(b.rebuilt), c.work.on_host(b.grad)});
-  if (c.awaiting_loss) {
-    a.loss.id = c.logits_id;
-    a.loss.rebuilt = c.work.on_host(c.logits);
+  if (c.loss.awaiting) {
+    a.loss.id = c.loss.id;
+    a.loss.rebuilt = c.work.on_host(c.loss.logits);
   }
-  if (!st.cuts.empty()) st.cuts.back().reports_after = std::move(c.held_epoch_reports);  // before this cut
-  c.held_epoch_reports.clear();
+  std::vector<stage_epoch_report> before = c.out.hold();  // epoch reports wait behind this part
+  if (!st.cuts.empty()) st.cuts.back().reports_after = std::move(before);
   st.cuts.push_back(async_state::pending_cut{std::move(part), t, !c.is_last(), {}});
-  c.hold_epoch_reports = true;
   const stamp marker = c.stamp_for(-1, t);
   if (c.is_last())
-    self->send(c.links.loss, cut_marker{t});
+    self->send(c.out.links.loss, cut_marker{t});
   else
-    self->send(c.links.next, forward_data{marker, {}});
-  if (!c.is_first()) self->send(c.links.prev, backward_data{marker, {}, {}});
+    self->send(c.out.links.next, forward_data{marker, {}});
+  if (!c.is_first()) self->send(c.out.links.prev, backward_data{marker, {}, {}});
   maybe_send_cut(self);
 }
 
@@ -115,9 +113,9 @@ std::optional<loss_data> restore_queues(async_self self, const phase_plan& plan)
   if (!st.resume) return answer;
   const async_cut& a = st.resume->async;
   const int32_t j = c.ctx.index;
-  c.tick = a.forwards_done;
-  c.backwards_in_phase = a.backwards_done;
-  c.evals_done = a.evals_done;
+  c.phase.tick = a.forwards_done;
+  c.phase.backwards = a.backwards_done;
+  c.phase.evals = a.evals_done;
   for (const cut_queued& q : a.forwards) {
     forward_data f{stamp{q.id, -1, 0, j - 1, plan.phase}, q.x};
     if (q.eval.index >= 0) f.eval_epoch = q.eval.epoch, f.eval_index = q.eval.index, f.eval_x = q.eval.images;
@@ -129,9 +127,7 @@ std::optional<loss_data> restore_queues(async_self self, const phase_plan& plan)
     st.backwards.emplace(b.id, backward_data{stamp{b.id, -1, 0, j + 1, plan.phase}, b.rebuilt, b.grad});
   }
   if (a.loss.id >= 0) {
-    c.logits = c.work.take_in(a.loss.rebuilt);
-    c.logits_id = a.loss.id;
-    c.awaiting_loss = true;
+    c.loss.hold(c.work.take_in(a.loss.rebuilt), a.loss.id);
     answer = loss_data{stamp{a.loss.id, -1, 0, -1, plan.phase}, a.loss.grad.x1};
   }
   return answer;

@@ -1,8 +1,9 @@
-// What the lockstep and async stage actors share (private to actors/): the stage's links, faults
-// and phase, and the steps both protocols take with them — admit what comes (early, stale, fenced,
-// duplicate), compute through the stage's own work (training/stage_work: timed, slowed, handed over,
-// measured), and send what it made (to the neighbours, the loss actor and the coordinator). Link
-// faults and recovery have rooms of their own (link_faults, stage_recovery).
+// What the lockstep and async stage actors share (private to actors/): the units of a stage's state
+// (phase, inbox, work, outbox, the wait for the loss, recovery marks) and the steps both protocols
+// take with them — admit what comes (early, stale, fenced, duplicate), compute through the stage's
+// own work (training/stage_work: timed, slowed, handed over, measured), and send what it made (to
+// the neighbours, the loss actor and the coordinator). Link faults and recovery have rooms of their
+// own (link_faults, stage_recovery).
 #pragma once
 
 #include <caf/all.hpp>
@@ -13,6 +14,9 @@
 #include <vector>
 
 #include "actors/stage_actor.hpp"
+#include "actors/stage_inbox.hpp"
+#include "actors/stage_outbox.hpp"
+#include "actors/stage_phase.hpp"
 #include "actors/stage_recovery.hpp"
 #include "compute/pipeline/stage.hpp"
 #include "messages/errors.hpp"
@@ -27,55 +31,43 @@ using clock_type = std::chrono::steady_clock;
 using namespace messages;
 using namespace atoms;
 
+/// A stage actor's state, as units with their own state and rules: what comes in is admitted by
+/// the inbox (against the phase), computed by the work, and sent by the outbox (and the link's
+/// faults); the last stage's output waits for its loss.
 struct stage_core {
   stage_context ctx;
-  stage_links links;
+  stage_phase phase;          // the plan, the tick, what passed (actors/stage_phase.hpp)
+  stage_inbox inbox;          // admit: early, stale, fenced or current (actors/stage_inbox.hpp)
+  training::stage_work work;  // compute: forward, backward, evaluation, hand-over, measurements
+  stage_outbox out;           // emit: the links, faults, failures and reports to the coordinator
+  loss_wait loss;             // last stage: the output the loss actor answers
+  recovery_marks recovery;    // stage-local recovery (docs/design.md §6)
+  // Link faults (actors/link_faults): what this stage injects, its draws, the burst lost so far.
   stage_faults faults;
   std::mt19937_64 fault_rng;
-  int64_t burst_dropped = 0;  // of faults.drop_burst, lost so far
-
-  phase_plan plan;
-  bool in_phase = false;
-  int64_t tick = 0;            // lockstep: the next tick to run; async: forwards done
-  bool awaiting_loss = false;  // last stage: its logits are at the loss actor
-  activation logits;           // last stage: the forward output the loss answers
-  int64_t logits_id = -1;
-
-  int64_t fault_events = 0;   // sent to the coordinator since the phase began (stage_report's)
-  training::stage_work work;  // forward, backward, evaluation, hand-over, measurements
-  int64_t evals_done = 0;     // evaluation batches of this phase this stage passed on
-  int64_t backwards_in_phase = 0;
-  bool hold_epoch_reports = false;  // async: a cut's part is pending: epoch reports wait behind it
-  std::vector<stage_epoch_report> held_epoch_reports;  // made since the latest pending cut
-  std::vector<forward_data> early_forward;             // for a phase not planned here yet
-  std::vector<backward_data> early_backward;
-  int64_t last_forwarded = -1;  // the highest training micro-batch id this stage forwarded
-  recovery_marks recovery;      // stage-local recovery (docs/design.md §6)
-  int32_t epoch_reported = -1;  // the phase's latest epoch this stage reported (a re-issue of its last
-                                // micro-batch, lost after its backward here, reports nothing again)
+  int64_t burst_dropped = 0;
 
   bool is_first() const { return ctx.index == 0; }
-  bool is_last() const { return ctx.index == links.count - 1; }
-  bool faults_on() const { return plan.attempt == 0; }
+  bool is_last() const { return ctx.index == out.links.count - 1; }
+  bool faults_on() const { return phase.faults_on(); }
   /// faults.slow where it applies (the first attempt), else 1.
   double slow() const { return faults_on() ? faults.slow : 1.0; }
   bool lockstep() const { return ctx.mode == config::runtime_mode::lockstep; }
   stamp stamp_for(int64_t id, int64_t tick_for) const {
-    return stamp{id, tick_for, ctx.compute->weight_version(), ctx.index, plan.phase, links.generation};
+    return stamp{id,        tick_for,         ctx.compute->weight_version(),
+                 ctx.index, phase.plan.phase, out.links.generation};
+  }
+  /// What the inbox sorts a message by (training/arrival.hpp).
+  training::arrival_context arrival_here() const {
+    return {ctx.index, out.links.prev_generation, out.links.next_generation, phase.plan.phase, phase.running};
   }
 };
 
 /// Starts a phase: the plan, and the measurements from zero.
 inline void begin_phase(stage_core& c, const phase_plan& plan) {
-  c.plan = plan;
-  c.tick = 0;
-  c.in_phase = true;
-  c.awaiting_loss = false;
-  c.evals_done = 0;
-  c.backwards_in_phase = 0;
-  c.fault_events = 0;
-  c.last_forwarded = -1;
-  c.epoch_reported = -1;
+  c.phase.begin(plan);
+  c.loss.awaiting = false;
+  c.out.begin_phase();
   c.recovery.restart();
   c.work.begin_phase(c.ctx.trace, c.ctx.process, c.ctx.index);
 }
@@ -90,15 +82,15 @@ auto timed(stage_core& c, bool& slowed, clock_type::time_point& begin, clock_typ
 /// The forward of micro-batch `id` at the stage's current tick, timed, traced and slowed down as
 /// faults.slow asks; true in `slowed` when it was.
 inline activation timed_forward(stage_core& c, const activation& x, int64_t id, bool& slowed) {
-  return c.work.forward(x, id, c.tick, c.slow(), slowed);
+  return c.work.forward(x, id, c.phase.tick, c.slow(), slowed);
 }
 /// The backward of micro-batch `id` at the stage's current tick, likewise; `input_ready` as
 /// stage::backward's.
 inline stage::backward_result timed_backward(stage_core& c, const activation& rebuilt, const activation& grad,
                                              int64_t id, bool& slowed,
                                              const std::function<void(const activation&)>& input_ready = {}) {
-  stage::backward_result r = c.work.backward(rebuilt, grad, id, c.tick, c.slow(), slowed, input_ready);
-  ++c.backwards_in_phase;
+  stage::backward_result r = c.work.backward(rebuilt, grad, id, c.phase.tick, c.slow(), slowed, input_ready);
+  ++c.phase.backwards;
   return r;
 }
 
@@ -110,14 +102,12 @@ inline stage::backward_result timed_backward(stage_core& c, const activation& re
 inline bool is_sent_ahead(const backward_data& b) { return b.rebuilt.defined() && !b.grad.defined(); }
 
 /// The stage's report of the phase so far.
-inline stage_report make_report(stage_core& c) { return c.work.report(c.fault_events); }
+inline stage_report make_report(stage_core& c) { return c.work.report(c.out.faults_sent()); }
 
 using training::arrival;
 /// Where a message stamped `s` stands against the stage's phase and wiring (training/arrival.hpp).
 inline arrival classify(const stage_core& c, const stamp& s) {
-  return training::classify_arrival(
-      {c.ctx.index, c.links.prev_generation, c.links.next_generation, c.plan.phase, c.in_phase}, s.sender,
-      s.generation, s.phase);
+  return training::classify_arrival(c.arrival_here(), s.sender, s.generation, s.phase);
 }
 
 /// Keeps a rebuilt output sent ahead (is_sent_ahead) and starts its rebuild when its backward is
@@ -129,17 +119,16 @@ inline void take_ahead(stage_core& c, backward_data in) {
 
 template <class Self>
 void report_fault(Self* self, stage_core& c, fault_kind kind) {
-  ++c.fault_events;
-  self->send(c.links.coordinator, fault_event{c.ctx.index, kind, c.plan.generation});
+  c.out.fault(self, c.ctx.index, kind, c.phase.plan.generation);
 }
 
-/// Sorts an arriving message: one for a phase not planned here yet waits in `early`, a late copy
-/// of an earlier or finished phase is discarded (and counted); true when it is for the running phase.
+/// Admits an arriving message: one for a phase not planned here yet waits in the inbox, a late copy
+/// of an earlier or finished phase is discarded (and counted), as is one from a fenced neighbour;
+/// true when it is for the running phase.
 template <class Self, class Message>
-bool admit(Self* self, stage_core& c, Message& in, std::vector<Message>& early) {
-  switch (classify(c, in.s)) {
+bool admit(Self* self, stage_core& c, Message& in) {
+  switch (c.inbox.sort(in, c.arrival_here())) {
     case arrival::early:
-      early.push_back(std::move(in));
       return false;
     case arrival::stale:
       report_fault(self, c, fault_kind::duplicate_discarded);
@@ -156,8 +145,8 @@ bool admit(Self* self, stage_core& c, Message& in, std::vector<Message>& early) 
 /// A failure: the coordinator hears what, where and its code; the actor quits with the error.
 template <class Self>
 void fail(Self* self, stage_core& c, const caf::error& err, const std::string& what, int64_t micro_batch) {
-  self->send(c.links.coordinator,
-             failure_report{c.ctx.index, c.tick, micro_batch, err.code(), what, c.plan.generation});
+  self->send(c.out.links.coordinator, failure_report{c.ctx.index, c.phase.tick, micro_batch, err.code(), what,
+                                                     c.phase.plan.generation});
   self->quit(err);
 }
 
@@ -166,12 +155,13 @@ void fail(Self* self, stage_core& c, const caf::error& err, const std::string& w
 /// this device. Empty otherwise.
 template <class Self>
 std::function<void(const activation&)> ahead_sender(Self* self, stage_core& c, int64_t id, int64_t tick_for) {
-  if (c.is_first() || !c.ctx.compute->overlaps_rebuild() || !(c.links.prev_device == c.ctx.device->where()) ||
-      !c.links.prev || c.links.prev.node() != self->node())
+  if (c.is_first() || !c.ctx.compute->overlaps_rebuild() ||
+      !(c.out.links.prev_device == c.ctx.device->where()) || !c.out.links.prev ||
+      c.out.links.prev.node() != self->node())
     return {};
   return [self, &c, id, tick_for](const activation& x) {
-    self->send(c.links.prev,
-               backward_data{c.stamp_for(id, tick_for), c.work.hand_out(x, c.links.prev_device, id), {}});
+    self->send(c.out.links.prev,
+               backward_data{c.stamp_for(id, tick_for), c.work.hand_out(x, c.out.links.prev_device, id), {}});
   };
 }
 
@@ -183,18 +173,12 @@ void after_backward(Self* self, stage_core& c, const stage::backward_result& r, 
   const int every = c.ctx.metrics_every;
   if (every > 0 && r.stepped && c.ctx.compute->weight_version() % every == 0) {
     const stage_window w = c.work.window.take(*c.ctx.compute);
-    self->send(c.links.coordinator, window_report{c.ctx.index, c.plan.generation, w.optimizer_steps,
-                                                  w.staleness_mean, w.inversion_error_mean, id});
+    self->send(c.out.links.coordinator, window_report{c.ctx.index, c.phase.plan.generation, w.optimizer_steps,
+                                                      w.staleness_mean, w.inversion_error_mean, id});
   }
-  const int64_t per_epoch = c.plan.per_epoch;
-  if (per_epoch > 0 && (id + 1) % per_epoch == 0 && id / per_epoch > c.epoch_reported) {
-    c.epoch_reported = static_cast<int32_t>(id / per_epoch);
-    stage_epoch_report r{c.epoch_reported, c.plan.generation, c.work.take_epoch_report(c.fault_events)};
-    if (c.hold_epoch_reports)  // after this stage's part of a cut, which has not gone yet
-      c.held_epoch_reports.push_back(std::move(r));
-    else
-      self->send(c.links.coordinator, std::move(r));
-  }
+  if (const std::optional<int32_t> epoch = c.phase.epoch_ended_by(id))
+    c.out.epoch_report(self, stage_epoch_report{*epoch, c.phase.plan.generation,
+                                                c.work.take_epoch_report(c.out.faults_sent())});
 }
 
 /// What the stage does with an evaluation batch that reached it: evaluates it and returns the
@@ -202,10 +186,10 @@ void after_backward(Self* self, stage_core& c, const stage::backward_result& r, 
 template <class Self>
 activation evaluate_batch(Self* self, stage_core& c, int32_t epoch, int64_t index, const activation& x) {
   activation y = c.work.evaluate(x, index);
-  ++c.evals_done;
-  if (!c.is_last()) return c.work.hand_out(y, c.links.next_device, -1);
-  self->send(c.links.loss,
-             logits_data{c.stamp_for(index, c.tick), c.work.hand_out(y, device{}, -1).x1, epoch});
+  ++c.phase.evals;
+  if (!c.is_last()) return c.work.hand_out(y, c.out.links.next_device, -1);
+  self->send(c.out.links.loss,
+             logits_data{c.stamp_for(index, c.phase.tick), c.work.hand_out(y, device{}, -1).x1, epoch});
   return {};
 }
 
@@ -213,14 +197,14 @@ activation evaluate_batch(Self* self, stage_core& c, int32_t epoch, int64_t inde
 /// for it (so that what the stages then report, device memory included, is settled).
 template <class Self>
 void finish_phase(Self* self, stage_core& c) {
-  c.in_phase = false;
+  c.phase.running = false;
   c.ctx.device->synchronize();
-  self->send(c.links.coordinator, phase_done{c.ctx.index, c.plan.generation});
+  self->send(c.out.links.coordinator, phase_done{c.ctx.index, c.phase.plan.generation});
 }
 
 /// Nothing to run: a wait starts (within a phase), for input when `for_input`, else for a gradient.
 inline void mark_idle(stage_core& c, bool for_input) {
-  if (c.in_phase) c.work.timeline.mark_idle(for_input, clock_type::now());
+  if (c.phase.running) c.work.timeline.mark_idle(for_input, clock_type::now());
 }
 
 }  // namespace petra::detail

@@ -26,7 +26,9 @@ bool needs_backward(const stage_core& c, int64_t t) {
 }
 
 /// Tick t has taken its inputs already: it ran, or it runs now and waits for the loss.
-bool already_ran(const stage_core& c, int64_t t) { return t < c.tick || (t == c.tick && c.awaiting_loss); }
+bool already_ran(const stage_core& c, int64_t t) {
+  return t < c.phase.tick || (t == c.phase.tick && c.loss.awaiting);
+}
 
 /// The tick's forward message to the next stage: the training output (or the marker) and, beside
 /// it, the output of the tick's evaluation batch when there was one.
@@ -34,11 +36,11 @@ void send_forward(lockstep_self self, int64_t id, int64_t t, const activation& o
                   const forward_data& eval) {
   stage_core& c = self->state.core;
   const int64_t at = arrival_tick(c, t, c.faults.forward_delay);
-  if (at >= c.plan.ticks || at < c.recovery.quiet_forward_below)
+  if (at >= c.phase.plan.ticks || at < c.recovery.quiet_forward_below)
     return;  // past the phase, or the next stage has it
-  forward_data msg{c.stamp_for(id, at), c.work.hand_out(out, c.links.next_device, id)};
+  forward_data msg{c.stamp_for(id, at), c.work.hand_out(out, c.out.links.next_device, id)};
   msg.eval_epoch = eval.eval_epoch, msg.eval_index = eval.eval_index, msg.eval_x = eval.eval_x;
-  emit(self, c, c.links.next, std::move(msg), c.faults.forward_delay);
+  emit(self, c, c.out.links.next, std::move(msg), c.faults.forward_delay);
 }
 
 void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& rebuilt,
@@ -46,10 +48,10 @@ void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& 
   stage_core& c = self->state.core;
   if (c.is_first()) return;
   const int64_t at = arrival_tick(c, t, c.faults.backward_delay);
-  if (at >= c.plan.ticks || at < c.recovery.quiet_backward_below) return;
-  emit(self, c, c.links.prev,
-       backward_data{c.stamp_for(id, at), c.work.hand_out(rebuilt, c.links.prev_device, id),
-                     c.work.hand_out(grad, c.links.prev_device, id)},
+  if (at >= c.phase.plan.ticks || at < c.recovery.quiet_backward_below) return;
+  emit(self, c, c.out.links.prev,
+       backward_data{c.stamp_for(id, at), c.work.hand_out(rebuilt, c.out.links.prev_device, id),
+                     c.work.hand_out(grad, c.out.links.prev_device, id)},
        c.faults.backward_delay);
 }
 
@@ -57,7 +59,7 @@ void send_backward(lockstep_self self, int64_t id, int64_t t, const activation& 
 /// backward of `in`, or a marker, upstream.
 void backward_half(lockstep_self self, const backward_data& in) {
   stage_core& c = self->state.core;
-  const int64_t t = c.tick;
+  const int64_t t = c.phase.tick;
   if (!in.grad.defined()) return send_backward(self, -1, t, {}, {});
   bool slowed = false;
   stage::backward_result r = timed_backward(c, in.rebuilt, in.grad, in.s.micro_batch, slowed,
@@ -70,8 +72,8 @@ void backward_half(lockstep_self self, const backward_data& in) {
 /// The end of tick t: the loader's credit at stage 1 (forward gradients: see returns_credits), and the clock.
 void end_tick(lockstep_self self) {
   stage_core& c = self->state.core;
-  if (returns_credits(c)) self->send(c.links.loader, credit_return{1, c.plan.phase});
-  ++c.tick;
+  if (returns_credits(c)) self->send(c.out.links.loader, credit_return{1, c.phase.plan.phase});
+  ++c.phase.tick;
 }
 
 /// The stage's part of the cut before tick t: its state and what it holds in flight, with the
@@ -94,9 +96,9 @@ void send_cut_part(lockstep_self self, int64_t t, forward_data* f, backward_data
     part.eval.images = c.work.on_host(f->eval_x);
   }
   encoded_stage_cut e = encode_stage_cut(part);
-  if (c.is_last()) self->send(c.links.loss, cut_marker{t});
-  self->send(c.links.coordinator,
-             cut_part{c.ctx.index, t, c.plan.phase, std::move(e.tensors), std::move(e.meta)});
+  if (c.is_last()) self->send(c.out.links.loss, cut_marker{t});
+  self->send(c.out.links.coordinator,
+             cut_part{c.ctx.index, t, c.phase.plan.phase, std::move(e.tensors), std::move(e.meta)});
 }
 
 /// The forward of forgotten micro-batch `id` for tick t is its re-issue (after every planned tick)
@@ -107,8 +109,8 @@ bool readmit(stage_core& c, int64_t id, int64_t t) {
 }
 
 bool cut_due(const stage_core& c, int64_t t) {
-  const auto& ticks = c.plan.cut_ticks;
-  return !(c.plan.start_tick > 0 && t == c.plan.start_tick) && t > c.recovery.abandoned_cuts &&
+  const auto& ticks = c.phase.plan.cut_ticks;
+  return !(c.phase.plan.start_tick > 0 && t == c.phase.plan.start_tick) && t > c.recovery.abandoned_cuts &&
          std::binary_search(ticks.begin(), ticks.end(), t);
 }
 
@@ -117,7 +119,7 @@ bool run_tick(lockstep_self self) {
   lockstep_state& st = self->state;
   stage_core& c = st.core;
   if (c.ctx.fg) return fg_run_tick(self);  // training.method forward_gradient
-  const int64_t t = c.tick;
+  const int64_t t = c.phase.tick;
   auto f = st.forwards.find(t);
   auto b = st.backwards.find(t);
   if ((needs_forward(c, t) && f == st.forwards.end()) || (needs_backward(c, t) && b == st.backwards.end()))
@@ -148,13 +150,11 @@ bool run_tick(lockstep_self self) {
     const int64_t id = fin.s.micro_batch;
     bool slowed = false;
     activation out = timed_forward(c, fin.x, id, slowed);
-    c.last_forwarded = id;
+    c.phase.last_forwarded = id;
     count_slowed(self, c, slowed);
     if (c.is_last()) {  // the tick goes on when the loss actor answers
-      c.logits = out;
-      c.logits_id = id;
-      c.awaiting_loss = true;
-      self->send(c.links.loss, logits_data{c.stamp_for(id, t), c.work.hand_out(out, device{}, id).x1});
+      c.loss.hold(out, id);
+      self->send(c.out.links.loss, logits_data{c.stamp_for(id, t), c.work.hand_out(out, device{}, id).x1});
       return false;
     }
     send_forward(self, id, t, out, eval);
@@ -172,14 +172,14 @@ bool run_tick(lockstep_self self) {
 
 void advance(lockstep_self self) {
   stage_core& c = self->state.core;
-  if (!c.in_phase || c.awaiting_loss || c.recovery.held) return;
+  if (!c.phase.running || c.loss.awaiting || c.recovery.held) return;
   try {
-    while (c.tick < c.plan.ticks && run_tick(self)) {
+    while (c.phase.tick < c.phase.plan.ticks && run_tick(self)) {
     }
-    if (!c.awaiting_loss && c.tick >= c.plan.ticks) finish_phase(self, c);
+    if (!c.loss.awaiting && c.phase.tick >= c.phase.plan.ticks) finish_phase(self, c);
     // Until the next input (or the loss) arrives: the tick's forward input first, else its gradient.
     const lockstep_state& st = self->state;
-    mark_idle(c, !c.awaiting_loss && needs_forward(c, c.tick) && st.forwards.count(c.tick) == 0);
+    mark_idle(c, !c.loss.awaiting && needs_forward(c, c.phase.tick) && st.forwards.count(c.phase.tick) == 0);
   } catch (const std::exception& e) {
     fail_with(self, c, e, -1);
   }
@@ -193,35 +193,31 @@ void on_plan(lockstep_self self, const phase_plan& plan) {
   st.derivatives.clear();
   if (plan.start_tick > 0) {  // resuming from a cut: its messages for the cut's tick
     stage_core& c = st.core;
-    c.tick = plan.start_tick;
+    c.phase.tick = plan.start_tick;
     if (st.resume) {  // markers where the part holds no message: every tick but the loader's needs one
       const stage_cut& part = *st.resume;
       const int32_t j = c.ctx.index;
-      forward_data f{stamp{part.forward.id, c.tick, 0, j - 1, plan.phase}, part.forward.x};
+      forward_data f{stamp{part.forward.id, c.phase.tick, 0, j - 1, plan.phase}, part.forward.x};
       if (part.eval.index >= 0)
         f.eval_epoch = part.eval.epoch, f.eval_index = part.eval.index, f.eval_x = part.eval.images;
-      if (!c.is_first()) st.forwards.emplace(c.tick, std::move(f));
+      if (!c.is_first()) st.forwards.emplace(c.phase.tick, std::move(f));
       if (!c.is_last())
-        st.backwards.emplace(c.tick, backward_data{stamp{part.backward.id, c.tick, 0, j + 1, plan.phase},
-                                                   part.backward.rebuilt, part.backward.grad});
+        st.backwards.emplace(c.phase.tick,
+                             backward_data{stamp{part.backward.id, c.phase.tick, 0, j + 1, plan.phase},
+                                           part.backward.rebuilt, part.backward.grad});
     }
   }
   st.resume.reset();
-  auto forwards = std::move(st.core.early_forward);
-  auto backwards = std::move(st.core.early_backward);
-  st.core.early_forward.clear();
-  st.core.early_backward.clear();
-  for (auto& f : forwards) on_forward(self, std::move(f));
-  for (auto& b : backwards) on_backward(self, std::move(b));
-  auto derivatives = std::move(st.early_derivatives);
-  st.early_derivatives.clear();
-  for (auto& d : derivatives) on_derivatives(self, std::move(d));
+  stage_inbox::early early = st.core.inbox.take();
+  for (auto& f : early.forwards) on_forward(self, std::move(f));
+  for (auto& b : early.backwards) on_backward(self, std::move(b));
+  for (auto& d : early.derivatives) on_derivatives(self, std::move(d));
   advance(self);
 }
 
 void on_forward(lockstep_self self, forward_data in) {
   lockstep_state& st = self->state;
-  if (!admit(self, st.core, in, st.core.early_forward)) return;
+  if (!admit(self, st.core, in)) return;
   // A second copy of a tick's message: that tick is waiting for it, or has already run.
   const int64_t t = in.s.tick;
   if (already_ran(st.core, t) || !st.forwards.emplace(t, std::move(in)).second)
@@ -233,7 +229,7 @@ void on_forward(lockstep_self self, forward_data in) {
 void on_backward(lockstep_self self, backward_data in) {
   lockstep_state& st = self->state;
   if (is_sent_ahead(in)) return take_ahead(st.core, std::move(in));  // not the tick's input: a head start
-  if (!admit(self, st.core, in, st.core.early_backward)) return;
+  if (!admit(self, st.core, in)) return;
   if (st.core.ctx.fg) count_upstream(self, st.core, in);  // forward gradients send none: shown if one comes
   const int64_t t = in.s.tick;
   if (already_ran(st.core, t) || !st.backwards.emplace(t, std::move(in)).second)
@@ -244,18 +240,18 @@ void on_backward(lockstep_self self, backward_data in) {
 
 void on_loss(lockstep_self self, loss_data in) {
   stage_core& c = self->state.core;
-  if (!c.awaiting_loss || in.s.micro_batch != c.logits_id || in.s.phase != c.plan.phase) return;
-  c.awaiting_loss = false;
+  if (!c.loss.answered_by(in.s.micro_batch) || in.s.phase != c.phase.plan.phase) return;
+  c.loss.awaiting = false;
   try {
     bool slowed = false;
     stage::backward_result r =
-        timed_backward(c, c.logits, activation{in.dlogits, {}}, c.logits_id, slowed,
-                       c.ctx.fg ? nullptr : ahead_sender(self, c, c.logits_id, c.tick));
+        timed_backward(c, c.loss.logits, activation{in.dlogits, {}}, c.loss.id, slowed,
+                       c.ctx.fg ? nullptr : ahead_sender(self, c, c.loss.id, c.phase.tick));
     count_slowed(self, c, slowed);
-    after_backward(self, c, r, c.logits_id);
-    c.logits = activation{};
+    after_backward(self, c, r, c.loss.id);
+    c.loss.logits = activation{};
     if (!c.ctx.fg)
-      send_backward(self, c.logits_id, c.tick, r.input, r.input_grad);  // forward gradients: none
+      send_backward(self, c.loss.id, c.phase.tick, r.input, r.input_grad);  // forward gradients: none
     end_tick(self);
   } catch (const std::exception& e) {
     return fail_with(self, c, e, in.s.micro_batch);
@@ -276,10 +272,8 @@ void resume_from(lockstep_self self, const cut_part& part) {
 
 void skip_loss(lockstep_self self) {
   stage_core& c = self->state.core;
-  c.awaiting_loss = false;
-  c.logits = activation{};
-  c.logits_id = -1;
-  send_backward(self, -1, c.tick, {}, {});
+  c.loss.drop();
+  send_backward(self, -1, c.phase.tick, {}, {});
   end_tick(self);
 }
 
@@ -287,14 +281,16 @@ stage_status status_of(const lockstep_state& st) {
   const stage_core& c = st.core;
   stage_status s;
   s.stage = c.ctx.index;
-  s.in_phase = c.in_phase;
-  s.tick = c.tick;
-  s.completed = c.is_first() ? c.backwards_in_phase : 0;
-  s.backwards = c.backwards_in_phase;
-  s.evals = c.evals_done;
-  s.waiting_forward = c.in_phase && needs_forward(c, c.tick) && st.forwards.count(c.tick) == 0;
-  s.waiting_backward = c.ctx.fg ? fg_waiting_derivatives(st)
-                                : c.in_phase && needs_backward(c, c.tick) && st.backwards.count(c.tick) == 0;
+  s.in_phase = c.phase.running;
+  s.tick = c.phase.tick;
+  s.completed = c.is_first() ? c.phase.backwards : 0;
+  s.backwards = c.phase.backwards;
+  s.evals = c.phase.evals;
+  s.waiting_forward =
+      c.phase.running && needs_forward(c, c.phase.tick) && st.forwards.count(c.phase.tick) == 0;
+  s.waiting_backward =
+      c.ctx.fg ? fg_waiting_derivatives(st)
+               : c.phase.running && needs_backward(c, c.phase.tick) && st.backwards.count(c.phase.tick) == 0;
   return s;
 }
 

@@ -16,7 +16,6 @@ struct lockstep_state {
   std::map<int64_t, forward_data> forwards;         // by tick
   std::map<int64_t, backward_data> backwards;       // by tick
   std::map<int64_t, derivatives_data> derivatives;  // forward_gradient, by tick (actors/fg_lockstep.hpp)
-  std::vector<derivatives_data> early_derivatives;  // for a phase not planned here yet
   std::optional<stage_cut> resume;                  // restored from a cut: its messages, for the next plan
   static inline const char* name = "petra.stage.lockstep";
 };

@@ -22,13 +22,13 @@ namespace petra::detail {
 recovery_order hold_stage(stage_core& c, const std::function<bool(int64_t)>& held_backward) {
   c.recovery.held = true;
   recovery_order out;
-  if (!c.in_phase) return out;
-  out.phase = c.plan.phase;
-  out.drop_upto = c.last_forwarded;
-  out.forwards_done = c.tick;
-  int64_t passed = c.backwards_in_phase;  // + those whose backward it holds: past every later stage
-  out.evals_done = c.evals_done;
-  out.tick = c.tick;
+  if (!c.phase.running) return out;
+  out.phase = c.phase.plan.phase;
+  out.drop_upto = c.phase.last_forwarded;
+  out.forwards_done = c.phase.tick;
+  int64_t passed = c.phase.backwards;  // + those whose backward it holds: past every later stage
+  out.evals_done = c.phase.evals;
+  out.tick = c.phase.tick;
   for (int64_t id : c.ctx.compute->outstanding_ids()) {
     if (held_backward(id))
       ++passed;
@@ -40,10 +40,11 @@ recovery_order hold_stage(stage_core& c, const std::function<bool(int64_t)>& hel
 }
 
 std::vector<int64_t> forget_lost(stage_core& c, const recovery_order& order) {
-  if (!c.in_phase || order.phase != c.plan.phase)
+  if (!c.phase.running || order.phase != c.phase.plan.phase)
     throw std::invalid_argument("a recovery order for phase " + std::to_string(order.phase) +
-                                (c.in_phase ? ", the stage runs phase " + std::to_string(c.plan.phase)
-                                            : std::string(", the stage is between phases")));
+                                (c.phase.running
+                                     ? ", the stage runs phase " + std::to_string(c.phase.plan.phase)
+                                     : std::string(", the stage is between phases")));
   recovery_marks& r = c.recovery;
   r.cancelled.insert(order.cancel.begin(), order.cancel.end());
   r.drop_upto = std::max(r.drop_upto, order.drop_upto);
@@ -71,36 +72,33 @@ void on_recover(async_self self, const recovery_order& order) {
     c.recovery.abandoned_cuts = order.abandon_cuts;
     std::vector<stage_epoch_report> reports;
     for (std::size_t i = 0; i < st.cuts.size(); ++i) {
-      auto& after = i + 1 < st.cuts.size() ? st.cuts[i].reports_after : c.held_epoch_reports;
+      auto after = i + 1 < st.cuts.size() ? std::move(st.cuts[i].reports_after) : c.out.take_held();
       for (auto& r : after) reports.push_back(std::move(r));
     }
     st.cuts.clear();
-    c.hold_epoch_reports = false;
-    c.held_epoch_reports.clear();
-    for (auto& r : reports) self->send(c.links.coordinator, std::move(r));
+    c.out.stop_holding();
+    for (auto& r : reports) self->send(c.out.links.coordinator, std::move(r));
   }
   for (auto f = st.forwards.begin(); f != st.forwards.end();)
     f = c.recovery.forgotten(f->s.micro_batch) ? st.forwards.erase(f) : std::next(f);
   for (auto b = st.backwards.begin(); b != st.backwards.end();)
     b = c.recovery.forgotten(b->first) ? st.backwards.erase(b) : std::next(b);
-  if (c.awaiting_loss && c.recovery.forgotten(c.logits_id)) {
-    c.awaiting_loss = false;
-    c.logits = activation{};
-    c.logits_id = -1;
+  if (c.loss.awaiting && c.recovery.forgotten(c.loss.id)) {
+    c.loss.drop();
   }
   if (order.backwards_done < 0) {
     // A stage before the lost ones: a cancelled micro-batch passes it again when re-issued (else
     // it has passed for good); stage 1 gives its credit back (its re-issue takes one again).
     const std::set<int64_t> again(order.reissue.begin(), order.reissue.end());
-    for (int64_t id : dropped) c.backwards_in_phase += again.count(id) > 0 ? 0 : 1;
+    for (int64_t id : dropped) c.phase.backwards += again.count(id) > 0 ? 0 : 1;
     if (c.is_first() && !dropped.empty())
-      self->send(c.links.loader, credit_return{static_cast<int64_t>(dropped.size()), c.plan.phase});
+      self->send(c.out.links.loader, credit_return{static_cast<int64_t>(dropped.size()), c.phase.plan.phase});
   } else {
-    c.backwards_in_phase = order.backwards_done;
+    c.phase.backwards = order.backwards_done;
     if (c.is_first()) st.completed = order.backwards_done;  // a rebuilt stage 1: the loader's count
   }
-  if (order.forwards_done >= 0) c.tick = order.forwards_done;
-  if (order.evals_done >= 0) c.evals_done = order.evals_done;
+  if (order.forwards_done >= 0) c.phase.tick = order.forwards_done;
+  if (order.evals_done >= 0) c.phase.evals = order.evals_done;
   c.recovery.held = false;
   advance(self);
 }
@@ -111,7 +109,7 @@ recovery_order on_hold(lockstep_self self) {
   for (const auto& [t, b] : st.backwards)
     if (b.grad.defined()) coming.insert(b.s.micro_batch);
   recovery_order out = hold_stage(st.core, [&](int64_t id) { return coming.count(id) > 0; });
-  if (!st.core.in_phase) return out;
+  if (!st.core.phase.running) return out;
   out.needs_forward_from = out.tick;
   while (st.forwards.count(out.needs_forward_from) > 0) ++out.needs_forward_from;
   out.needs_backward_from = out.tick;
@@ -123,24 +121,26 @@ void on_recover(lockstep_self self, const recovery_order& order) {
   lockstep_state& st = self->state;
   stage_core& c = st.core;
   forget_lost(c, order);
-  if (order.ticks > c.plan.ticks) c.plan.ticks = order.ticks;  // the re-issues come after the planned ticks
+  if (order.ticks > c.phase.plan.ticks)
+    c.phase.plan.ticks = order.ticks;  // the re-issues come after the planned ticks
   c.recovery.abandoned_cuts = std::max(c.recovery.abandoned_cuts, order.abandon_cuts);
   if (order.tick >= 0) {  // rebuilt: its first tick, and the inputs lost with the old stage as markers
     const int32_t j = c.ctx.index;
-    c.tick = order.tick;
+    c.phase.tick = order.tick;
     for (int64_t t = order.tick; t <= order.forward_markers_upto; ++t)
-      if (!c.is_first()) st.forwards.emplace(t, forward_data{stamp{-1, t, 0, j - 1, c.plan.phase}, {}});
+      if (!c.is_first()) st.forwards.emplace(t, forward_data{stamp{-1, t, 0, j - 1, c.phase.plan.phase}, {}});
     for (int64_t t = order.tick; t <= order.backward_markers_upto; ++t)
-      if (!c.is_last()) st.backwards.emplace(t, backward_data{stamp{-1, t, 0, j + 1, c.plan.phase}, {}, {}});
+      if (!c.is_last())
+        st.backwards.emplace(t, backward_data{stamp{-1, t, 0, j + 1, c.phase.plan.phase}, {}, {}});
     c.recovery.quiet_forward_below = order.needs_forward_from;
     c.recovery.quiet_backward_below = order.needs_backward_from;
   }
   c.recovery.held = false;
-  if (c.awaiting_loss && c.recovery.forgotten(c.logits_id)) {
+  if (c.loss.awaiting && c.recovery.forgotten(c.loss.id)) {
     try {
       skip_loss(self);
     } catch (const std::exception& e) {
-      return fail_with(self, c, e, c.logits_id);
+      return fail_with(self, c, e, c.loss.id);
     }
   }
   advance(self);
