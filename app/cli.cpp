@@ -78,7 +78,11 @@ int run_cli(int argc, char** argv) {
   node_options node;
   auto* node_cmd = cli.add_subcommand("node", "Host stage actors for a coordinator (pipeline.nodes)");
   node_cmd->add_option("--listen", node.listen, "host:port to listen on (default 127.0.0.1:0, a free port)");
-  node_cmd->add_option("--threads", node.threads, "Scheduler threads")->check(positive_integer());
+  node_cmd
+      ->add_option(
+          "--threads", node.threads,
+          "Scheduler threads (default: one per core, at least 2; CPU stages that take turns compute on them)")
+      ->check(positive_integer());
   node_cmd->add_option("--tls-cert", node.tls_cert, "PEM certificate of this node (TLS)");
   node_cmd->add_option("--tls-key", node.tls_key, "PEM private key of this node (TLS)");
   node_cmd->add_option("--tls-ca", node.tls_ca, "PEM CA certificate that must sign every peer (TLS)");

@@ -16,7 +16,7 @@ int signal_after_completed_run();
 
 struct node_options {
   std::string listen = "127.0.0.1:0";     // host:port; port 0 picks a free one (printed)
-  int threads = 2;                        // scheduler threads
+  int threads = 0;                        // scheduler threads; 0: node_scheduler_threads's default
   std::string tls_cert, tls_key, tls_ca;  // PEM files; required to listen beyond loopback
   double silence_timeout = 300;           // seconds a connection may stay silent before it is closed
 };

@@ -19,6 +19,7 @@
 #include "actors/node_actor.hpp"
 #include "actors/node_connection.hpp"
 #include "app/commands.hpp"
+#include "training/stage_threads.hpp"
 
 namespace petra::app {
 
@@ -52,7 +53,7 @@ int node_command(const node_options& options) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  caf_config cfg(options.threads, tls);
+  caf_config cfg(node_scheduler_threads(options.threads, usable_cores()), tls);
   // A coordinator stopped for a while (a debugger, a paused virtual machine) sends nothing meanwhile;
   // with CAF's 10 s check this node closed the connection and stopped the run's stages, and the
   // coordinator, once continued, had to rebuild them. One that crashed closes its connections at

@@ -58,6 +58,8 @@ int scheduler_threads(const config::run_config& c, int cores) {
   return stages_take_turns(c, cores) ? std::max(c.runtime.threads, cores) : c.runtime.threads;
 }
 
+int node_scheduler_threads(int given, int cores) { return given > 0 ? given : std::max(2, cores); }
+
 std::vector<int> stage_cores(const config::run_config& c, std::size_t j, int cores) {
   if (!c.runtime.pin_threads || !cpu_stage(c, j) || cores < 1) return {};
   int first = 0;  // over every CPU stage, wherever placed: nodes on one host pin to distinct cores

@@ -35,6 +35,12 @@ bool stages_take_turns(const config::run_config& c, int cores);
 /// stages take turns on it (so that one stage can compute per core).
 int scheduler_threads(const config::run_config& c, int cores);
 
+/// The size of a `petra node`'s CAF scheduler: `given` (--threads) when positive; else one thread per
+/// core, at least 2. A node starts before it knows its stages: where they take turns
+/// (stages_take_turns), one stage computes per scheduler thread, so the default lets them use every
+/// core; where they own threads, the scheduler's idle threads sleep.
+int node_scheduler_threads(int given, int cores);
+
 /// The cores stage j's threads are pinned to with runtime.pin_threads: the CPU stages take
 /// consecutive runs of the machine's `cores` in stage order, wherever they are placed (so that nodes
 /// on one host pin to distinct cores), wrapping around when they ask for more than there are; empty

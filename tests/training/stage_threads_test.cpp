@@ -110,3 +110,10 @@ TEST_CASE("the CPU stages own threads while they fit the cores, and take turns o
   const auto sim = preset({"pipeline.stage_blocks=[2,2,4]", "pipeline.devices=[sim:0,sim:1,cpu]"});
   CHECK_FALSE(stages_take_turns(sim, 2));
 }
+
+TEST_CASE("a petra node's scheduler has one thread per core unless --threads says otherwise") {
+  // It starts before it knows its stages: where they take turns, one computes per scheduler thread.
+  CHECK(node_scheduler_threads(0, 16) == 16);
+  CHECK(node_scheduler_threads(0, 1) == 2);  // and the node's own actors beside a stage
+  CHECK(node_scheduler_threads(3, 16) == 3);
+}
