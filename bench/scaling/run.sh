@@ -62,8 +62,7 @@ draw() {  # draw DIR: scaling.png from DIR/results.tsv (images/s against J, one 
     echo "set terminal pngcairo size $((640 * panels)),480 font ',10'"
     echo "set output '$dir/scaling.png'"
     echo "set multiplot layout 1,$panels"
-    echo "set datafile separator '\t'"
-    echo "set xlabel 'stages J (N / J threads each)'; set ylabel 'images/s'; set key top left; set grid"
+    echo "set xlabel 'stages J (N / J threads each)'; set ylabel 'images/s'; set key center right; set grid"
     echo "set logscale x 2; set xrange [0.8:12]"
     for m in default revnet18; do
       grep -q "^$m	" "$dir/results.tsv" || continue
