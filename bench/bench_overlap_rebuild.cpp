@@ -1,9 +1,10 @@
 // The backward of a reversible stage of couplings (two by default), the plain order against PaReprop's
 // overlapped one (block i−1's input rebuilt on a second CPU backend while block i's gradients are
-// computed), on the default preset's coupling stage and on RevNet-18's widths. Median of `runs`.
-// Usage: bench_overlap_rebuild [runs=15] [threads=2] [batches=32,128] [all|main] [blocks=2] (main:
-// plain and overlap +1 only, the pair whose bits agree, for the long cases; blocks: couplings in the
-// stage, ≥ 2: with n blocks n − 1 rebuilds can hide behind gradients)
+// computed), on the default preset's coupling stage and on RevNet-18's widths, or on RevViT
+// transformer blocks (revvit_tiny_fmnist's and revvit_small_cifar10's widths). Median of `runs`.
+// Usage: bench_overlap_rebuild [runs=15] [threads=2] [batches=32,128] [all|main] [blocks=2]
+// [revnet|revvit] (main: plain and overlap +1 only, the pair whose bits agree, for the long cases;
+// blocks: blocks in the stage, ≥ 2: with n blocks n − 1 rebuilds can hide behind gradients)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "compute/blocks/coupling.hpp"
+#include "compute/blocks/transformer.hpp"
 #include "compute/init.hpp"
 #include "compute/pipeline/stage.hpp"
 
@@ -34,7 +36,18 @@ struct schedule {
   int rebuild_threads;
 };
 
-/// A stage of `blocks` couplings of `width` channels run on one schedule, and its timed backwards.
+/// One stage to time: `blocks` couplings of `width` channels on side × side images, or (`heads` > 0)
+/// transformer blocks of `width` over `side` tokens with `heads` heads and an MLP of 4 × width.
+struct stage_case {
+  std::string name;
+  int width, side, batch;
+  int heads = 0;
+  shape_t shape() const {
+    return heads > 0 ? shape_t{batch, side, width} : shape_t{batch, width, side, side};
+  }
+};
+
+/// A stage of `n_blocks` blocks of case `c` run on one schedule, and its timed backwards.
 struct timed_stage {
   std::unique_ptr<backend> be;
   std::unique_ptr<stage> st;
@@ -42,19 +55,22 @@ struct timed_stage {
   std::vector<double> seconds;
   int64_t id = 0;
 
-  timed_stage(const schedule& s, int width, int side, int batch, int n_blocks)
-      : be(make_cpu_backend(s.stage_threads)) {
+  timed_stage(const schedule& s, const stage_case& c, int n_blocks) : be(make_cpu_backend(s.stage_threads)) {
     std::vector<std::unique_ptr<block>> blocks;
     for (int b = 0; b < n_blocks; ++b)
-      blocks.push_back(
-          std::make_unique<coupling_block>(*be, "c" + std::to_string(b), conv_chain::basic(width), b));
+      if (c.heads > 0)
+        blocks.push_back(std::make_unique<transformer_block>(*be, "t" + std::to_string(b), c.width, c.heads,
+                                                             4 * c.width, static_cast<uint64_t>(b)));
+      else
+        blocks.push_back(
+            std::make_unique<coupling_block>(*be, "c" + std::to_string(b), conv_chain::basic(c.width), b));
     optimizer_settings opt;
     opt.schedule = schedule_kind::constant;
     opt.lr = 0.0;                // the weights stay put: every run measures the same work
     opt.accumulation = 1 << 20;  // and no optimizer step is timed with the backward
     st = std::make_unique<stage>(1, std::move(blocks), *be, opt, stage_options{});
     if (s.rebuild_threads > 0) st->overlap_rebuild(make_cpu_backend(s.rebuild_threads));
-    const shape_t shape{batch, width, side, side};
+    const shape_t shape = c.shape();
     x = {random_tensor(shape, 1), random_tensor(shape, 2)};
     dy = {random_tensor(shape, 3), random_tensor(shape, 4)};
   }
@@ -80,22 +96,29 @@ int main(int argc, char** argv) {
   std::stringstream list(argc > 3 ? argv[3] : "32,128");
   for (std::string b; std::getline(list, b, ',');) batches.push_back(std::stoi(b));
 
-  struct stage_case {
-    std::string name;
-    int width, side, batch;
-  };
   const bool all_schedules = argc <= 4 || std::string(argv[4]) != "main";
   const int n_blocks = argc > 5 ? std::stoi(argv[5]) : 2;
-  if (runs < 1 || threads < 1 || n_blocks < 2 || batches.empty()) {
+  const std::string model = argc > 6 ? argv[6] : "revnet";
+  if (runs < 1 || threads < 1 || n_blocks < 2 || batches.empty() ||
+      (model != "revnet" && model != "revvit")) {
     std::fprintf(stderr,
-                 "bench_overlap_rebuild: runs and threads must be >= 1, blocks >= 2, batches not empty\n");
+                 "bench_overlap_rebuild: runs and threads must be >= 1, blocks >= 2, batches not empty, the "
+                 "model revnet or revvit\n");
     return 2;
   }
-  std::vector<stage_case> cases = {{"default preset g1 (16ch, 28²)", 16, 28, 64}};
-  for (int batch : batches)
-    for (auto [width, side] : {std::pair{64, 32}, {128, 16}, {256, 8}, {512, 4}})
-      cases.push_back({"RevNet-18 width " + std::to_string(width) + " (" + std::to_string(side) + "²)", width,
-                       side, batch});
+  std::vector<stage_case> cases;
+  if (model == "revnet") {
+    cases.push_back({"default preset g1 (16ch, 28²)", 16, 28, 64});
+    for (int batch : batches)
+      for (auto [width, side] : {std::pair{64, 32}, {128, 16}, {256, 8}, {512, 4}})
+        cases.push_back({"RevNet-18 width " + std::to_string(width) + " (" + std::to_string(side) + "²)",
+                         width, side, batch});
+  } else {
+    for (int batch : batches) {
+      cases.push_back({"revvit_tiny_fmnist (d 128, 4 heads, 49 tokens)", 128, 49, batch, 4});
+      cases.push_back({"revvit_small_cifar10 (d 384, 6 heads, 64 tokens)", 384, 64, batch, 6});
+    }
+  }
   // The plain order on the stage's threads; overlapped with the gradients on the same threads (the
   // same bits) and the rebuild on one or as many more; and the stage's threads split in two (the
   // gradients on fewer threads: not the plain order's bits where an op's sum depends on its team).
@@ -104,8 +127,8 @@ int main(int argc, char** argv) {
                                      {"overlap +T", threads, threads},
                                      {"split", std::max(1, threads / 2), std::max(1, threads - threads / 2)}};
   if (!all_schedules) schedules.resize(2);
-  std::printf("backward of a %d-coupling stage, ms (median of %d), %d stage threads\n", n_blocks, runs,
-              threads);
+  std::printf("backward of a %d-%s stage, ms (median of %d), %d stage threads\n", n_blocks,
+              model == "revnet" ? "coupling" : "transformer-block", runs, threads);
   std::printf("| stage | micro-batch |");
   for (const schedule& s : schedules) std::printf(" %s |", s.name);
   std::printf("\n|---|---|");
@@ -114,8 +137,7 @@ int main(int argc, char** argv) {
   for (const stage_case& c : cases) {
     std::printf("| %s | %d |", c.name.c_str(), c.batch);
     std::vector<std::unique_ptr<timed_stage>> stages;
-    for (const schedule& s : schedules)
-      stages.push_back(std::make_unique<timed_stage>(s, c.width, c.side, c.batch, n_blocks));
+    for (const schedule& s : schedules) stages.push_back(std::make_unique<timed_stage>(s, c, n_blocks));
     // Round-robin over the schedules, so that a shared machine's load falls on each alike.
     for (int i = 0; i < 2 + runs; ++i)
       for (auto& t : stages) t->run(i >= 2);
