@@ -41,6 +41,11 @@ for f in "$@"; do
     echo "collect_libs.sh: $f needs libraries this machine lacks: $missing" >&2
     exit 1
   fi
+  # Libraries the binary loads itself when first needed (cuBLAS: compute/cuda/cublas_library.hpp),
+  # which ldd does not list: env.sh finds their folder as for the linked ones.
+  for name in $(grep -aoE 'libcublas\.so\.[0-9]+' "$f" | sort -u); do
+    [[ " ${gpu_libs[*]-} " == *" $name "* ]] || gpu_libs+=("$name")
+  done
   while read -r name path; do
     if [[ $name =~ $system ]]; then
       continue

@@ -4,6 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "compute/cuda/cublas_library.hpp"
 #include "compute/op_checks.hpp"
 
 namespace petra::cuda {
@@ -100,7 +101,7 @@ void throw_status(cudnnStatus_t status, const char* call, const char* where) {
 
 void throw_status(cublasStatus_t status, const char* call, const char* where) {
   const std::string name =
-      std::string(cublasGetStatusName(status)) + " \"" + cublasGetStatusString(status) + "\"";
+      std::string(cublas().status_name(status)) + " \"" + cublas().status_string(status) + "\"";
   throw std::runtime_error(message(call, name, where, advice_for(status)));
 }
 

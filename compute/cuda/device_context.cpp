@@ -6,6 +6,7 @@
 #include <string>
 
 #include "compute/cuda/checks.hpp"
+#include "compute/cuda/cublas_library.hpp"
 
 namespace petra::cuda {
 
@@ -26,7 +27,7 @@ cudaMemPool_t memory_pool(int index) {
 }
 
 void device_context::dnn_deleter::operator()(cudnnHandle_t h) const { cudnnDestroy(h); }
-void device_context::blas_deleter::operator()(cublasHandle_t h) const { cublasDestroy(h); }
+void device_context::blas_deleter::operator()(cublasHandle_t h) const { cublas().destroy(h); }
 
 device_context::device_context(int index, bool tf32) : index_(index) {
   int count = 0;
@@ -49,12 +50,12 @@ device_context::device_context(int index, bool tf32) : index_(index) {
   dnn_.reset(d);
   PETRA_CUDA_CHECK(cudnnSetStream(d, stream()));
   cublasHandle_t b = nullptr;
-  PETRA_CUDA_CHECK(cublasCreate(&b));
+  PETRA_CUDA_CHECK(cublas().create(&b));
   blas_.reset(b);
-  PETRA_CUDA_CHECK(cublasSetStream(b, stream()));
-  PETRA_CUDA_CHECK(cublasSetPointerMode(b, CUBLAS_POINTER_MODE_HOST));
+  PETRA_CUDA_CHECK(cublas().set_stream(b, stream()));
+  PETRA_CUDA_CHECK(cublas().set_pointer_mode(b, CUBLAS_POINTER_MODE_HOST));
   // CUBLAS_DEFAULT_MATH keeps fp32 GEMMs in full fp32 (FMA), matching the CPU twin at 1e-4.
-  PETRA_CUDA_CHECK(cublasSetMathMode(b, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  PETRA_CUDA_CHECK(cublas().set_math_mode(b, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   pinned_ = pinned_pool::create(max_idle_pinned_bytes);
 }
 

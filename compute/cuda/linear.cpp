@@ -3,6 +3,7 @@
 // bf16 the GEMMs read bf16 copies on tensor cores with fp32 results (no extra rounding: cuBLAS
 // writes fp32 C); in bf16_emulated their operands are rounded first. The bias sums stay fp32.
 #include "compute/cuda/checks.hpp"
+#include "compute/cuda/cublas_library.hpp"
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
 #include "compute/cuda/kernels.hpp"
@@ -19,14 +20,14 @@ void cuda_backend::gemm(cublasOperation_t op_a, cublasOperation_t op_b, int m, i
                         int lda, const tensor& b, int ldb, float beta, float* c, int ldc) {
   if (tensor_core_bf16()) {
     const cuda::bf16_buffer a16 = to_bf16(a), b16 = to_bf16(b);
-    PETRA_CUDA_CHECK(cublasGemmEx(context_->blas(), op_a, op_b, m, n, k, &one, a16.data(), CUDA_R_16BF, lda,
-                                  b16.data(), CUDA_R_16BF, ldb, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
-                                  CUBLAS_GEMM_DEFAULT));
+    PETRA_CUDA_CHECK(cuda::cublas().gemm_ex(context_->blas(), op_a, op_b, m, n, k, &one, a16.data(),
+                                            CUDA_R_16BF, lda, b16.data(), CUDA_R_16BF, ldb, &beta, c,
+                                            CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return;
   }
   const tensor a_in = bf16_operand(a), b_in = bf16_operand(b);
-  PETRA_CUDA_CHECK(cublasSgemm(context_->blas(), op_a, op_b, m, n, k, &one, a_in.data(), lda, b_in.data(),
-                               ldb, &beta, c, ldc));
+  PETRA_CUDA_CHECK(cuda::cublas().sgemm(context_->blas(), op_a, op_b, m, n, k, &one, a_in.data(), lda,
+                                        b_in.data(), ldb, &beta, c, ldc));
 }
 
 tensor cuda_backend::linear_forward_impl(const tensor& x, const tensor& w, const tensor& b) {

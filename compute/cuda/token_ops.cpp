@@ -3,6 +3,7 @@
 // GEMMs (in bf16 cublasGemmStridedBatchedEx on bf16 copies with fp32 results, as linear's GEMMs).
 #include "compute/batched_matmul_gradients.hpp"
 #include "compute/cuda/checks.hpp"
+#include "compute/cuda/cublas_library.hpp"
 #include "compute/cuda/cuda_backend_impl.hpp"
 #include "compute/cuda/device_context.hpp"
 #include "compute/cuda/token_kernels.hpp"
@@ -103,16 +104,16 @@ void cuda_backend::batched_gemm(const char* op, const tensor& a, bool transpose_
   const long long stride_a = m * k, stride_b = k * n, stride_c = m * n;
   if (tensor_core_bf16()) {
     const cuda::bf16_buffer a16 = to_bf16(a), b16 = to_bf16(b);
-    PETRA_CUDA_CHECK(cublasGemmStridedBatchedEx(context_->blas(), op_b, op_a, n_, m_, k_, &one, b16.data(),
-                                                CUDA_R_16BF, ldb, stride_b, a16.data(), CUDA_R_16BF, lda,
-                                                stride_a, &zero, c.data(), CUDA_R_32F, n_, stride_c, batch_,
-                                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    PETRA_CUDA_CHECK(cuda::cublas().gemm_strided_batched_ex(
+        context_->blas(), op_b, op_a, n_, m_, k_, &one, b16.data(), CUDA_R_16BF, ldb, stride_b, a16.data(),
+        CUDA_R_16BF, lda, stride_a, &zero, c.data(), CUDA_R_32F, n_, stride_c, batch_, CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT));
     return;
   }
   const tensor a_in = bf16_operand(a), b_in = bf16_operand(b);
-  PETRA_CUDA_CHECK(cublasSgemmStridedBatched(context_->blas(), op_b, op_a, n_, m_, k_, &one, b_in.data(), ldb,
-                                             stride_b, a_in.data(), lda, stride_a, &zero, c.data(), n_,
-                                             stride_c, batch_));
+  PETRA_CUDA_CHECK(cuda::cublas().sgemm_strided_batched(context_->blas(), op_b, op_a, n_, m_, k_, &one,
+                                                        b_in.data(), ldb, stride_b, a_in.data(), lda,
+                                                        stride_a, &zero, c.data(), n_, stride_c, batch_));
 }
 
 tensor cuda_backend::batched_matmul_impl(const tensor& a, const tensor& b, bool transpose_a,

@@ -1,11 +1,15 @@
 // What the CUDA backend can check on any machine: availability with a reason, the factory's
-// refusal, cuDNN descriptor shapes (no GPU needed), status messages and its int extents.
+// refusal, cuDNN descriptor shapes (no GPU needed), status messages, its int extents, and cuBLAS
+// loaded on first use.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <stdexcept>
+#include <string>
 
 #include "compute/backend_factory.hpp"
 #include "compute/cuda/checks.hpp"
+#include "compute/cuda/cublas_library.hpp"
 #include "compute/cuda/cuda_backend.hpp"
 #include "compute/cuda/dnn_descriptors.hpp"
 
@@ -95,4 +99,44 @@ TEST_CASE("an extent beyond cuDNN's and cuBLAS's int is refused, naming the op")
                        doctest::Contains("linear_forward: N = 1099511627776 does not fit"),
                        std::invalid_argument);
   CHECK(cuda::to_int("linear_forward", "N", 1024) == 1024);
+}
+
+namespace {
+
+/// Whether a file whose path contains `name` is mapped into this process.
+bool mapped(const std::string& name) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    if (line.find(name) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("cuBLAS is loaded when the CUDA backend first calls it, not when the process starts") {
+  // ctest runs each case in a process of its own: here nothing has called cuBLAS yet, and the
+  // process, which links the CUDA backend, has not loaded it (nor libcublasLt, whose start-up work
+  // every process would pay).
+  if (cuda::cublas_loaded()) {
+    MESSAGE("an earlier case of this process loaded cuBLAS: only the lookup is checked");
+  } else {
+    CHECK_FALSE(mapped("libcublas"));
+  }
+  const cuda::cublas_functions& f = cuda::cublas();
+  CHECK(cuda::cublas_loaded());
+  CHECK(mapped(cuda::cublas_library_name()));
+  CHECK(mapped("libcublasLt"));
+  CHECK(&cuda::cublas() == &f);  // loaded once
+  for (const void* p :
+       {reinterpret_cast<const void*>(f.create), reinterpret_cast<const void*>(f.destroy),
+        reinterpret_cast<const void*>(f.set_stream), reinterpret_cast<const void*>(f.set_pointer_mode),
+        reinterpret_cast<const void*>(f.set_math_mode), reinterpret_cast<const void*>(f.sgemm),
+        reinterpret_cast<const void*>(f.gemm_ex), reinterpret_cast<const void*>(f.sgemm_strided_batched),
+        reinterpret_cast<const void*>(f.gemm_strided_batched_ex),
+        reinterpret_cast<const void*>(f.status_name), reinterpret_cast<const void*>(f.status_string)})
+    CHECK(p != nullptr);
+  // Functions that need no GPU answer as cuBLAS does.
+  CHECK(std::string(f.status_name(CUBLAS_STATUS_NOT_INITIALIZED)) == "CUBLAS_STATUS_NOT_INITIALIZED");
+  CHECK_FALSE(std::string(f.status_string(CUBLAS_STATUS_ALLOC_FAILED)).empty());
 }
