@@ -60,47 +60,48 @@ compare_twins() {  # model (for the messages), run-name prefix, MAX or "", peer 
   local model=$1 prefix=$2 max=$3 order other against out; shift 3
   for order in forward_first backward_first; do
     other=$([ $order = forward_first ] && echo backward_first || echo forward_first)
-    for against in $order $other $([ $order = forward_first ] && echo lockstep); do
-      out=$("$python" petra_peer.py "$@" --epochs 2 --train-limit 300 --test-limit 100 --data "$data" \
-            --tick-order $order --data-order petra --init-from "$work/${prefix}init/checkpoint.safetensors" \
-            --compare-with "$work/$prefix$against/checkpoint.safetensors" | tail -1)
-      "$python" - "$out" "$order" "$against" "$model" "$max" <<'PY'
+    local against_runs=($order $other $([ $order = forward_first ] && echo lockstep)) compare=()
+    for against in "${against_runs[@]}"; do compare+=(--compare-with "$work/$prefix$against/checkpoint.safetensors"); done
+    # One peer run per order, its final weights compared with each of petra's runs.
+    out=$("$python" petra_peer.py "$@" --epochs 2 --train-limit 300 --test-limit 100 --data "$data" \
+          --tick-order $order --data-order petra --init-from "$work/${prefix}init/checkpoint.safetensors" \
+          "${compare[@]}" | tail -1)
+    "$python" - "$out" "$order" "$model" "$max" "${against_runs[@]}" <<'PY'
 import json, sys
-run, order, against, model, max_bound = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
-c = run["compare"]
-median, worst = c["median_relative_difference"], c["max_relative_difference"]
-same = order == against or (order == "forward_first" and against == "lockstep")
-exempt = ", key biases %.3g" % c["exempt_max_relative_difference"] if "exempt_max_relative_difference" in c else ""
-print("%s peer %s vs petra %s: median relative difference %.3g, max %.3g (%s)%s"
-      % (model, order, against, median, worst, c["worst_tensor"], exempt))
-if same and not (median < 1e-5 and (not max_bound or worst < float(max_bound))):
-    sys.exit("petra's simulate and the PyTorch PETRA disagree on the %s in %s order beyond round-off" % (model, order))
-if not same and not median > 1e-4:
-    sys.exit("the %s comparison cannot tell %s from %s" % (model, order, against))
+run, order, model, max_bound, against_runs = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+assert len(run["compares"]) == len(against_runs), "the peer compared %d runs, not %d" % (len(run["compares"]), len(against_runs))
+for against, c in zip(against_runs, run["compares"]):
+    median, worst = c["median_relative_difference"], c["max_relative_difference"]
+    same = order == against or (order == "forward_first" and against == "lockstep")
+    exempt = ", key biases %.3g" % c["exempt_max_relative_difference"] if "exempt_max_relative_difference" in c else ""
+    print("%s peer %s vs petra %s: median relative difference %.3g, max %.3g (%s)%s"
+          % (model, order, against, median, worst, c["worst_tensor"], exempt))
+    if same and not (median < 1e-5 and (not max_bound or worst < float(max_bound))):
+        sys.exit("petra's simulate and the PyTorch PETRA disagree on the %s in %s order beyond round-off" % (model, order))
+    if not same and not median > 1e-4:
+        sys.exit("the %s comparison cannot tell %s from %s" % (model, order, against))
 PY
-    done
   done
 }
 compare_twins RevNet "" ""
 
 # AdamW: the peer's torch.optim.AdamW (decoupled decay on conv and linear weights) against petra's,
 # same twins; and against petra's SGD run, which the comparison must tell apart.
-for against in adamw forward_first; do
-  out=$("$python" petra_peer.py --epochs 2 --train-limit 300 --test-limit 100 --data "$data" \
-        --optimizer adamw --base-lr 0.002 --weight-decay 0.05 --eps 0.001 --data-order petra \
-        --init-from "$work/init/checkpoint.safetensors" --compare-with "$work/$against/checkpoint.safetensors" | tail -1)
-  "$python" - "$out" "$against" <<'PY'
+out=$("$python" petra_peer.py --epochs 2 --train-limit 300 --test-limit 100 --data "$data" \
+      --optimizer adamw --base-lr 0.002 --weight-decay 0.05 --eps 0.001 --data-order petra \
+      --init-from "$work/init/checkpoint.safetensors" --compare-with "$work/adamw/checkpoint.safetensors" \
+      --compare-with "$work/forward_first/checkpoint.safetensors" | tail -1)
+"$python" - "$out" <<'PY'
 import json, sys
-c, against = json.loads(sys.argv[1])["compare"], sys.argv[2]
-median = c["median_relative_difference"]
-print("peer adamw vs petra %s: median relative difference %.3g, max %.3g (%s)"
-      % (against, median, c["max_relative_difference"], c["worst_tensor"]))
-if against == "adamw" and not median < 1e-5:
-    sys.exit("petra's AdamW and torch.optim.AdamW disagree beyond round-off")
-if against != "adamw" and not median > 1e-4:
-    sys.exit("the comparison cannot tell AdamW from SGD")
+for against, c in zip(("adamw", "forward_first"), json.loads(sys.argv[1])["compares"]):
+    median = c["median_relative_difference"]
+    print("peer adamw vs petra %s: median relative difference %.3g, max %.3g (%s)"
+          % (against, median, c["max_relative_difference"], c["worst_tensor"]))
+    if against == "adamw" and not median < 1e-5:
+        sys.exit("petra's AdamW and torch.optim.AdamW disagree beyond round-off")
+    if against != "adamw" and not median > 1e-4:
+        sys.exit("the comparison cannot tell AdamW from SGD")
 PY
-done
 
 # Backprop (J = 8, one micro-batch in flight) = textbook backprop over one optimizer step of two
 # micro-batches. Later steps are not compared: from the same weights, backprop's round-off grows

@@ -289,7 +289,9 @@ def parse_args():
     parser.add_argument("--data-order", choices=("numpy", "petra"), default="numpy",
                         help="petra: petra's shuffle and augmentation draws for --seed (the same images)")
     parser.add_argument("--init-from", help="start from the weights of this petra checkpoint (safetensors)")
-    parser.add_argument("--compare-with", help="at the end, compare the weights with this petra checkpoint")
+    parser.add_argument("--compare-with", action="append", default=[], metavar="CHECKPOINT",
+                        help="at the end, compare the weights with this petra checkpoint (repeatable: "
+                             "\"compare\" holds the first, \"compares\" every one in order)")
     parser.add_argument("--evaluate", metavar="CHECKPOINT",
                         help="train nothing: test this petra checkpoint's weights and print one JSON line")
     args = parser.parse_args()
@@ -357,7 +359,8 @@ def main():
     summary = {"arch": args.arch, "method": args.method, "tick_order": args.tick_order, "seed": args.seed,
                "data_order": args.data_order}
     if args.compare_with:
-        summary["compare"] = compare_weights(model, args.compare_with, EXEMPT[args.arch])
+        summary["compares"] = [compare_weights(model, path, EXEMPT[args.arch]) for path in args.compare_with]
+        summary["compare"] = summary["compares"][0]
     print(json.dumps({**summary, "epochs": lines, "seconds": round(seconds, 1),
                       "images_per_second": round(per_epoch * args.epochs * args.batch / seconds, 1),
                       "fifo_peaks": [s.max_fifo for s in stages], "torch": torch.__version__}))
