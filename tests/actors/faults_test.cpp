@@ -13,14 +13,7 @@ using namespace petra::testing;
 using petra::app::train_command;
 namespace fs = std::filesystem;
 
-namespace {
-
-int64_t only_delay(const nlohmann::json& stage) {
-  REQUIRE(stage["delay_ticks"].size() == 1);
-  return std::stoll(stage["delay_ticks"].begin().key());
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("lockstep link delays: d extra ticks on stage j's backward link raise its delay by d") {
   PETRA_REQUIRE_FASHION_MNIST();

@@ -18,11 +18,6 @@ config::run_config fg_tiny(const std::string& mode) {
   return c;
 }
 
-int64_t only_delay(const nlohmann::json& stage) {
-  REQUIRE(stage["delay_ticks"].size() == 1);
-  return std::stoll(stage["delay_ticks"].begin().key());
-}
-
 /// `petra train` settings of a forward-gradient run of tiny (J = 4, 32 micro-batches, a drained
 /// checkpoint every 8).
 std::vector<std::string> fg_sets(const run_dirs& dirs, const std::string& mode, const std::string& name,

@@ -25,7 +25,7 @@ trained checkpoint_of(const fs::path& run) {
   return t;
 }
 
-std::vector<nlohmann::json> epoch_lines(const fs::path& run) {
+std::vector<nlohmann::json> fg_epoch_lines(const fs::path& run) {
   std::vector<nlohmann::json> out;
   std::ifstream in(run / "metrics.jsonl");
   for (std::string line; std::getline(in, line);) {
@@ -67,7 +67,7 @@ TEST_CASE("forward_gradient: stop after epoch 1 and resume = two epochs straight
       train_options resume{"", {}, (dir / "interrupted").string(), 0};
       REQUIRE(app::train_command(resume) == 0);
       CHECK(differing(checkpoint_of(dir / "straight"), checkpoint_of(dir / "interrupted")) == 0);
-      const auto a = epoch_lines(dir / "straight"), b = epoch_lines(dir / "interrupted");
+      const auto a = fg_epoch_lines(dir / "straight"), b = fg_epoch_lines(dir / "interrupted");
       REQUIRE(a.size() == 2);
       REQUIRE(b.size() == 2);
       CHECK(a[1]["test_accuracy"] == b[1]["test_accuracy"]);
@@ -94,7 +94,7 @@ TEST_CASE("forward_gradient with evaluation waves (epochs not drained): lockstep
     REQUIRE(app::train_command({"tiny", sets, "", 0}) == 0);
   }
   CHECK(differing(checkpoint_of(dir / "simulate"), checkpoint_of(dir / "lockstep")) == 0);
-  const auto a = epoch_lines(dir / "simulate"), b = epoch_lines(dir / "lockstep");
+  const auto a = fg_epoch_lines(dir / "simulate"), b = fg_epoch_lines(dir / "lockstep");
   REQUIRE(a.size() == 2);
   REQUIRE(b.size() == 2);
   for (std::size_t e = 0; e < a.size(); ++e) {

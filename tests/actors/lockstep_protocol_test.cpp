@@ -34,7 +34,7 @@ struct recorded {
   int fenced = 0;  // fault events: late messages of a fenced neighbour dropped
 };
 
-caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<recorded> log) {
+caf::behavior protocol_recorder(caf::event_based_actor*, std::shared_ptr<recorded> log) {
   return {
       [=](forward_data& f) {
         log->forward_ticks.push_back(f.s.tick);
@@ -72,7 +72,7 @@ TEST_CASE("lockstep: tick t waits for both inputs, one message per neighbour, st
   caf::actor_system sys(setup.cfg);
   auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
   auto log = std::make_shared<recorded>();
-  auto sink = sys.spawn(recorder, log);
+  auto sink = sys.spawn(protocol_recorder, log);
 
   auto device = std::shared_ptr<backend>(make_cpu_backend(1));
   std::vector<std::unique_ptr<block>> blocks;
@@ -132,7 +132,7 @@ TEST_CASE("lockstep: a neighbour's message of an older generation than the one w
   caf::actor_system sys(setup.cfg);
   auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
   auto log = std::make_shared<recorded>();
-  auto sink = sys.spawn(recorder, log);
+  auto sink = sys.spawn(protocol_recorder, log);
   auto device = std::shared_ptr<backend>(make_cpu_backend(1));
   std::vector<std::unique_ptr<block>> blocks;
   blocks.push_back(std::make_unique<identity_block>());

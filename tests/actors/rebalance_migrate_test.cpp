@@ -27,12 +27,6 @@ std::vector<std::string> both_sets(const fs::path& dir, const std::string& name)
           "testing.rebalance_moves=[\"20:2>3\",\"40:3>2\"]"};
 }
 
-int train(std::vector<std::string> sets, const std::vector<std::string>& extra) {
-  sets.insert(sets.end(), extra.begin(), extra.end());
-  petra::train_options o{"tiny", sets, "", 0};
-  return app::train_command(o);
-}
-
 /// The run's block moves: where, and the cut after each.
 void check_moves(const fs::path& run) {
   const auto moves = event_lines(run, "rebalance");
@@ -49,11 +43,12 @@ void check_moves(const fs::path& run) {
 TEST_CASE("rebalance + migrate: lockstep with both = the same block moves without migrations, bit for bit") {
   PETRA_REQUIRE_FASHION_MNIST();
   const fs::path dir = migration_scratch("rebalance-both");
-  REQUIRE(train(both_sets(dir, "moves"), {}) == 0);
+  REQUIRE(train_migrating(both_sets(dir, "moves"), {}) == 0);
   // Stage 2 leaves for sim:0 before the first block move, which rebuilds it there; stage 3 moves
   // right after that block move (the same point); both come back to this CPU later.
-  REQUIRE(train(both_sets(dir, "both"), {"pipeline.migrate=[\"10:2>sim:0\",\"20:3>sim:1\",\"40:2>cpu\","
-                                         "\"50:3>cpu\",\"50:4>sim:0\"]"}) == 0);
+  REQUIRE(
+      train_migrating(both_sets(dir, "both"), {"pipeline.migrate=[\"10:2>sim:0\",\"20:3>sim:1\",\"40:2>cpu\","
+                                               "\"50:3>cpu\",\"50:4>sim:0\"]"}) == 0);
   CHECK(differing(final_weights(dir / "moves"), final_weights(dir / "both")) == 0);
   CHECK(epoch_lines(dir / "moves") == epoch_lines(dir / "both"));
   check_moves(dir / "moves");
@@ -92,12 +87,12 @@ TEST_CASE("rebalance: stages on a `petra node` are rebuilt on it, lockstep bit-i
   PETRA_REQUIRE_FASHION_MNIST();
   node_process node;
   const fs::path dir = migration_scratch("rebalance-node");
-  REQUIRE(train(both_sets(dir, "local"), {}) == 0);
+  REQUIRE(train_migrating(both_sets(dir, "local"), {}) == 0);
   // Stages 2 and 3 (the two that give and take blocks) on the node; after the moves stage 3 comes
   // back here from where the second move rebuilt it.
   const std::string at = node.address();
-  REQUIRE(train(both_sets(dir, "node"), {"pipeline.nodes=[local," + at + "," + at + ",local]",
-                                         "pipeline.migrate=[\"50:3>cpu\"]"}) == 0);
+  REQUIRE(train_migrating(both_sets(dir, "node"), {"pipeline.nodes=[local," + at + "," + at + ",local]",
+                                                   "pipeline.migrate=[\"50:3>cpu\"]"}) == 0);
   CHECK(differing(final_weights(dir / "local"), final_weights(dir / "node")) == 0);
   CHECK(epoch_lines(dir / "local") == epoch_lines(dir / "node"));
   check_moves(dir / "node");

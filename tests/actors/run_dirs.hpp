@@ -14,6 +14,12 @@
 
 namespace petra::testing {
 
+/// The one delay (in ticks) a stage's metrics record, as a number.
+inline int64_t only_delay(const nlohmann::json& stage) {
+  REQUIRE(stage["delay_ticks"].size() == 1);
+  return std::stoll(stage["delay_ticks"].begin().key());
+}
+
 struct run_dirs {
   std::filesystem::path root;
   std::string train_limit;

@@ -17,14 +17,6 @@
 
 namespace petra::testing {
 
-inline bool have_fashion_mnist() {
-  return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-}
-
-#define PETRA_REQUIRE_FASHION_MNIST()        \
-  if (!petra::testing::have_fashion_mnist()) \
-  PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)")
-
 /// Sets the method from "petra", "backprop", "delayed", "delayed+inputs", "delayed+weights" or
 /// "delayed+inputs+weights".
 inline void set_method(config::run_config& c, const std::string& method) {

@@ -16,10 +16,6 @@ using petra::testing::scratch_dir;
 
 namespace {
 
-bool have_fashion_mnist() {
-  return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-}
-
 /// `petra train tiny` in async for two epochs of 256 micro-batches, with `sets` on top.
 std::filesystem::path train_async(const scratch_dir& out, const std::string& name,
                                   std::vector<std::string> sets) {
@@ -36,7 +32,7 @@ std::filesystem::path train_async(const scratch_dir& out, const std::string& nam
 }  // namespace
 
 TEST_CASE("async backprop on one stage: the epoch's snapshot waits for the live tape, no stage fails") {
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   for (const char* blocks : {"[5]", "[1,2,1,1]"}) {
@@ -59,7 +55,7 @@ TEST_CASE("async backprop on one stage: the epoch's snapshot waits for the live 
 TEST_CASE(
     "async with evaluation waves: an epoch's time and images/s are stage 1's, not when its record "
     "completed") {
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   const auto run = train_async(out, "petra", {});

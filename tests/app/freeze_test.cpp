@@ -24,7 +24,7 @@ using petra::testing::temp_dir;
 
 namespace {
 
-std::string read_text(const std::filesystem::path& file) {
+std::string freeze_text(const std::filesystem::path& file) {
   std::ifstream in(file);
   std::stringstream text;
   text << in.rdbuf();
@@ -45,19 +45,19 @@ std::string freeze_run(const std::string& mode, const temp_dir& dir) {
     argv.insert(argv.end(), {"--set", s});
   child_process trainer(argv);
   const auto give_up = std::chrono::steady_clock::now() + 300s;
-  while (read_text(metrics).find("\"event\":\"epoch\"") == std::string::npos && trainer.alive() &&
+  while (freeze_text(metrics).find("\"event\":\"epoch\"") == std::string::npos && trainer.alive() &&
          std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(10ms);
-  REQUIRE_MESSAGE(read_text(metrics).find("\"event\":\"epoch\"") != std::string::npos,
+  REQUIRE_MESSAGE(freeze_text(metrics).find("\"event\":\"epoch\"") != std::string::npos,
                   "no epoch line within 300 s");
   REQUIRE(::kill(trainer.pid(), SIGSTOP) == 0);
   // Still training when stopped: 40 epochs of 8 micro-batches take far longer than one.
-  CHECK(read_text(metrics).find("\"event\":\"summary\"") == std::string::npos);
+  CHECK(freeze_text(metrics).find("\"event\":\"summary\"") == std::string::npos);
   std::this_thread::sleep_for(10s);  // > faults.stall_seconds
   REQUIRE(::kill(trainer.pid(), SIGCONT) == 0);
   const std::string printed = trainer.read_all(600s);
   CHECK_MESSAGE(trainer.wait_exit(10s) == 0, printed);
-  return printed + read_text(metrics);  // the summary and any failure lines
+  return printed + freeze_text(metrics);  // the summary and any failure lines
 }
 
 }  // namespace

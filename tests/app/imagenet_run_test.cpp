@@ -18,13 +18,13 @@
 namespace fs = std::filesystem;
 using petra::train_options;
 using petra::app::train_command;
-using petra::data::testing::temp_dir;
+using imagenet_dir = petra::data::testing::temp_dir;
 using petra::data::testing::write_learnable_jpeg_tree;
 
 namespace {
 
 /// The tiny model on 3×32×32 crops of the tree (resize 36 for evaluation), 10 classes, one epoch.
-std::vector<std::string> imagenet_sets(const temp_dir& dir, const std::string& name) {
+std::vector<std::string> imagenet_sets(const imagenet_dir& dir, const std::string& name) {
   return {"data.dataset=imagenet",
           "data.path=" + dir.file("data"),
           "data.mean=[0.5,0.5,0.5]",
@@ -41,7 +41,7 @@ std::vector<std::string> imagenet_sets(const temp_dir& dir, const std::string& n
           "output.name=" + name};
 }
 
-std::vector<nlohmann::json> read_metrics(const fs::path& file) {
+std::vector<nlohmann::json> imagenet_metrics_lines(const fs::path& file) {
   std::vector<nlohmann::json> out;
   std::ifstream in(file);
   for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
@@ -69,7 +69,7 @@ int train(const std::vector<std::string>& sets, std::string* errors = nullptr) {
 }
 
 /// A file cut to a third of a real JPEG, at train/<first wnid>/img_1.JPEG.
-std::string truncate_one(const temp_dir& dir, const std::string& wnid) {
+std::string truncate_one(const imagenet_dir& dir, const std::string& wnid) {
   const std::string path = dir.file("data/train/" + wnid + "/img_1.JPEG");
   std::ifstream in(path, std::ios::binary);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
@@ -81,7 +81,7 @@ std::string truncate_one(const temp_dir& dir, const std::string& wnid) {
 }  // namespace
 
 TEST_CASE("imagenet end to end: the tiny model learns a 10-class JPEG tree, classes.txt and loader metrics") {
-  temp_dir dir;
+  imagenet_dir dir;
   const std::vector<std::string> wnids = write_learnable_jpeg_tree(dir.file("data"), 10, 48, {"train"});
   write_learnable_jpeg_tree(dir.file("data"), 10, 10, {"val"});
   std::vector<std::string> sets = imagenet_sets(dir, "learn");
@@ -92,7 +92,7 @@ TEST_CASE("imagenet end to end: the tiny model learns a 10-class JPEG tree, clas
   std::vector<std::string> lines;
   for (std::string line; std::getline(classes, line);) lines.push_back(line);
   CHECK(lines == wnids);
-  const auto metrics = read_metrics(run / "metrics.jsonl");
+  const auto metrics = imagenet_metrics_lines(run / "metrics.jsonl");
   const auto epochs = events(metrics, "epoch");
   REQUIRE(epochs.size() == 3);
   for (const auto& e : epochs) {
@@ -106,7 +106,7 @@ TEST_CASE("imagenet end to end: the tiny model learns a 10-class JPEG tree, clas
 }
 
 TEST_CASE("imagenet: same seed, same weights with data.workers 1, 2 and 4") {
-  temp_dir dir;
+  imagenet_dir dir;
   write_learnable_jpeg_tree(dir.file("data"), 10, 8);
   std::vector<std::vector<std::pair<std::string, petra::tensor>>> weights;
   for (int workers : {1, 2, 4}) {
@@ -129,7 +129,7 @@ TEST_CASE("imagenet: same seed, same weights with data.workers 1, 2 and 4") {
 }
 
 TEST_CASE("imagenet: a bad JPEG is logged once and counted (skip), or stops the run naming it (fail)") {
-  temp_dir dir;
+  imagenet_dir dir;
   const std::vector<std::string> wnids = write_learnable_jpeg_tree(dir.file("data"), 10, 4);
   const std::string bad = truncate_one(dir, wnids[0]);  // 40 images in 5 micro-batches of 8: all served
   for (const char* mode : {"simulate", "lockstep"}) {
@@ -139,7 +139,7 @@ TEST_CASE("imagenet: a bad JPEG is logged once and counted (skip), or stops the 
     sets.insert(sets.end(),
                 {std::string("runtime.mode=") + mode, "training.epochs=2", "training.micro_batch=8"});
     REQUIRE(train(sets) == 0);
-    const auto metrics = read_metrics(dir.file("runs/" + skip_name + "/metrics.jsonl"));
+    const auto metrics = imagenet_metrics_lines(dir.file("runs/" + skip_name + "/metrics.jsonl"));
     const auto logged = events(metrics, "bad_image");
     REQUIRE(logged.size() == 1);  // met in both epochs, logged once
     CHECK(logged[0]["path"] == bad);
@@ -158,7 +158,7 @@ TEST_CASE("imagenet: a bad JPEG is logged once and counted (skip), or stops the 
 }
 
 TEST_CASE("imagenet: a class folder missing from val is bad input: exit 2 naming it, nothing written") {
-  temp_dir dir;
+  imagenet_dir dir;
   const std::vector<std::string> wnids = write_learnable_jpeg_tree(dir.file("data"), 3, 2);
   fs::remove_all(dir.file("data/val/" + wnids[1]));
   std::string errors;

@@ -60,13 +60,13 @@ int interrupt_petra(const std::vector<std::string>& args, const fs::path& log, i
   return status;
 }
 
-struct scratch {
+struct interrupt_scratch {
   fs::path path = fs::temp_directory_path() / ("petra-interrupt-" + std::to_string(::getpid()));
-  scratch() {
+  interrupt_scratch() {
     fs::remove_all(path);
     fs::create_directories(path);
   }
-  ~scratch() { fs::remove_all(path); }
+  ~interrupt_scratch() { fs::remove_all(path); }
 };
 
 }  // namespace
@@ -74,7 +74,7 @@ struct scratch {
 TEST_CASE("Ctrl-C ends petra train with 130 and names the resume command, the run resumes") {
   if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
     PETRA_SKIP("the Fashion-MNIST files of dataset-fashion-mnist are not installed");
-  scratch dir;
+  interrupt_scratch dir;
   const fs::path run = dir.path / "runs" / "interrupted";
   // ci_smoke for many epochs: still training when the signal comes; the first epoch line means the
   // run directory is written and its checkpoint exists.

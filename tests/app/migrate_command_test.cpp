@@ -87,17 +87,17 @@ answered ask_running(const std::vector<std::string>& sets, const fs::path& run, 
   return out;
 }
 
-struct scratch {
+struct migrate_scratch {
   fs::path path = fs::temp_directory_path() / ("petra-migrate-command-" + std::to_string(::getpid()));
-  scratch() { fs::remove_all(path); }
-  ~scratch() { fs::remove_all(path); }
+  migrate_scratch() { fs::remove_all(path); }
+  ~migrate_scratch() { fs::remove_all(path); }
 };
 
 }  // namespace
 
 TEST_CASE("petra migrate moves a stage of a running lockstep training, it ends as if left in place") {
   PETRA_REQUIRE_FASHION_MNIST();
-  scratch dir;
+  migrate_scratch dir;
   const answered a = ask_running(run_sets(dir.path, "moved", 40), dir.path / "moved", 2, "sim:0");
   CHECK_MESSAGE(a.code == 0, a.output);
   CHECK(a.output.find("stage 2 moved from cpu to sim:0") != std::string::npos);
@@ -119,7 +119,7 @@ TEST_CASE("petra migrate moves a stage of a running lockstep training, it ends a
 
 TEST_CASE("petra migrate: a target the trainer cannot reach is refused (exit 2) and training goes on") {
   PETRA_REQUIRE_FASHION_MNIST();
-  scratch dir;
+  migrate_scratch dir;
   const answered a =
       ask_running(run_sets(dir.path, "refused", 40), dir.path / "refused", 3, "cpu@127.0.0.1:1");
   CHECK(a.code == 2);
@@ -135,14 +135,14 @@ TEST_CASE("petra migrate: a target the trainer cannot reach is refused (exit 2) 
 
 TEST_CASE("petra migrate: bad requests are refused with exit code 2 and nothing is asked") {
   PETRA_REQUIRE_FASHION_MNIST();
-  scratch dir;
+  migrate_scratch dir;
   petra::train_options done{"tiny", run_sets(dir.path, "done", 1), "", 0};
   REQUIRE(app::train_command(done) == 0);
   const std::string run = (dir.path / "done").string();
   auto refused = [&](const std::vector<std::string>& args, const std::string& says) {
     std::vector<std::string> argv{std::string(PETRA_BINARY), "migrate"};
     argv.insert(argv.end(), args.begin(), args.end());
-    const command_result r = run_command(argv, 60s);
+    const child_result r = run_command(argv, 60s);
     CAPTURE(r.output);
     CHECK(r.exit_code == 2);
     CHECK(r.output.find(says) != std::string::npos);
@@ -163,7 +163,7 @@ TEST_CASE("petra migrate: bad requests are refused with exit code 2 and nothing 
 
 TEST_CASE("petra migrate moves a stage of a running async training at a drained epoch end") {
   PETRA_REQUIRE_FASHION_MNIST();
-  scratch dir;
+  migrate_scratch dir;
   const answered a = ask_running(run_sets(dir.path, "moved", 40, "async"), dir.path / "moved", 3, "sim:1");
   CHECK_MESSAGE(a.code == 0, a.output);
   CHECK(a.output.find("stage 3 moved from cpu to sim:1") != std::string::npos);

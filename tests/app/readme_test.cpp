@@ -17,7 +17,7 @@
 namespace {
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& path) {
+std::string readme_text_of(const fs::path& path) {
   std::ifstream in(path);
   REQUIRE_MESSAGE(in, path.string());
   std::stringstream text;
@@ -37,7 +37,7 @@ std::string yaml_block(const std::string& text, std::size_t from = 0) {
 }  // namespace
 
 TEST_CASE("docs/config.md: its config example loads") {
-  const std::string yaml = yaml_block(read_text(PETRA_SOURCE_DIR "/docs/config.md"));
+  const std::string yaml = yaml_block(readme_text_of(PETRA_SOURCE_DIR "/docs/config.md"));
   petra::config::run_config c;
   CHECK_NOTHROW(c = petra::config::parse_config(yaml, "docs/config.md"));
   // What the example says is what the config holds.
@@ -48,7 +48,7 @@ TEST_CASE("docs/config.md: its config example loads") {
 }
 
 TEST_CASE("docs/config.md: its example names every key of a run's config.yaml") {
-  const std::string example = yaml_block(read_text(PETRA_SOURCE_DIR "/docs/config.md"));
+  const std::string example = yaml_block(readme_text_of(PETRA_SOURCE_DIR "/docs/config.md"));
   // Every section written, the method's own (forward_gradient), an optimizer's own and a named node
   // included.
   petra::config::run_config c;
@@ -76,7 +76,7 @@ TEST_CASE("docs/config.md: its example names every key of a run's config.yaml") 
 }
 
 TEST_CASE("README.md: its minimal config loads") {
-  const std::string readme = read_text(PETRA_SOURCE_DIR "/README.md");
+  const std::string readme = readme_text_of(PETRA_SOURCE_DIR "/README.md");
   petra::config::run_config c;
   CHECK_NOTHROW(c = petra::config::parse_config(yaml_block(readme), "README.md"));
   CHECK(c.runtime.mode == petra::config::runtime_mode::async);
@@ -90,7 +90,7 @@ TEST_CASE("README.md and docs/*.md: every relative link points to a file of the 
   const std::regex link(R"(\]\(([^)\s]+)\))");
   int links = 0;
   for (const fs::path& page : pages) {
-    const std::string text = read_text(page);
+    const std::string text = readme_text_of(page);
     for (auto it = std::sregex_iterator(text.begin(), text.end(), link); it != std::sregex_iterator(); ++it) {
       std::string target = (*it)[1].str();
       if (target.rfind("http", 0) == 0 || target.rfind("mailto:", 0) == 0 || target[0] == '#') continue;

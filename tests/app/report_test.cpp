@@ -72,10 +72,6 @@ std::vector<double> expected_lines(const std::string& script) {
   return xs;
 }
 
-bool have_fashion_mnist() {
-  return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-}
-
 std::string chromium_skip_reason() {
   if (!fs::exists("/usr/bin/chromium")) return "chromium is not installed (apt-get install chromium)";
   if (!fs::exists("/usr/bin/gnuplot")) return "gnuplot is not installed";
@@ -86,7 +82,7 @@ std::string chromium_skip_reason() {
 
 TEST_CASE(
     "report: a ci_smoke run gives each plot its data allow, every PNG embedded, and says what is missing") {
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   petra::train_options train;

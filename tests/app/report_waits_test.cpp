@@ -18,16 +18,16 @@ using namespace petra::app;
 
 namespace {
 
-struct scratch {
+struct waits_scratch {
   fs::path path = fs::temp_directory_path() / ("petra-report-waits-" + std::to_string(::getpid()));
-  scratch() {
+  waits_scratch() {
     fs::remove_all(path);
     fs::create_directories(path);
   }
-  ~scratch() { fs::remove_all(path); }
+  ~waits_scratch() { fs::remove_all(path); }
 };
 
-std::string read_text(const fs::path& file) {
+std::string waits_text(const fs::path& file) {
   std::ifstream in(file);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
@@ -61,14 +61,14 @@ fs::path write_run(const fs::path& dir, bool waits) {
 }  // namespace
 
 TEST_CASE("report: each stage's computing, waits and the rest as shares of the wall time, a panel per run") {
-  scratch out;
+  waits_scratch out;
   std::vector<run_data> runs = {read_run(write_run(out.path / "measured", true).string()),
                                 read_run(write_run(out.path / "simulated", false).string())};
   runs[0].name = "measured", runs[1].name = "simulated";
   const report_plot p = draw_stage_time(out.path.string(), runs);
   REQUIRE(p.missing.empty());
   CHECK(fs::file_size(out.path / "waits.png") > 0);
-  const std::string script = read_text(out.path / "waits.gp");
+  const std::string script = waits_text(out.path / "waits.gp");
   // Stage 1: 2 s computing, 1 s for input, 1 s for a gradient, 0.5 s else, of 10 s, in each epoch;
   // stage 2: 4, 1, 2 and 0.5 s.
   CHECK(script.find("$w0 << EOD\n1 20 10 10 5\n2 40 10 20 5\nEOD") != std::string::npos);
@@ -85,7 +85,7 @@ TEST_CASE("report: each stage's computing, waits and the rest as shares of the w
 TEST_CASE("report: a lockstep run's report has the plot of its stages' waits") {
   if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
-  scratch out;
+  waits_scratch out;
   petra::train_options train;
   train.config = "ci_smoke";
   train.sets = {"output.dir=" + out.path.string(), "output.name=x",        "output.progress=false",
@@ -96,9 +96,9 @@ TEST_CASE("report: a lockstep run's report has the plot of its stages' waits") {
   REQUIRE(report_command(options) == 0);
   const fs::path dir = out.path / "x" / "report";
   CHECK(fs::exists(dir / "waits.png"));
-  CHECK(read_text(dir / "report.html").find("Where each stage") != std::string::npos);
+  CHECK(waits_text(dir / "report.html").find("Where each stage") != std::string::npos);
   // ci_smoke has 5 stages: a row each.
-  const std::string script = read_text(dir / "waits.gp");
+  const std::string script = waits_text(dir / "waits.gp");
   CHECK(script.find("\n5 ") != std::string::npos);
   CHECK(script.find("\n6 ") == std::string::npos);
 }

@@ -25,10 +25,6 @@ using petra::testing::scratch_dir;
 
 namespace {
 
-bool have_fashion_mnist() {
-  return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-}
-
 /// The lines of a run's metrics.jsonl of one event kind, in file order.
 std::vector<nlohmann::json> events(const fs::path& run, const std::string& event) {
   std::vector<nlohmann::json> out;
@@ -92,7 +88,7 @@ std::string percent(double accuracy) {
 
 TEST_CASE(
     "a resume after a process that logged the epoch and was killed: one epoch line, the real accuracy") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
+  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
   scratch_dir out;
   const fs::path run = stopped_run(out.path, "r", 2, 1);
   // As a process killed right after epoch 2's line reached metrics.jsonl, before its checkpoint: the
@@ -122,7 +118,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a run resumed from a mid-epoch snapshot counts in images/s only the images it trained") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
+  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
   scratch_dir out;
   // 32 micro-batches of 32 per epoch, two epochs; a snapshot every 10 optimizer steps, the first
   // process stopped as if killed right after the one before micro-batch 10.
@@ -160,7 +156,7 @@ TEST_CASE("a run resumed from a mid-epoch snapshot counts in images/s only the i
 }
 
 TEST_CASE("a lockstep rollback to a snapshot: the epoch line counts the images of the replay only") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
+  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
   scratch_dir out;
   // Stage 3 crashes at tick 15, after the cut before micro-batch 10; every stage rolls back to it
   // and starts its epoch clock again there.
@@ -181,7 +177,7 @@ TEST_CASE("a lockstep rollback to a snapshot: the epoch line counts the images o
 }
 
 TEST_CASE("--resume refuses a change of what the run trains: exit code 2, the key named, nothing written") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
+  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
   scratch_dir out;
   const fs::path run = stopped_run(out.path, "r", 2, 1);
   const auto before = contents(run);
@@ -201,7 +197,7 @@ TEST_CASE("--resume refuses a change of what the run trains: exit code 2, the ke
 }
 
 TEST_CASE("--resume with training.epochs raised: config.yaml says so and a resume line records the change") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
+  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
   scratch_dir out;
   const fs::path run = stopped_run(out.path, "r", 2, 1);
   train_options o;
@@ -235,7 +231,7 @@ TEST_CASE(
     CHECK_MESSAGE(r.output.find("--stop-after-epoch") != std::string::npos, r.output);
     CHECK_FALSE(fs::exists(out.path / "runs"));
   }
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
+  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
   const fs::path run = stopped_run(out.path, "past", 3, 2);
   const auto before = contents(run);
   train_options o;

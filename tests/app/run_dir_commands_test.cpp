@@ -53,14 +53,10 @@ void check_commands(const scratch_dir& out, const std::string& name, const std::
   CHECK(fs::exists(out.path / (name + "-report") / "report.html"));
 }
 
-bool have_fashion_mnist() {
-  return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-}
-
 }  // namespace
 
 TEST_CASE("run directories: eval, report and train --resume accept every run petra writes") {
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   SUBCASE("simulate") { check_commands(out, "simulate", "--set runtime.mode=simulate"); }

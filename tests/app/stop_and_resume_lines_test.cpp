@@ -20,10 +20,6 @@ using petra::testing::scratch_dir;
 
 namespace {
 
-bool have_fashion_mnist() {
-  return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-}
-
 /// The micro-batch ids of trace.json's spans.
 std::set<int64_t> traced_ids(const fs::path& file) {
   std::ifstream in(file);
@@ -38,7 +34,7 @@ std::set<int64_t> traced_ids(const fs::path& file) {
 }  // namespace
 
 TEST_CASE("trace: a stop writes the trace, and each process's line names the ids its file holds") {
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   const fs::path run = out.path / "t";
@@ -69,7 +65,7 @@ TEST_CASE("trace: a stop writes the trace, and each process's line names the ids
 }
 
 TEST_CASE("faults.crash_at_tick fires once per run: a resume after the crash does not crash again") {
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   const fs::path run = out.path / "c";

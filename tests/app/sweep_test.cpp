@@ -28,10 +28,6 @@ using petra::testing::scratch_dir;
 
 namespace {
 
-bool have_fashion_mnist() {
-  return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-}
-
 /// RFC 4180 rows: fields split on commas outside double quotes, "" inside quotes is one ".
 std::vector<std::vector<std::string>> read_csv(const fs::path& file) {
   std::vector<std::vector<std::string>> rows;
@@ -123,7 +119,7 @@ TEST_CASE("sweep: a bad grid key or value is refused with exit code 2 before any
 TEST_CASE(
     "sweep: a lockstep sweep over injected delay and accumulation writes its table and plot and measures "
     "both") {
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   // ci_smoke's tiny model has J = 5 stages; the grid delays the backward into stage 3 by 2 ticks.
   scratch_dir out;
@@ -180,7 +176,7 @@ TEST_CASE(
 }
 
 TEST_CASE("sweep: a failing run is marked failed in the table, the sweep goes on and exits 1") {
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   sweep_options o;

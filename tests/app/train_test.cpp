@@ -23,11 +23,7 @@ using petra::testing::scratch_dir;
 
 namespace {
 
-bool have_fashion_mnist() {
-  return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-}
-
-std::vector<nlohmann::json> read_metrics(const fs::path& file) {
+std::vector<nlohmann::json> train_metrics_lines(const fs::path& file) {
   std::vector<nlohmann::json> out;
   std::ifstream in(file);
   for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
@@ -37,7 +33,7 @@ std::vector<nlohmann::json> read_metrics(const fs::path& file) {
 }  // namespace
 
 TEST_CASE("smoke: two short epochs of PETRA on Fashion-MNIST lower the loss and write a run directory") {
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   train_options o;
@@ -48,7 +44,7 @@ TEST_CASE("smoke: two short epochs of PETRA on Fashion-MNIST lower the loss and 
   const fs::path run = out.path / "smoke";
   CHECK(fs::exists(run / "config.yaml"));
   CHECK(fs::exists(run / "checkpoint.safetensors"));
-  const auto metrics = read_metrics(run / "metrics.jsonl");
+  const auto metrics = train_metrics_lines(run / "metrics.jsonl");
   REQUIRE(metrics.size() == 3);  // two epochs and the summary
   CHECK(metrics[1]["train_loss"].get<double>() < metrics[0]["train_loss"].get<double>());
   CHECK(metrics[1]["train_loss"].get<double>() < 2.0);     // chance is ln 10 = 2.30
@@ -97,7 +93,7 @@ TEST_CASE("bad data: a message naming the file, exit code 2, nothing written") {
 }
 
 TEST_CASE("an existing non-empty run directory is never overwritten: bad input, exit code 2") {
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   fs::create_directories(out.path / "taken");
@@ -113,7 +109,7 @@ TEST_CASE("an existing non-empty run directory is never overwritten: bad input, 
 }
 
 TEST_CASE("a run's config.yaml repeats the run into a new directory, also when output.name was set") {
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   train_options first;
@@ -128,12 +124,12 @@ TEST_CASE("a run's config.yaml repeats the run into a new directory, also when o
   for (const auto& entry : fs::directory_iterator(out.path)) runs.push_back(entry.path());
   REQUIRE(runs.size() == 2);
   for (const fs::path& run : runs) {
-    const auto metrics = read_metrics(run / "metrics.jsonl");
+    const auto metrics = train_metrics_lines(run / "metrics.jsonl");
     REQUIRE(metrics.size() == 2);
   }
   // Same config, same seed, same runtime (simulate): the same test accuracy.
-  CHECK(read_metrics(runs[0] / "metrics.jsonl")[0]["test_accuracy"] ==
-        read_metrics(runs[1] / "metrics.jsonl")[0]["test_accuracy"]);
+  CHECK(train_metrics_lines(runs[0] / "metrics.jsonl")[0]["test_accuracy"] ==
+        train_metrics_lines(runs[1] / "metrics.jsonl")[0]["test_accuracy"]);
 }
 
 TEST_CASE("a key the runtime cannot honour is refused: exit code 2, the key named, nothing written") {

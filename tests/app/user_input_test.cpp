@@ -21,14 +21,10 @@ namespace {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-bool have_fashion_mnist() {
-  return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-}
-
 }  // namespace
 
 TEST_CASE("a run directory that cannot be made is bad input: exit 2, output.dir/output.name named") {
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   std::ofstream(out.path / "afile").close();  // an empty file where the run directory would go
@@ -132,7 +128,7 @@ TEST_CASE("a config indented with tabs: the tab and its line are named") {
 }
 
 TEST_CASE("--trace refused by the simulator names --trace, the flag typed") {
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   auto r = run_petra("train ci_smoke --trace --set output.dir=" + out.path.string());
@@ -181,7 +177,7 @@ TEST_CASE("pipeline.threads given one number names the list it takes and runtime
 TEST_CASE("cuda:0 on a machine without a GPU or driver says so, not 'driver version is insufficient'") {
   if (fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidiactl"))
     PETRA_SKIP("this machine has an NVIDIA device: the message of a machine without one cannot show");
-  if (!have_fashion_mnist())
+  if (!petra::testing::have_fashion_mnist())
     PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)");
   scratch_dir out;
   auto r = run_petra(

@@ -6,8 +6,10 @@
 #include <fstream>
 
 #include "config/config.hpp"
+#include "tests/config/config_errors.hpp"
 
 using namespace petra::config;
+using petra::config::testing::contains;
 namespace fs = std::filesystem;
 
 namespace {
@@ -32,7 +34,7 @@ struct working_dir {
 
 void write_file(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
-std::string error_of(const std::string& path_or_preset, const std::vector<std::string>& overrides = {}) {
+std::string load_error_of(const std::string& path_or_preset, const std::vector<std::string>& overrides = {}) {
   try {
     load_config(path_or_preset, overrides);
   } catch (const config_error& e) {
@@ -41,17 +43,13 @@ std::string error_of(const std::string& path_or_preset, const std::vector<std::s
   return "(no error)";
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 }  // namespace
 
 TEST_CASE("a file path loads, and its messages name the path and line") {
   temp_dir dir;
   const fs::path file = dir.path / "x.yaml";
   write_file(file, "model:\n  arch: tiny\ntraining:\n  epochs: 2\n  method: petraa\n");
-  const std::string message = error_of(file.string());
+  const std::string message = load_error_of(file.string());
   CHECK(contains(message, "training.method at " + file.string() + ":5"));
 
   write_file(file, "training:\n  epochs: 2\n");
@@ -60,14 +58,14 @@ TEST_CASE("a file path loads, and its messages name the path and line") {
 }
 
 TEST_CASE("a missing file names itself, the presets directory and the presets there") {
-  const std::string message = error_of("no_such_config.yaml");
+  const std::string message = load_error_of("no_such_config.yaml");
   CHECK(contains(message, "config file 'no_such_config.yaml' not found"));
   CHECK(contains(message, "no preset of that name in " + presets_dir()));
   CHECK(contains(message, "available presets: "));
   CHECK(contains(message, "default"));
   CHECK(contains(message, "revnet18_cifar10"));
-  CHECK(contains(error_of("dir/missing.yaml"), "config file 'dir/missing.yaml' not found"));
-  CHECK(contains(error_of(presets_dir()), "is a directory"));
+  CHECK(contains(load_error_of("dir/missing.yaml"), "config file 'dir/missing.yaml' not found"));
+  CHECK(contains(load_error_of(presets_dir()), "is a directory"));
 }
 
 TEST_CASE("a preset name resolves with or without .yaml, and an existing file wins over a preset") {

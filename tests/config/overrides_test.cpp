@@ -2,22 +2,20 @@
 #include <doctest/doctest.h>
 
 #include "config/config.hpp"
+#include "tests/config/config_errors.hpp"
 
 using namespace petra::config;
+using petra::config::testing::contains;
 
 namespace {
 
-std::string error_of(const std::vector<std::string>& overrides) {
+std::string override_error_of(const std::vector<std::string>& overrides) {
   try {
     load_config("default", overrides);
   } catch (const config_error& e) {
     return e.what();
   }
   return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 }  // namespace
@@ -53,20 +51,21 @@ TEST_CASE("overrides apply in order and after the file, and a whole section can 
 }
 
 TEST_CASE("an override's value is validated like a file's and named by its --set") {
-  CHECK(contains(error_of({"training.epochs=three"}),
+  CHECK(contains(override_error_of({"training.epochs=three"}),
                  "training.epochs in --set training.epochs=three: expected an integer, got 'three'"));
-  CHECK(contains(error_of({"training.epochs=0"}), "training.epochs in --set training.epochs=0"));
+  CHECK(contains(override_error_of({"training.epochs=0"}), "training.epochs in --set training.epochs=0"));
   CHECK(contains(
-      error_of({"runtime.heartbeat_timeout=0"}),
+      override_error_of({"runtime.heartbeat_timeout=0"}),
       "runtime.heartbeat_timeout in --set runtime.heartbeat_timeout=0: got 0; seconds a remote node"));
-  CHECK(contains(error_of({"training.method=petraa"}),
+  CHECK(contains(override_error_of({"training.method=petraa"}),
                  "training.method in --set training.method=petraa: 'petraa' is not one of backprop, delayed, "
                  "petra, forward_gradient"));
-  CHECK(contains(error_of({"model.input=[1, x, 28]"}), "model.input[1] in --set model.input=[1, x, 28]"));
-  CHECK(contains(error_of({"training.schedule.milestones=5"}), "expected a list of numbers"));
-  CHECK(contains(error_of({"training.stash_weights=true"}),
+  CHECK(contains(override_error_of({"model.input=[1, x, 28]"}),
+                 "model.input[1] in --set model.input=[1, x, 28]"));
+  CHECK(contains(override_error_of({"training.schedule.milestones=5"}), "expected a list of numbers"));
+  CHECK(contains(override_error_of({"training.stash_weights=true"}),
                  "training.stash_weights in --set training.stash_weights=true"));
-  CHECK(contains(error_of({"training.epochs=[1"}),
+  CHECK(contains(override_error_of({"training.epochs=[1"}),
                  "training.epochs in --set training.epochs=[1: the value is not valid YAML"));
 }
 
@@ -77,22 +76,22 @@ TEST_CASE("forward_gradient keys by --set: taken with the method, refused withou
   CHECK(fg.training.forward_gradient.guess == gradient_guess::random);
   CHECK(fg.training.forward_gradient.target == gradient_target::global);
   CHECK(fg.training.forward_gradient.aux_width == 16);
-  const std::string refused = error_of({"training.forward_gradient.target=local"});
+  const std::string refused = override_error_of({"training.forward_gradient.target=local"});
   CHECK(
       contains(refused, "training.forward_gradient.target in --set training.forward_gradient.target=local"));
   CHECK(contains(refused, "training.method is 'petra' at "));  // the default preset's own line
 }
 
 TEST_CASE("unknown override paths are errors naming the path and the --set") {
-  const std::string typo = error_of({"training.epcohs=10"});
+  const std::string typo = override_error_of({"training.epcohs=10"});
   CHECK(contains(typo, "unknown key 'training.epcohs' in --set training.epcohs=10"));
   CHECK(contains(typo, "did you mean 'epochs'?"));
-  CHECK(contains(error_of({"trainng.epochs=10"}),
+  CHECK(contains(override_error_of({"trainng.epochs=10"}),
                  "unknown key 'trainng' at top level in --set trainng.epochs=10"));
-  CHECK(contains(error_of({"training.epochs.max=10"}),
+  CHECK(contains(override_error_of({"training.epochs.max=10"}),
                  "training.epochs in --set training.epochs.max=10: is a value"));
-  CHECK(contains(error_of({"training.epochs"}), "expected path=value"));
-  CHECK(contains(error_of({"=10"}), "expected path=value"));
-  CHECK(contains(error_of({"training..epochs=3"}), "--set training..epochs=3"));
-  CHECK(contains(error_of({"training.=3"}), "--set training.=3"));
+  CHECK(contains(override_error_of({"training.epochs"}), "expected path=value"));
+  CHECK(contains(override_error_of({"=10"}), "expected path=value"));
+  CHECK(contains(override_error_of({"training..epochs=3"}), "--set training..epochs=3"));
+  CHECK(contains(override_error_of({"training.=3"}), "--set training.=3"));
 }

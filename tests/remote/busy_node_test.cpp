@@ -9,7 +9,7 @@ using namespace petra::testing;
 
 namespace {
 
-constexpr double timeout_s = 2;  // runtime.heartbeat_timeout of these runs
+constexpr double busy_timeout_s = 2;  // runtime.heartbeat_timeout of these runs
 
 /// `petra train` of the tiny model, async, stage 2 of 4 on `node`, `spare` for a lost one, plus `sets`.
 std::vector<std::string> train_argv(const temp_dir& runs, const std::string& name, const node_child& node,
@@ -21,7 +21,7 @@ std::vector<std::string> train_argv(const temp_dir& runs, const std::string& nam
                                 "pipeline.stage_blocks=[1,2,1,1]",
                                 "pipeline.nodes=[local," + node.address() + ",local,local]",
                                 "pipeline.spare_nodes=[" + spare.address() + "]",
-                                "runtime.heartbeat_timeout=" + std::to_string(timeout_s),
+                                "runtime.heartbeat_timeout=" + std::to_string(busy_timeout_s),
                                 "output.progress=false",
                                 "output.dir=" + runs.path().string(),
                                 "output.name=" + name};
@@ -63,9 +63,9 @@ TEST_CASE("a node whose stage computes for longer than heartbeat_timeout at a ti
       stage["busy_seconds"].get<double>() /
       std::max<int64_t>(1, stage["forwards"].get<int64_t>() + stage["backwards"].get<int64_t>());
   MESSAGE("stage 2 on the node held its thread "
-          << per_computation << " s per computation (heartbeat_timeout " << timeout_s << " s)");
+          << per_computation << " s per computation (heartbeat_timeout " << busy_timeout_s << " s)");
   // What the case is about: each computation outlasted the timeout (else raise faults.slow above).
-  CHECK(per_computation > timeout_s);
+  CHECK(per_computation > busy_timeout_s);
   CHECK(busy.process().alive());
 }
 

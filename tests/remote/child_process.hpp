@@ -163,13 +163,13 @@ class child_process {
 };
 
 /// Runs argv to completion within `timeout` (killed otherwise: exit code nullopt); output merged.
-struct command_result {
+struct child_result {
   std::optional<int> exit_code;
   std::string output;
 };
-inline command_result run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+inline child_result run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
   child_process child(argv);
-  command_result r;
+  child_result r;
   r.output = child.read_all(timeout);
   r.exit_code = child.wait_exit(2000ms);
   return r;

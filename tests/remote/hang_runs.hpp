@@ -9,12 +9,6 @@
 
 namespace petra::testing {
 
-#define PETRA_REQUIRE_FASHION_MNIST()                                                                     \
-  do {                                                                                                    \
-    if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))         \
-      PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)"); \
-  } while (0)
-
 /// Waits (bounded) until the run's metrics.jsonl holds a step line: its stages are training.
 inline void await_training(const temp_dir& runs, const std::string& name) {
   const auto deadline = std::chrono::steady_clock::now() + 120s;

@@ -6,7 +6,7 @@ using namespace petra::testing;
 
 namespace {
 
-command_result petra_node(const std::vector<std::string>& flags) {
+child_result petra_node(const std::vector<std::string>& flags) {
   std::vector<std::string> argv{PETRA_BINARY, "node"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   return run_command(argv, 30000ms);

@@ -55,7 +55,7 @@ struct separate_hosts {
 
   /// `petra train ci_smoke` in lockstep into dir/runs/<name>: in one process when `nodes` is
   /// empty, else on host 0 with it as pipeline.nodes and host 0's certificate.
-  command_result train(const std::string& name, const std::string& nodes) const {
+  child_result train(const std::string& name, const std::string& nodes) const {
     std::vector<std::string> sets{"runtime.mode=lockstep", "output.dir=" + dir / "runs",
                                   "output.name=" + name};
     if (!nodes.empty()) {

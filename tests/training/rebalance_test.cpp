@@ -103,10 +103,6 @@ TEST_CASE("forced moves: only at the run's points, each one the partition before
 
 namespace {
 
-bool have_fashion_mnist() {
-  return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-}
-
 /// The tiny model (5 blocks) on 128 Fashion-MNIST images, cut as `stage_blocks`, in simulate.
 config::run_config tiny(const std::vector<int>& stage_blocks) {
   config::run_config c = config::load_config("tiny");
@@ -129,7 +125,7 @@ struct runtime_on_data {
 }  // namespace
 
 TEST_CASE("rebalance: after a move the forward on the same batches is the one before, bit for bit") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
+  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
   runtime_on_data r(tiny({1, 2, 1, 1}));
   r.runtime->train(phase_request::of(1, 0, 8), {});  // weights, momentum and BN statistics moved on
   const eval_result before = r.runtime->evaluate(*r.data.test_feed);
@@ -146,7 +142,7 @@ TEST_CASE("rebalance: after a move the forward on the same batches is the one be
 }
 
 TEST_CASE("rebalance: training on after a move = a pipeline cut that way from the state before it") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
+  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
   runtime_on_data moved(tiny({1, 2, 1, 1}));
   moved.runtime->train(phase_request::of(1, 0, 8), {});
   checkpoint before;  // the drained state at the point, as written with the first cut
@@ -168,7 +164,7 @@ TEST_CASE("rebalance: training on after a move = a pipeline cut that way from th
 }
 
 TEST_CASE("simulate: an epoch split into phases times each stage from the epoch's start") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
+  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
   runtime_on_data r(tiny({1, 2, 1, 1}));
   const phase_result first = r.runtime->train(phase_request::of(1, 0, 12), {});  // drained inside epoch 1
   REQUIRE(first.epochs.empty());

@@ -78,10 +78,6 @@ bool bit_identical(const std::vector<named_tensor>& a, const std::vector<named_t
   return true;
 }
 
-bool have_fashion_mnist() {
-  return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-}
-
 }  // namespace
 
 TEST_CASE("model_spec: revvit's keys, or revvit's own shape where a key is 0") {
@@ -133,7 +129,7 @@ TEST_CASE("built stages: patch stem, one transformer block per stage, token head
 }
 
 TEST_CASE("revvit_tiny_fmnist in simulate: the loss falls under backprop and under PETRA") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
+  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
   for (const char* method : {"backprop", "petra"}) {
     CAPTURE(method);
     const trained t = train(small_run(method), 3, 12);
@@ -147,7 +143,7 @@ TEST_CASE("revvit_tiny_fmnist in simulate: the loss falls under backprop and und
 }
 
 TEST_CASE("revvit_tiny_fmnist, one stage: PETRA is backprop, weights bit for bit") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
+  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
   const trained backprop = train(small_run("backprop", {8}), 1, 4);
   const trained petra = train(small_run("petra", {8}), 1, 4);
   REQUIRE(!backprop.weights.empty());
@@ -158,7 +154,7 @@ TEST_CASE("revvit_tiny_fmnist, one stage: PETRA is backprop, weights bit for bit
 }
 
 TEST_CASE("revvit_tiny_fmnist with forward gradients (random guesses, global target) trains in simulate") {
-  if (!have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
+  if (!petra::testing::have_fashion_mnist()) PETRA_SKIP("/usr/share/datasets/fashion-mnist is missing");
   config::run_config c = small_run("backprop");
   c.training.method = config::training_method::forward_gradient;
   c.training.forward_gradient.guess = config::gradient_guess::random;
