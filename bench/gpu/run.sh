@@ -27,6 +27,10 @@
 #                     forward gradients (local guess, global target), random guess, local learning
 #                     (local target), PETRA; test accuracy per epoch and, in
 #                     simulate, each epoch's cos(ĝ_j, ∇_{z_j} L) per stage
+#   run.sh vit        revvit_tiny_fmnist (the reversible ViT, AdamW) for VIT_EPOCHS (10) epochs of
+#                     Fashion-MNIST, async, every stage on cuda:0: backprop (J = 1), PETRA with J = 8
+#                     and J = 4 (VIT_RUNS, default "backprop petra-j8 petra-j4"); test accuracy per
+#                     epoch, and each PETRA run's gap to backprop at the last epoch
 #   run.sh overlap    no GPU needed: PaReprop's overlapped rebuild on the CPU backend where cores are
 #                     to spare (the GPU machine's), bench_overlap_rebuild's plain vs overlapped
 #                     backward of a reversible stage of OVERLAP_BLOCKS (3) couplings, for each
@@ -49,7 +53,8 @@
 # FG_S (each fg run); SPEED_ROUNDS (3), PEER_VARIANTS (revnet_peer_gpu.py's --variants),
 # PEER_COMPILE (0), SPEED_HEURISTIC (1); REVNET_IMAGES (images per epoch of the RevNet-18 runs,
 # default 25600); FG_EPOCHS (10), FG_RUNS (which fg runs, default "fg-local fg-random local petra"),
-# FG_MODE (lockstep or simulate, default lockstep); OVERLAP_RUNS (11), OVERLAP_BLOCKS (3),
+# FG_MODE (lockstep or simulate, default lockstep); VIT_EPOCHS (10), VIT_RUNS, VIT_S (each vit run,
+# 420); OVERLAP_RUNS (11), OVERLAP_BLOCKS (3),
 # OVERLAP_THREADS ("2 4"), OVERLAP_BATCHES (32,128), OVERLAP_SCHEDULES (main: plain and overlap +1;
 # all: also the rebuild on as many threads as the stage, "+T", and the stage's threads split),
 # OVERLAP_S (each bench run, 300).
@@ -58,9 +63,9 @@ set -uo pipefail
 [ $# -gt 0 ] || set -- parity
 for cmd in "$@"; do
   case $cmd in
-    parity | sanitize | train | revnet | speed | pareprop | profile | fg | overlap | ahead) ;;
+    parity | sanitize | train | revnet | speed | pareprop | profile | fg | vit | overlap | ahead) ;;
     *)
-      echo "run.sh: unknown sub-command '$cmd' (parity, sanitize, train, revnet, speed, pareprop, profile, fg, overlap, ahead)" >&2
+      echo "run.sh: unknown sub-command '$cmd' (parity, sanitize, train, revnet, speed, pareprop, profile, fg, vit, overlap, ahead)" >&2
       exit 2
       ;;
   esac

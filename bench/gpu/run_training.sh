@@ -1,5 +1,5 @@
 # Sourced by bench/gpu/run.sh (its variables and helpers set): the training sub-commands: train, revnet,
-# fg.
+# fg, vit.
 # shellcheck shell=bash
 
 # summarize_run NAME RUN_DIR: one table row from a run's metrics.jsonl (last epoch's test accuracy,
@@ -181,4 +181,56 @@ cmd_fg() {
   echo "| run | test accuracy per epoch (%) | images/s per epoch | images/s run |" >>"$summary"
   echo "|---|---|---|---:|" >>"$summary"
   summarize_epochs "${files[@]}"
+}
+
+# Issue-sized accuracy runs of the reversible vision transformer: revvit_tiny_fmnist (AdamW, warm-up
+# then cosine) for VIT_EPOCHS epochs of the whole Fashion-MNIST, backprop at J = 1 against PETRA.
+cmd_vit() {
+  local epochs=${VIT_EPOCHS:-10} run files=() j8 j4
+  j8=$(repeat "$dev" 8)
+  j4=$(repeat "$dev" 4)
+  echo "## vit: petra train revvit_tiny_fmnist, async, $epochs epochs, every stage on $dev" >"$summary"
+  echo "" >>"$summary"
+  [ "$gpu" = 0 ] && echo "dry run on the CPU (no GPU): 256 images, 1 epoch — checks the command lines, not a measurement" >>"$summary"
+  local common=(--set runtime.mode=async --set "training.epochs=$epochs" --set "data.path=$PETRA_FASHION_MNIST")
+  echo "| run | epochs | test accuracy | images/s epoch 1 | images/s last epoch | images/s run |" >>"$summary"
+  echo "|---|---:|---:|---:|---:|---:|" >>"$summary"
+  for run in ${VIT_RUNS:-backprop petra-j8 petra-j4}; do
+    local method=()
+    case $run in
+      backprop) method=(--set training.method=backprop --set "pipeline.stage_blocks=[8]" --set "pipeline.devices=[$dev]") ;;
+      petra-j8) method=(--set training.method=petra --set "pipeline.devices=$j8") ;;
+      petra-j4) method=(--set training.method=petra --set "pipeline.stage_blocks=[2,2,2,2]" --set "pipeline.devices=$j4") ;;
+      *)
+        echo "run.sh vit: unknown run '$run' in VIT_RUNS (backprop, petra-j8, petra-j4)" >&2
+        failures=$((failures + 1))
+        continue
+        ;;
+    esac
+    # shellcheck disable=SC2046
+    train_run "vit-$run" "${VIT_S:-420}" train revvit_tiny_fmnist "${common[@]}" "${method[@]}" $(dry_limits 256)
+    files+=("$details/vit-$run-metrics.jsonl")
+  done
+  echo "" >>"$summary"
+  echo "| run | test accuracy per epoch (%) | images/s per epoch | images/s run |" >>"$summary"
+  echo "|---|---|---|---:|" >>"$summary"
+  summarize_epochs "${files[@]}"
+  # The issue's targets: backprop >= 88 %, PETRA within 1 point of it, at the last epoch.
+  "$python" - "${files[@]}" >>"$summary" <<'PY'
+import json, sys
+last = {}
+for path in sys.argv[1:]:
+    try:
+        epochs = [r for r in map(json.loads, open(path)) if r.get("event") == "epoch"]
+    except OSError:
+        continue
+    if epochs:
+        last[path.split("/")[-1].replace("-metrics.jsonl", "")] = (len(epochs), 100 * epochs[-1]["test_accuracy"])
+if "vit-backprop" in last:
+    n, b = last["vit-backprop"]
+    print("\nbackprop after %d epochs: %.2f %% (target >= 88 %%)" % (n, b))
+    for name, (m, a) in sorted(last.items()):
+        if name != "vit-backprop":
+            print("%s after %d epochs: %.2f %%, %+.2f points against backprop (target within 1)" % (name, m, a, a - b))
+PY
 }
