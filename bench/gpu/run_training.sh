@@ -25,6 +25,26 @@ print("| %s | %d | %.2f %% | %.0f | %.0f | %.0f |" % (
 PY
 }
 
+# The header of summarize_run's table.
+run_table_header() {
+  echo "| run | epochs | test accuracy | images/s epoch 1 | images/s last epoch | images/s run |" >>"$summary"
+  echo "|---|---:|---:|---:|---:|---:|" >>"$summary"
+}
+
+# epoch_table METRICS_FILES...: the accuracy and images/s of every epoch, a row per run.
+epoch_table() {
+  echo "" >>"$summary"
+  echo "| run | test accuracy per epoch (%) | images/s per epoch | images/s run |" >>"$summary"
+  echo "|---|---|---|---:|" >>"$summary"
+  summarize_epochs "$@"
+}
+
+# unknown_run SUB-COMMAND RUN VARIABLE KNOWN: a run name the sub-command does not know, counted.
+unknown_run() {
+  echo "run.sh $1: unknown run '$2' in $3 ($4)" >&2
+  failures=$((failures + 1))
+}
+
 # train_run NAME SECONDS petra-arguments...: runs `petra train`, keeps its metrics and config.
 train_run() {
   local name=$1 limit=$2 rc t0
@@ -51,8 +71,7 @@ cmd_train() {
   echo "## train: petra train default, async, every stage on $dev" >"$summary"
   echo "" >>"$summary"
   [ "$gpu" = 0 ] && echo "dry run on the CPU (no GPU): 512 images, 1 epoch — checks the command line, not a measurement" >>"$summary"
-  echo "| run | epochs | test accuracy | images/s epoch 1 | images/s last epoch | images/s run |" >>"$summary"
-  echo "|---|---:|---:|---:|---:|---:|" >>"$summary"
+  run_table_header
   # shellcheck disable=SC2046
   train_run fashion-default "${TRAIN_S:-420}" train default --set runtime.mode=async \
     --set "pipeline.devices=$(repeat "$dev" 8)" --set "data.path=$PETRA_FASHION_MNIST" $(dry_limits 512)
@@ -80,8 +99,7 @@ cmd_revnet() {
   echo "data: $kind; $images images per epoch, 2 epochs (epoch 1 includes cuDNN's first plans)" >>"$summary"
   [ "$gpu" = 0 ] && echo "dry run on the CPU (no GPU): 256 images, 1 epoch — checks the command lines, not a measurement" >>"$summary"
   echo "" >>"$summary"
-  echo "| run | epochs | test accuracy | images/s epoch 1 | images/s last epoch | images/s run |" >>"$summary"
-  echo "|---|---:|---:|---:|---:|---:|" >>"$summary"
+  run_table_header
   local common=(--set runtime.mode=async --set training.micro_batch=128 --set training.epochs=2
     --set "data.train_limit=$images" --set data.test_limit=1024 --set "data.path=$data" --set data.workers=4
     --set training.schedule.warmup_epochs=0.5)
@@ -158,8 +176,7 @@ cmd_fg() {
   [ "$gpu" = 0 ] && echo "dry run on the CPU (no GPU): 256 images, 1 epoch — checks the command lines, not a measurement" >>"$summary"
   local common=(--set "runtime.mode=$mode" --set "training.epochs=$epochs" --set "data.path=$PETRA_FASHION_MNIST"
     --set "pipeline.devices=$(repeat "$dev" 8)")
-  echo "| run | epochs | test accuracy | images/s epoch 1 | images/s last epoch | images/s run |" >>"$summary"
-  echo "|---|---:|---:|---:|---:|---:|" >>"$summary"
+  run_table_header
   for run in ${FG_RUNS:-fg-local fg-random local petra}; do
     local method=()
     case $run in
@@ -168,8 +185,7 @@ cmd_fg() {
       local) method=(--set training.method=forward_gradient --set training.forward_gradient.target=local) ;;
       petra) method=(--set training.method=petra) ;;
       *)
-        echo "run.sh fg: unknown run '$run' in FG_RUNS (fg-local, fg-random, local, petra)" >&2
-        failures=$((failures + 1))
+        unknown_run fg "$run" FG_RUNS "fg-local, fg-random, local, petra"
         continue
         ;;
     esac
@@ -177,10 +193,7 @@ cmd_fg() {
     train_run "$run" "${FG_S:-140}" train default "${common[@]}" "${method[@]}" $(dry_limits 256)
     files+=("$details/$run-metrics.jsonl")
   done
-  echo "" >>"$summary"
-  echo "| run | test accuracy per epoch (%) | images/s per epoch | images/s run |" >>"$summary"
-  echo "|---|---|---|---:|" >>"$summary"
-  summarize_epochs "${files[@]}"
+  epoch_table "${files[@]}"
 }
 
 # Issue-sized accuracy runs of the reversible vision transformer: revvit_tiny_fmnist (AdamW, warm-up
@@ -193,8 +206,7 @@ cmd_vit() {
   echo "" >>"$summary"
   [ "$gpu" = 0 ] && echo "dry run on the CPU (no GPU): 256 images, 1 epoch — checks the command lines, not a measurement" >>"$summary"
   local common=(--set runtime.mode=async --set "training.epochs=$epochs" --set "data.path=$PETRA_FASHION_MNIST")
-  echo "| run | epochs | test accuracy | images/s epoch 1 | images/s last epoch | images/s run |" >>"$summary"
-  echo "|---|---:|---:|---:|---:|---:|" >>"$summary"
+  run_table_header
   for run in ${VIT_RUNS:-backprop petra-j8 petra-j4}; do
     local method=()
     case $run in
@@ -202,8 +214,7 @@ cmd_vit() {
       petra-j8) method=(--set training.method=petra --set "pipeline.devices=$j8") ;;
       petra-j4) method=(--set training.method=petra --set "pipeline.stage_blocks=[2,2,2,2]" --set "pipeline.devices=$j4") ;;
       *)
-        echo "run.sh vit: unknown run '$run' in VIT_RUNS (backprop, petra-j8, petra-j4)" >&2
-        failures=$((failures + 1))
+        unknown_run vit "$run" VIT_RUNS "backprop, petra-j8, petra-j4"
         continue
         ;;
     esac
@@ -211,10 +222,7 @@ cmd_vit() {
     train_run "vit-$run" "${VIT_S:-420}" train revvit_tiny_fmnist "${common[@]}" "${method[@]}" $(dry_limits 256)
     files+=("$details/vit-$run-metrics.jsonl")
   done
-  echo "" >>"$summary"
-  echo "| run | test accuracy per epoch (%) | images/s per epoch | images/s run |" >>"$summary"
-  echo "|---|---|---|---:|" >>"$summary"
-  summarize_epochs "${files[@]}"
+  epoch_table "${files[@]}"
   # The issue's targets: backprop >= 88 %, PETRA within 1 point of it, at the last epoch.
   "$python" - "${files[@]}" >>"$summary" <<'PY'
 import json, sys
