@@ -13,6 +13,7 @@
 
 #include "app/commands.hpp"
 #include "tests/app/refused_train.hpp"
+#include "tests/files.hpp"
 #include "tests/skip.hpp"
 
 namespace fs = std::filesystem;
@@ -32,13 +33,6 @@ struct scratch_dir {
   ~scratch_dir() { fs::remove_all(path); }
 };
 
-std::vector<nlohmann::json> fg_metrics_lines(const fs::path& file) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("ci_smoke trains under forward_gradient: local and random guesses, global and local targets") {
@@ -52,7 +46,7 @@ TEST_CASE("ci_smoke trains under forward_gradient: local and random guesses, glo
     o.sets = {"output.dir=" + out.path.string(), "output.name=fg", "training.epochs=2",
               "training.method=forward_gradient", std::string("training.forward_gradient.") + variant};
     REQUIRE(train_command(o) == 0);
-    const auto metrics = fg_metrics_lines(out.path / "fg" / "metrics.jsonl");
+    const auto metrics = petra::testing::json_lines(out.path / "fg" / "metrics.jsonl");
     REQUIRE(metrics.size() == 3);  // two epochs and the summary
     CHECK(metrics[1]["train_loss"].get<double>() < metrics[0]["train_loss"].get<double>());
     CHECK(metrics[1]["train_loss"].get<double>() < 2.28);     // chance is ln 10 = 2.30
@@ -90,7 +84,7 @@ TEST_CASE("a forward_gradient run evaluates, and resumes (its auxiliary heads ar
   train_options again;
   again.resume = (out.path / "fg").string();
   REQUIRE(train_command(again) == 0);
-  const auto metrics = fg_metrics_lines(out.path / "fg" / "metrics.jsonl");
+  const auto metrics = petra::testing::json_lines(out.path / "fg" / "metrics.jsonl");
   REQUIRE(metrics.size() == 4);  // epoch 1, the resume, epoch 2 after it, the summary
   CHECK(metrics[1]["event"] == "resume");
   CHECK(metrics[2]["epoch"].get<int>() == 2);

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/files.hpp"
 #include "tests/remote/child_process.hpp"
 #include "tests/skip.hpp"
 
@@ -23,13 +24,6 @@ using petra::testing::child_process;
 using petra::testing::temp_dir;
 
 namespace {
-
-std::string freeze_text(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 /// Trains the tiny preset in `mode` with a stall limit of 3 s, stops the whole process for 10 s once
 /// its first epoch is written, continues it, and returns what it printed; it must end with 0.
@@ -45,19 +39,19 @@ std::string freeze_run(const std::string& mode, const temp_dir& dir) {
     argv.insert(argv.end(), {"--set", s});
   child_process trainer(argv);
   const auto give_up = std::chrono::steady_clock::now() + 300s;
-  while (freeze_text(metrics).find("\"event\":\"epoch\"") == std::string::npos && trainer.alive() &&
-         std::chrono::steady_clock::now() < give_up)
+  while (petra::testing::file_text(metrics).find("\"event\":\"epoch\"") == std::string::npos &&
+         trainer.alive() && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(10ms);
-  REQUIRE_MESSAGE(freeze_text(metrics).find("\"event\":\"epoch\"") != std::string::npos,
+  REQUIRE_MESSAGE(petra::testing::file_text(metrics).find("\"event\":\"epoch\"") != std::string::npos,
                   "no epoch line within 300 s");
   REQUIRE(::kill(trainer.pid(), SIGSTOP) == 0);
   // Still training when stopped: 40 epochs of 8 micro-batches take far longer than one.
-  CHECK(freeze_text(metrics).find("\"event\":\"summary\"") == std::string::npos);
+  CHECK(petra::testing::file_text(metrics).find("\"event\":\"summary\"") == std::string::npos);
   std::this_thread::sleep_for(10s);  // > faults.stall_seconds
   REQUIRE(::kill(trainer.pid(), SIGCONT) == 0);
   const std::string printed = trainer.read_all(600s);
   CHECK_MESSAGE(trainer.wait_exit(10s) == 0, printed);
-  return printed + freeze_text(metrics);  // the summary and any failure lines
+  return printed + petra::testing::file_text(metrics);  // the summary and any failure lines
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "app/commands.hpp"
 #include "compute/serialize/safetensors.hpp"
 #include "tests/datasets/image_files.hpp"
+#include "tests/files.hpp"
 
 namespace fs = std::filesystem;
 using petra::train_options;
@@ -39,13 +40,6 @@ std::vector<std::string> imagenet_sets(const imagenet_dir& dir, const std::strin
           "training.accumulation=1",
           "output.dir=" + dir.file("runs"),
           "output.name=" + name};
-}
-
-std::vector<nlohmann::json> imagenet_metrics_lines(const fs::path& file) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-  return out;
 }
 
 std::vector<nlohmann::json> events(const std::vector<nlohmann::json>& metrics, const std::string& kind) {
@@ -92,7 +86,7 @@ TEST_CASE("imagenet end to end: the tiny model learns a 10-class JPEG tree, clas
   std::vector<std::string> lines;
   for (std::string line; std::getline(classes, line);) lines.push_back(line);
   CHECK(lines == wnids);
-  const auto metrics = imagenet_metrics_lines(run / "metrics.jsonl");
+  const auto metrics = petra::testing::json_lines(run / "metrics.jsonl");
   const auto epochs = events(metrics, "epoch");
   REQUIRE(epochs.size() == 3);
   for (const auto& e : epochs) {
@@ -139,7 +133,7 @@ TEST_CASE("imagenet: a bad JPEG is logged once and counted (skip), or stops the 
     sets.insert(sets.end(),
                 {std::string("runtime.mode=") + mode, "training.epochs=2", "training.micro_batch=8"});
     REQUIRE(train(sets) == 0);
-    const auto metrics = imagenet_metrics_lines(dir.file("runs/" + skip_name + "/metrics.jsonl"));
+    const auto metrics = petra::testing::json_lines(dir.file("runs/" + skip_name + "/metrics.jsonl"));
     const auto logged = events(metrics, "bad_image");
     REQUIRE(logged.size() == 1);  // met in both epochs, logged once
     CHECK(logged[0]["path"] == bad);

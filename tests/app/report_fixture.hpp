@@ -15,13 +15,9 @@
 #include <vector>
 
 #include "app/commands.hpp"
+#include "tests/files.hpp"
 
 namespace petra::testing {
-
-inline std::string read_text(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 inline std::set<std::string> entries(const std::filesystem::path& dir) {
   std::set<std::string> names;

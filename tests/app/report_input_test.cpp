@@ -74,7 +74,7 @@ TEST_CASE("report: a failed run is not shown as finished, a resumed one's counts
   f.steps_per_epoch = 0;
   for (const char* name : {"failed", "resumed"}) {  // each with a summary of its own instead
     write_run(out.path / name, f);
-    std::string text = read_text(out.path / name / "metrics.jsonl");
+    std::string text = file_text(out.path / name / "metrics.jsonl");
     text.erase(text.rfind('\n', text.size() - 2) + 1);
     std::ofstream(out.path / name / "metrics.jsonl") << text;
   }
@@ -103,7 +103,7 @@ TEST_CASE("report: a failed run is not shown as finished, a resumed one's counts
       << "\n";
   REQUIRE(report({(out.path / "failed").string(), (out.path / "resumed").string()},
                  (out.path / "r").string()) == 0);
-  const std::string html = read_text(out.path / "r" / "report.html");
+  const std::string html = file_text(out.path / "r" / "report.html");
   CHECK(html.find("failed: the run failed (stage 3 crashed; the run gives up); its last epoch is shown") !=
         std::string::npos);
   CHECK(html.find("65.00 % (last epoch)") != std::string::npos);  // the failed run's, not as finished

@@ -28,7 +28,7 @@ namespace {
 /// Every PNG of `dir` decodes to a non-empty image, is embedded in report.html (once) and nothing
 /// in the page points outside it. Returns the PNGs' file names.
 std::set<std::string> check_report_dir(const fs::path& dir) {
-  const std::string html = read_text(dir / "report.html");
+  const std::string html = file_text(dir / "report.html");
   REQUIRE_FALSE(html.empty());
   std::set<std::string> pngs;
   for (const auto& e : fs::directory_iterator(dir))
@@ -97,12 +97,12 @@ TEST_CASE(
   const auto pngs = check_report_dir(dir);
   // Epoch lines give these; simulate measures no busy time and writes no step lines.
   CHECK(pngs == std::set<std::string>{"test_accuracy.png", "staleness.png", "throughput.png"});
-  const std::string html = read_text(dir / "report.html");
+  const std::string html = file_text(dir / "report.html");
   CHECK(html.find("no step lines: set output.metrics_every_steps") != std::string::npos);
   CHECK(html.find("runtime.mode lockstep or async") != std::string::npos);
   CHECK(html.find("method: petra") != std::string::npos);  // the config is shown
   // ci_smoke: J = 5, k = 1: the expected staleness 2(J−j)/k of stages 1..5.
-  CHECK(expected_lines(read_text(dir / "staleness.gp")) == std::vector<double>{8, 6, 4, 2, 0});
+  CHECK(expected_lines(file_text(dir / "staleness.gp")) == std::vector<double>{8, 6, 4, 2, 0});
   // Nothing else in the run directory changed; a second report replaces the first.
   auto after = entries(run);
   for (auto it = after.begin(); it != after.end();)
@@ -128,21 +128,21 @@ TEST_CASE("report: two runs with step lines overlay their curves, one colour per
                                       "busy.png", "throughput.png"});
   for (const char* plot : {"training", "test_accuracy", "staleness", "busy", "throughput"}) {
     INFO(plot);
-    const std::string script = read_text(dir / (std::string(plot) + ".gp"));
+    const std::string script = file_text(dir / (std::string(plot) + ".gp"));
     CHECK(script.find("#1f77b4") != std::string::npos);  // the first run's colour
     CHECK(script.find("#d62728") != std::string::npos);  // the second's
   }
   // Backprop rebuilds nothing: the inversion plot is PETRA's alone, and the page says why.
-  const std::string inversion = read_text(dir / "inversion.gp");
+  const std::string inversion = file_text(dir / "inversion.gp");
   CHECK(inversion.find("#1f77b4") != std::string::npos);
   CHECK(inversion.find("#d62728") == std::string::npos);
-  const std::string html = read_text(dir / "report.html");
+  const std::string html = file_text(dir / "report.html");
   CHECK(html.find("method backprop rebuilds no input") != std::string::npos);
   CHECK(html.find(">petra<") != std::string::npos);
   CHECK(html.find(">backprop<") != std::string::npos);
   // Expected staleness, J = 4, k = 2: PETRA 3, 2, 1, 0 per stage; backprop 0 everywhere.
-  CHECK(expected_lines(read_text(dir / "staleness.gp")) == std::vector<double>{3, 0, 2, 0, 1, 0, 0, 0});
-  CHECK(read_text(dir / "busy.gp").find("bottleneck") != std::string::npos);
+  CHECK(expected_lines(file_text(dir / "staleness.gp")) == std::vector<double>{3, 0, 2, 0, 1, 0, 0, 0});
+  CHECK(file_text(dir / "busy.gp").find("bottleneck") != std::string::npos);
 }
 
 TEST_CASE("report: a run with epoch lines but no step lines shows what is there and says what is missing") {
@@ -154,7 +154,7 @@ TEST_CASE("report: a run with epoch lines but no step lines shows what is there 
   const fs::path dir = out.path / "run" / "report";
   const auto pngs = check_report_dir(dir);
   CHECK(pngs == std::set<std::string>{"test_accuracy.png", "staleness.png", "busy.png", "throughput.png"});
-  const std::string html = read_text(dir / "report.html");
+  const std::string html = file_text(dir / "report.html");
   CHECK(html.find("Training loss and accuracy</b>: no step lines: set output.metrics_every_steps") !=
         std::string::npos);
   CHECK(html.find("Inversion error per reversible stage</b>: no step lines") != std::string::npos);
@@ -173,7 +173,7 @@ TEST_CASE("report: headless Chromium opens report.html from disk and draws it (n
       "' --window-size=1200,2000 'file://" + (out.path / "report" / "report.html").string() + "' > '" +
       (out.path / "chromium.log").string() + "' 2>&1";
   const int status = std::system(command.c_str());
-  INFO("chromium log: " << read_text(out.path / "chromium.log"));
+  INFO("chromium log: " << file_text(out.path / "chromium.log"));
   REQUIRE(status == 0);
   const auto image = decode_png(shot.string());
   CHECK(image.width == 1200);
@@ -200,7 +200,7 @@ TEST_CASE("report: a block moved by pipeline.rebalance is marked on the throughp
       << R"({"event":"rebalance","position":32,"seconds":12.5,"block":3,"from":2,"to":3})"
       << "\n";
   REQUIRE(report({(out.path / "run").string()}, (out.path / "r").string()) == 0);
-  const std::string script = read_text(out.path / "r" / "throughput.gp");
+  const std::string script = file_text(out.path / "r" / "throughput.gp");
   CHECK(script.find("set arrow from 12.5, graph 0 to 12.5, graph 1") != std::string::npos);
   CHECK(script.find("set label \"2→3\" at 12.5") != std::string::npos);
   // A rebalance line without its numbers is bad input, named by file and line.

@@ -10,6 +10,7 @@
 
 #include "app/commands.hpp"
 #include "app/report_plots.hpp"
+#include "tests/files.hpp"
 #include "tests/skip.hpp"
 
 namespace fs = std::filesystem;
@@ -26,11 +27,6 @@ struct waits_scratch {
   }
   ~waits_scratch() { fs::remove_all(path); }
 };
-
-std::string waits_text(const fs::path& file) {
-  std::ifstream in(file);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 /// A run of two stages and two epochs of 10 s; with `waits`, stage j computed 2j s, waited 1 s for
 /// input and j s for a gradient, and spent 0.5 s otherwise in each epoch; without, the fields as
@@ -68,7 +64,7 @@ TEST_CASE("report: each stage's computing, waits and the rest as shares of the w
   const report_plot p = draw_stage_time(out.path.string(), runs);
   REQUIRE(p.missing.empty());
   CHECK(fs::file_size(out.path / "waits.png") > 0);
-  const std::string script = waits_text(out.path / "waits.gp");
+  const std::string script = petra::testing::file_text(out.path / "waits.gp");
   // Stage 1: 2 s computing, 1 s for input, 1 s for a gradient, 0.5 s else, of 10 s, in each epoch;
   // stage 2: 4, 1, 2 and 0.5 s.
   CHECK(script.find("$w0 << EOD\n1 20 10 10 5\n2 40 10 20 5\nEOD") != std::string::npos);
@@ -96,9 +92,9 @@ TEST_CASE("report: a lockstep run's report has the plot of its stages' waits") {
   REQUIRE(report_command(options) == 0);
   const fs::path dir = out.path / "x" / "report";
   CHECK(fs::exists(dir / "waits.png"));
-  CHECK(waits_text(dir / "report.html").find("Where each stage") != std::string::npos);
+  CHECK(petra::testing::file_text(dir / "report.html").find("Where each stage") != std::string::npos);
   // ci_smoke has 5 stages: a row each.
-  const std::string script = waits_text(dir / "waits.gp");
+  const std::string script = petra::testing::file_text(dir / "waits.gp");
   CHECK(script.find("\n5 ") != std::string::npos);
   CHECK(script.find("\n6 ") == std::string::npos);
 }

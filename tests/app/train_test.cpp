@@ -11,6 +11,7 @@
 
 #include "app/commands.hpp"
 #include "tests/app/refused_train.hpp"
+#include "tests/files.hpp"
 #include "tests/scratch_dir.hpp"
 #include "tests/skip.hpp"
 
@@ -21,16 +22,7 @@ using petra::app::train_command;
 using petra::testing::check_train_refused;
 using petra::testing::scratch_dir;
 
-namespace {
-
-std::vector<nlohmann::json> train_metrics_lines(const fs::path& file) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("smoke: two short epochs of PETRA on Fashion-MNIST lower the loss and write a run directory") {
   if (!petra::testing::have_fashion_mnist())
@@ -44,7 +36,7 @@ TEST_CASE("smoke: two short epochs of PETRA on Fashion-MNIST lower the loss and 
   const fs::path run = out.path / "smoke";
   CHECK(fs::exists(run / "config.yaml"));
   CHECK(fs::exists(run / "checkpoint.safetensors"));
-  const auto metrics = train_metrics_lines(run / "metrics.jsonl");
+  const auto metrics = petra::testing::json_lines(run / "metrics.jsonl");
   REQUIRE(metrics.size() == 3);  // two epochs and the summary
   CHECK(metrics[1]["train_loss"].get<double>() < metrics[0]["train_loss"].get<double>());
   CHECK(metrics[1]["train_loss"].get<double>() < 2.0);     // chance is ln 10 = 2.30
@@ -124,12 +116,12 @@ TEST_CASE("a run's config.yaml repeats the run into a new directory, also when o
   for (const auto& entry : fs::directory_iterator(out.path)) runs.push_back(entry.path());
   REQUIRE(runs.size() == 2);
   for (const fs::path& run : runs) {
-    const auto metrics = train_metrics_lines(run / "metrics.jsonl");
+    const auto metrics = petra::testing::json_lines(run / "metrics.jsonl");
     REQUIRE(metrics.size() == 2);
   }
   // Same config, same seed, same runtime (simulate): the same test accuracy.
-  CHECK(train_metrics_lines(runs[0] / "metrics.jsonl")[0]["test_accuracy"] ==
-        train_metrics_lines(runs[1] / "metrics.jsonl")[0]["test_accuracy"]);
+  CHECK(petra::testing::json_lines(runs[0] / "metrics.jsonl")[0]["test_accuracy"] ==
+        petra::testing::json_lines(runs[1] / "metrics.jsonl")[0]["test_accuracy"]);
 }
 
 TEST_CASE("a key the runtime cannot honour is refused: exit code 2, the key named, nothing written") {

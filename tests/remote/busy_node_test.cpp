@@ -9,8 +9,6 @@ using namespace petra::testing;
 
 namespace {
 
-constexpr double busy_timeout_s = 2;  // runtime.heartbeat_timeout of these runs
-
 /// `petra train` of the tiny model, async, stage 2 of 4 on `node`, `spare` for a lost one, plus `sets`.
 std::vector<std::string> train_argv(const temp_dir& runs, const std::string& name, const node_child& node,
                                     const node_child& spare, const std::vector<std::string>& more) {
@@ -21,7 +19,7 @@ std::vector<std::string> train_argv(const temp_dir& runs, const std::string& nam
                                 "pipeline.stage_blocks=[1,2,1,1]",
                                 "pipeline.nodes=[local," + node.address() + ",local,local]",
                                 "pipeline.spare_nodes=[" + spare.address() + "]",
-                                "runtime.heartbeat_timeout=" + std::to_string(busy_timeout_s),
+                                "runtime.heartbeat_timeout=" + std::to_string(heartbeat_timeout_s),
                                 "output.progress=false",
                                 "output.dir=" + runs.path().string(),
                                 "output.name=" + name};
@@ -63,9 +61,11 @@ TEST_CASE("a node whose stage computes for longer than heartbeat_timeout at a ti
       stage["busy_seconds"].get<double>() /
       std::max<int64_t>(1, stage["forwards"].get<int64_t>() + stage["backwards"].get<int64_t>());
   MESSAGE("stage 2 on the node held its thread "
-          << per_computation << " s per computation (heartbeat_timeout " << busy_timeout_s << " s)");
+          << per_computation << " s per computation (heartbeat_timeout " << heartbeat_timeout_s << " s)");
   // What the case is about: each computation outlasted the timeout (else raise faults.slow above).
-  CHECK(per_computation > busy_timeout_s);
+  // A warning, not a check: no test asserts a wall-clock time (docs/design.md §7, item 8).
+  WARN_MESSAGE(per_computation > heartbeat_timeout_s,
+               "the stage computed for less than heartbeat_timeout at a time: raise faults.slow");
   CHECK(busy.process().alive());
 }
 

@@ -9,6 +9,9 @@
 
 namespace petra::testing {
 
+/// runtime.heartbeat_timeout of the hang and busy-node runs, in seconds.
+constexpr double heartbeat_timeout_s = 2;
+
 /// Waits (bounded) until the run's metrics.jsonl holds a step line: its stages are training.
 inline void await_training(const temp_dir& runs, const std::string& name) {
   const auto deadline = std::chrono::steady_clock::now() + 120s;
