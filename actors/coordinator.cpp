@@ -6,6 +6,8 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <cstdio>
+#include <functional>
+#include <string>
 
 #include "actors/caf_config.hpp"
 #include "actors/coordinator_cuts.hpp"
@@ -18,6 +20,7 @@
 #include "training/rebalance.hpp"
 #include "training/runtime_support.hpp"
 #include "training/setup.hpp"
+#include "training/shutdown_watch.hpp"
 #include "training/snapshot.hpp"
 #include "training/stage_threads.hpp"
 #include "training/tick_schedule.hpp"
@@ -32,6 +35,14 @@ constexpr auto status_timeout = std::chrono::seconds(10);
 // A fault event sent before a stage's report reaches the coordinator actor in microseconds locally, and
 // over a node's link in milliseconds: the wait for the last ones is bounded all the same.
 constexpr auto fault_events_timeout = std::chrono::seconds(10);
+
+/// Notes a teardown step for training::shutdown_watch when it is destroyed. Declared between the
+/// runtime's members, it runs when the members declared after it are gone and before the ones
+/// declared before it go.
+struct teardown_step {
+  std::function<std::string()> what;
+  ~teardown_step() { training::shutdown_watch::note_step(what()); }
+};
 
 /// The timeline of output.trace: micro-batches output.trace_steps of the run (the first epoch's
 /// ids start at `per_epoch`); null when off.
@@ -58,7 +69,10 @@ class actor_runtime : public pipeline_runtime {
     pipeline_.build();
   }
 
-  ~actor_runtime() override { report_late_messages(); }
+  ~actor_runtime() override {
+    report_late_messages();
+    training::shutdown_watch::note_step("stopping the pipeline's actors");
+  }
 
   bool takes_cuts() const override { return actors_take_cuts(config_); }
 
@@ -327,8 +341,14 @@ class actor_runtime : public pipeline_runtime {
   std::shared_ptr<training::trace_recorder> trace_;  // before the actors that record into it
   training::trace_track trace_track_;
   caf_config caf_;
+  teardown_step system_gone_{[] { return std::string("after the actor system's shutdown"); }};
   caf::actor_system system_;
+  teardown_step system_ends_{[this] {
+    return "the actor system's shutdown, with " + std::to_string(system_.registry().running()) +
+           " actor(s) still running and " + std::to_string(system_.detached_actors()) + " detached";
+  }};
   control_channel control_;
+  teardown_step control_ends_{[] { return std::string("closing the trainer's control channel"); }};
   actor_pipeline pipeline_;
   std::size_t stages_;
   int64_t phase_ = 0;

@@ -13,6 +13,7 @@
 
 #include "actors/coordinator.hpp"
 #include "app/commands.hpp"
+#include "training/shutdown_watch.hpp"
 #include "training/simulate_runtime.hpp"
 #include "training/stage_threads.hpp"
 #include "training/train_loop.hpp"
@@ -73,10 +74,13 @@ int train_command(const train_options& options) {
         ": its last checkpoint (and snapshot, if any) is whole; continue with: petra train --resume " + dir +
         "\n");
   };
+  // A complete run's teardown is bounded: should it hang, the watch ends the process (code 0).
+  training::shutdown_watch teardown;
   with_hint.on_complete = [&] {
     set_interrupt_message("\npetra train: signal received after the run completed; " + run_path +
                           " holds the whole run (its summary is written)\n");
     run_complete = 1;
+    teardown.arm(training::shutdown_watch::default_limit, "petra train", run_path);
   };
   catch_interrupts();
   const int status = run_training(
@@ -86,6 +90,7 @@ int train_command(const train_options& options) {
           std::printf("%s\n", line.c_str());
         return make_actor_runtime(c, data, opt);
       });
+  teardown.disarm();
   // The next run of this process (a sweep's next point) starts with the plain message again.
   set_interrupt_message("\npetra: interrupted\n");
   pid_file[0] = '\0';

@@ -6,6 +6,7 @@
 #include "app/commands.hpp"
 #include "tests/actors/node_process.hpp"
 #include "tests/actors/runtime_fixture.hpp"
+#include "training/shutdown_watch.hpp"
 
 using namespace petra;
 using namespace petra::testing;
@@ -29,6 +30,8 @@ TEST_CASE("lockstep across two processes is bit-identical to one process") {
   const trained three = train_once(bf_one), four = train_once(bf_split);
   CHECK(differing(three, four) == 0);
   CHECK(differing(three, one) > 0);
+  // Each teardown step was noted for the shutdown watch, the last one after the actor system was gone.
+  CHECK(training::shutdown_watch::last_step() == "after the actor system's shutdown");
 }
 
 TEST_CASE("three node processes and a coordinator, lockstep: bit-identical to one process") {
