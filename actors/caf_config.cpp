@@ -79,6 +79,15 @@ caf_config::caf_config(int scheduler_threads) {
   // coordinator's mailbox grew all along. One message per turn: each turn is a compute step (ms)
   // against a requeue of a few hundred ns.
   set("scheduler.max-throughput", static_cast<size_t>(1));
+  // An idle worker of CAF's work-stealing scheduler polls its queue 100 times, then 500 times with a
+  // 50 µs sleep between polls (moderate), then waits on a condition variable that an enqueue from
+  // outside the scheduler wakes (relaxed, stealing every 10 ms). With one message per turn a worker is
+  // idle after every message, so the moderate phase ran almost all the time, on every worker of every
+  // process: those sleeps and wake-ups were about a fifth of the CPU time of a `petra node` holding a
+  // stage of ci_smoke on two cores, and skipping them took the default preset with stages on two
+  // nodes from about 400 to about 480 images/s there, the one-process run unchanged. The first 100
+  // polls still catch a message that follows at once.
+  set("work-stealing.moderate-poll-attempts", static_cast<size_t>(0));
   // No BASP workers: a message from another process is deserialized on the network thread, not by a
   // worker queued on the scheduler behind compute-bound stages. CAF delivers a connection's messages
   // in order, so with a worker a heartbeat waited behind every tensor before it, and each of those for

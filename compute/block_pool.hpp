@@ -17,7 +17,7 @@ namespace petra {
 /// when its last tensor goes (from any thread) and is reused for the next request of the same
 /// rounded size. At most `max_idle_bytes` are kept idle; the rest is freed. The pool lives as long
 /// as its last block. `memory` provides: `storage_type` (a storage), `min_pooled_bytes` (smaller
-/// requests, and empty ones, come from `unpooled(shape)`), `allocate(bytes)` and `release(block)`.
+/// requests, and empty ones, come from `unpooled(shape)`), `allocate(bytes)` and `release(block, bytes)`.
 template <typename memory>
 class block_pool : public std::enable_shared_from_this<block_pool<memory>> {
   struct key {};
@@ -29,7 +29,7 @@ class block_pool : public std::enable_shared_from_this<block_pool<memory>> {
   block_pool(key, std::size_t max_idle_bytes) : max_idle_bytes_(max_idle_bytes) {}
   ~block_pool() {
     for (auto& [bytes, blocks] : idle_)
-      for (void* block : blocks) memory::release(block);
+      for (void* block : blocks) memory::release(block, bytes);
   }
   block_pool(const block_pool&) = delete;
   block_pool& operator=(const block_pool&) = delete;
@@ -71,7 +71,7 @@ class block_pool : public std::enable_shared_from_this<block_pool<memory>> {
         return;
       }
     }
-    memory::release(block);
+    memory::release(block, rounded_bytes);
   }
 
   const std::size_t max_idle_bytes_;

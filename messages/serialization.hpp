@@ -13,6 +13,9 @@ namespace petra {
 
 caf::error inspect(caf::serializer& f, tensor& x);
 caf::error inspect(caf::deserializer& f, tensor& x);
+/// Blocks of pages mapped for received tensors (128 KiB and up) since the process started: a block
+/// whose tensor is gone holds the next tensor of its size, which maps none.
+uint64_t received_blocks_mapped();
 
 /// For to_string / deep_to_string: shapes only, never millions of floats.
 template <class Inspector>

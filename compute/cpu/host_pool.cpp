@@ -12,6 +12,6 @@ void* host_memory::allocate(std::size_t bytes) {
   return block;
 }
 
-void host_memory::release(void* block) { std::free(block); }
+void host_memory::release(void* block, std::size_t) { std::free(block); }
 
 }  // namespace petra

@@ -14,7 +14,7 @@ struct host_memory {
   using storage_type = storage;
   static constexpr std::size_t min_pooled_bytes = 64 * 1024;
   static void* allocate(std::size_t bytes);
-  static void release(void* block);
+  static void release(void* block, std::size_t bytes);
   static tensor unpooled(const shape_t& shape) { return tensor::empty(shape); }
 };
 

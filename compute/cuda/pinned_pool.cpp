@@ -16,7 +16,7 @@ void* pinned_memory::allocate(std::size_t bytes) {
   return block;
 }
 
-void pinned_memory::release(void* block) {
+void pinned_memory::release(void* block, std::size_t) {
   cudaFreeHost(block);
   cudaGetLastError();  // a failed free (the driver going away at exit) is not this caller's error
 }

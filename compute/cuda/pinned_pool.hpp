@@ -27,7 +27,7 @@ struct pinned_memory {
   using storage_type = pinned_storage;
   static constexpr std::size_t min_pooled_bytes = 0;
   static void* allocate(std::size_t bytes);
-  static void release(void* block);
+  static void release(void* block, std::size_t bytes);
   static tensor unpooled(const shape_t& shape);
 };
 

@@ -1,5 +1,6 @@
 // Tensors read from the wire: small ones come from the heap, large ones (128 KiB and up) get pages
-// of their own; either way the payload is what was sent, bit for bit, 64-byte aligned.
+// of their own, reused by the next tensor of their size; either way the payload is what was sent,
+// bit for bit, 64-byte aligned.
 #include <doctest/doctest.h>
 
 #include <caf/binary_deserializer.hpp>
@@ -42,4 +43,28 @@ TEST_CASE("tensors from the wire: small, at the 128 KiB line and large, each bit
     CHECK(std::memcmp(got.data(), sent.data(), sent.bytes()) == 0);
     CHECK(reinterpret_cast<uintptr_t>(got.data()) % 64 == 0);
   }
+}
+
+TEST_CASE("tensors from the wire: a large one's pages go to the next of its size once it is gone") {
+  const petra::shape_t large{64, 32, 14, 14};  // 1.6 MB
+  const tensor sent = filled(large);
+  const uint64_t before = petra::received_blocks_mapped();
+  {
+    const tensor first = round_trip(sent);
+    const tensor second = round_trip(sent);  // while the first is held: pages of its own
+    CHECK(second.data() != first.data());
+    CHECK(petra::received_blocks_mapped() == before + 2);
+  }
+  // Both gone: the next two take their blocks, map nothing, and hold exactly what was sent.
+  for (int i = 0; i < 10; ++i) {
+    const tensor again = round_trip(sent);
+    CHECK(std::memcmp(again.data(), sent.data(), sent.bytes()) == 0);
+  }
+  CHECK(petra::received_blocks_mapped() == before + 2);
+  // Another size maps its own.
+  const tensor other = round_trip(filled({64, 32, 7, 7}));
+  CHECK(petra::received_blocks_mapped() == before + 3);
+  // Small ones come from the heap: nothing mapped.
+  const tensor small = round_trip(filled({3, 5}));
+  CHECK(petra::received_blocks_mapped() == before + 3);
 }
