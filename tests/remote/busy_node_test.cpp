@@ -2,6 +2,7 @@
 // runtime.heartbeat_timeout at a time, and its heartbeats must still be answered (a stopped node is
 // still declared lost: hang_test.cpp). A node whose coordinator goes away while its stages run stops
 // them and serves the next run.
+#include "tests/files.hpp"
 #include "tests/remote/hang_runs.hpp"
 
 using namespace petra;
@@ -83,7 +84,7 @@ TEST_CASE("a node whose coordinator is gone stops that run's stages and serves t
     run.wait_exit(10000ms);
   }
   CHECK_MESSAGE(await_text(node_stderr, "stopped them; listening for the next run", 30s),
-                read_file_text(node_stderr));
+                file_text(node_stderr));
   CHECK(node.process().alive());
   // It serves the next run, which trains stage 2 there from its start.
   child_process next(train_argv(runs, "next", node, spare, {"data.train_limit=256"}));

@@ -16,9 +16,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -204,13 +202,6 @@ class node_child {
   child_process process_;
   int port_ = 0;
 };
-
-inline std::string read_file_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 /// The error of `x` as text, "" when it holds a value (doctest evaluates messages even of passing
 /// checks under -s, and error() on a value is undefined).

@@ -4,6 +4,7 @@
 // connection heard nothing because the coordinator was stopped, not gone), and the coordinator must
 // not declare the node lost for the silence it slept through. The run goes on as if never stopped:
 // no failure, no recovery.
+#include "tests/files.hpp"
 #include "tests/remote/hang_runs.hpp"
 
 using namespace petra;
@@ -30,7 +31,7 @@ TEST_CASE("a coordinator stopped longer than heartbeat_timeout and continued kee
   REQUIRE_MESSAGE(await_text(metrics, "\"event\":\"epoch\"", 300s), "no epoch line within 300 s");
   REQUIRE(::kill(run.pid(), SIGSTOP) == 0);
   // Still training when stopped: 40 epochs of 8 micro-batches take far longer than one.
-  CHECK(read_file_text(metrics).find("\"event\":\"summary\"") == std::string::npos);
+  CHECK(file_text(metrics).find("\"event\":\"summary\"") == std::string::npos);
   // Longer than the heartbeat timeout (4 s), twice it, and CAF's former silence check of 10 s (the
   // coordinator, on waking, closed its node's connection before reading what the node had sent
   // meanwhile, about 1 run in 4 under load); the check now waits 300 s on both sides.
@@ -47,5 +48,5 @@ TEST_CASE("a coordinator stopped longer than heartbeat_timeout and continued kee
   CHECK(counted["local_recoveries"] == 0);
   CHECK(counted["lost"] == 0);
   CHECK(node.process().alive());
-  CHECK_MESSAGE(read_file_text(node_stderr).find("stopp") == std::string::npos, read_file_text(node_stderr));
+  CHECK_MESSAGE(file_text(node_stderr).find("stopp") == std::string::npos, file_text(node_stderr));
 }

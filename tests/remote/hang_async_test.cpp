@@ -4,6 +4,7 @@
 // (no global rollback), and every micro-batch is accounted for. The node, woken up only after the run
 // ended, holds nothing of it any more: it was told to stop (and exits), or finds its coordinator gone
 // (and goes back to listening).
+#include "tests/files.hpp"
 #include "tests/remote/hang_runs.hpp"
 
 using namespace petra;
@@ -64,12 +65,11 @@ TEST_CASE("async: a stopped node holding a middle stage is declared lost and its
   const bool fenced = await_text(node_stderr, "fenced", 30s);
   if (fenced) {
     const auto node_exit = hung.process().wait_exit(30000ms);
-    CHECK_MESSAGE(node_exit == 0,
-                  "exit code " << node_exit.value_or(-1) << "; " << read_file_text(node_stderr));
+    CHECK_MESSAGE(node_exit == 0, "exit code " << node_exit.value_or(-1) << "; " << file_text(node_stderr));
   } else {
     CHECK_MESSAGE(await_text(node_stderr, "stopped them; listening for the next run", 30s),
-                  read_file_text(node_stderr));
+                  file_text(node_stderr));
     CHECK(hung.process().alive());
   }
-  MESSAGE("the woken node: " << read_file_text(node_stderr));
+  MESSAGE("the woken node: " << file_text(node_stderr));
 }

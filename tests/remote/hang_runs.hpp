@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/files.hpp"
 #include "tests/remote/child_process.hpp"
 #include "tests/skip.hpp"
 
@@ -16,7 +17,7 @@ constexpr double heartbeat_timeout_s = 2;
 inline void await_training(const temp_dir& runs, const std::string& name) {
   const auto deadline = std::chrono::steady_clock::now() + 120s;
   const auto metrics = runs.path() / name / "metrics.jsonl";
-  while (read_file_text(metrics.string()).find("\"event\":\"step\"") == std::string::npos) {
+  while (file_text(metrics.string()).find("\"event\":\"step\"") == std::string::npos) {
     REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
                     "no step line in " << metrics << " after 120 s");
     std::this_thread::sleep_for(20ms);
@@ -39,7 +40,7 @@ inline bool await_line(child_process& run, const std::string& text, std::string&
 /// Waits (bounded) until the file at `path` holds `text`.
 inline bool await_text(const std::string& path, const std::string& text, std::chrono::seconds within) {
   const auto deadline = std::chrono::steady_clock::now() + within;
-  while (read_file_text(path).find(text) == std::string::npos) {
+  while (file_text(path).find(text) == std::string::npos) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(50ms);
   }

@@ -9,6 +9,7 @@
 
 #include "actors/heartbeat.hpp"
 #include "compute/serialize/safetensors.hpp"
+#include "tests/files.hpp"
 #include "tests/remote/hang_runs.hpp"
 
 using namespace petra;
@@ -116,9 +117,8 @@ TEST_CASE(
     REQUIRE_MESSAGE(run.wait_exit(10000ms) == 0, hung_log);
     // It was told to stop: it exits by itself.
     const auto node_exit = hung.process().wait_exit(30000ms);
-    CHECK_MESSAGE(node_exit == 0,
-                  "exit code " << node_exit.value_or(-1) << "; " << read_file_text(node_stderr));
-    CHECK(read_file_text(node_stderr).find("fenced") != std::string::npos);
+    CHECK_MESSAGE(node_exit == 0, "exit code " << node_exit.value_or(-1) << "; " << file_text(node_stderr));
+    CHECK(file_text(node_stderr).find("fenced") != std::string::npos);
   }
   // Its late messages were dropped and counted.
   std::smatch m;
@@ -151,8 +151,7 @@ TEST_CASE("a stopped node's stage is rebuilt alone on the spare and the old one 
   log += run.read_all(300000ms);
   REQUIRE_MESSAGE(run.wait_exit(10000ms) == 0, log);
   const auto node_exit = hung.process().wait_exit(30000ms);  // told to stop, it exits by itself
-  CHECK_MESSAGE(node_exit == 0,
-                "exit code " << node_exit.value_or(-1) << "; " << read_file_text(node_stderr));
+  CHECK_MESSAGE(node_exit == 0, "exit code " << node_exit.value_or(-1) << "; " << file_text(node_stderr));
   CHECK_MESSAGE(log.find("fencing: ") != std::string::npos, log);
   // Every micro-batch accounted for, as after a kill: completed, or lost with the stage.
   std::ifstream metrics(runs.path() / "hung" / "metrics.jsonl");

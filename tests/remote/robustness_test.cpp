@@ -12,6 +12,7 @@
 #include "actors/caf_config.hpp"
 #include "actors/node_connection.hpp"
 #include "config/config.hpp"
+#include "tests/files.hpp"
 #include "tests/remote/child_process.hpp"
 
 using namespace petra;
@@ -149,5 +150,5 @@ TEST_CASE("a node drops connections that do not speak BASP and keeps serving") {
     node_still_serves(node);
   }
   node.process().stop();
-  MESSAGE("node stderr:\n" << read_file_text(dir / "node.stderr"));
+  MESSAGE("node stderr:\n" << file_text(dir / "node.stderr"));
 }

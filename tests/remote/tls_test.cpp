@@ -15,6 +15,7 @@
 #include "actors/node_connection.hpp"
 #include "config/config.hpp"
 #include "tests/actors/runtime_fixture.hpp"
+#include "tests/files.hpp"
 #include "tests/remote/child_process.hpp"
 
 using namespace petra;
@@ -155,7 +156,7 @@ TEST_CASE("a TLS node serves a peer of its CA and refuses every other peer") {
     spawn_stage_through(sys, *handle);
   }
   node.process().stop();
-  MESSAGE("node stderr:\n" << read_file_text(pki.dir / "node.stderr"));
+  MESSAGE("node stderr:\n" << file_text(pki.dir / "node.stderr"));
 }
 
 TEST_CASE("a 50 MB tensor crosses a TLS connection intact (and what TLS costs on loopback)") {
