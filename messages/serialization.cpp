@@ -24,8 +24,9 @@ constexpr uint64_t max_tensor_floats = uint64_t{1} << 32;  // 16 GiB
 // glibc's moving mmap threshold kept handing out in pieces: a `petra node` holding stage 6 of the
 // default preset grew from 254 to 905 MB over 1,200 micro-batches; with pages of their own it stayed
 // at 220–240 MB. Fresh pages for every tensor, though, fault on the copy into them: in the default
-// preset with stages on two nodes on two cores, copies into fresh pages were a third of all the
-// CPU time, and recycling the blocks took the run from about 250 to about 400 images/s.
+// preset with stages on two nodes on two cores, copies and their page faults were about a third of
+// all the CPU time, half of it into received tensors, and recycling their blocks took the run from
+// about 250 to about 390 images/s.
 constexpr std::size_t own_pages_bytes = 128 * 1024;
 // Idle blocks kept for reuse at most (the blocks in use are the stages' to hold; beyond this, a
 // block that goes is unmapped): a few micro-batches' activations of the presets.
