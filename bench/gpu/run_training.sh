@@ -209,18 +209,16 @@ cmd_vit() {
   local calm=(--set "training.optimizer.betas=[0.5,0.999]" --set training.optimizer.base_lr=0.0005)
   run_table_header
   for run in ${VIT_RUNS:-backprop petra-j8 petra-j4}; do
-    local method=()
-    case $run in
-      backprop) method=(--set training.method=backprop --set "pipeline.stage_blocks=[8]" --set "pipeline.devices=[$dev]") ;;
-      petra-j8) method=(--set training.method=petra --set "pipeline.devices=$j8") ;;
-      petra-j4) method=(--set training.method=petra --set "pipeline.stage_blocks=[2,2,2,2]" --set "pipeline.devices=$j4") ;;
-      # The calmer recipe (AdamW beta1 0.5, a quarter of the learning rate), which narrowed PETRA's
-      # gap on short CPU runs (docs/results/overlap-rebuild.md), for both methods.
-      backprop-calm) method=(--set training.method=backprop --set "pipeline.stage_blocks=[8]" --set "pipeline.devices=[$dev]" "${calm[@]}") ;;
-      petra-j8-calm) method=(--set training.method=petra --set "pipeline.devices=$j8" "${calm[@]}") ;;
-      petra-j4-calm) method=(--set training.method=petra --set "pipeline.stage_blocks=[2,2,2,2]" --set "pipeline.devices=$j4" "${calm[@]}") ;;
+    # A name ending in -calm runs the calmer recipe (AdamW beta1 0.5, a quarter of the learning
+    # rate), which narrowed PETRA's gap on short CPU runs (docs/results/overlap-rebuild.md).
+    local method=() base=${run%-calm}
+    [ "$base" != "$run" ] && method=("${calm[@]}")
+    case $base in
+      backprop) method+=(--set training.method=backprop --set "pipeline.stage_blocks=[8]" --set "pipeline.devices=[$dev]") ;;
+      petra-j8) method+=(--set training.method=petra --set "pipeline.devices=$j8") ;;
+      petra-j4) method+=(--set training.method=petra --set "pipeline.stage_blocks=[2,2,2,2]" --set "pipeline.devices=$j4") ;;
       *)
-        unknown_run vit "$run" VIT_RUNS "backprop, petra-j8, petra-j4, backprop-calm, petra-j8-calm, petra-j4-calm"
+        unknown_run vit "$run" VIT_RUNS "backprop, petra-j8, petra-j4, each also with -calm"
         continue
         ;;
     esac

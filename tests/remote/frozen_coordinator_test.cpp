@@ -38,12 +38,8 @@ TEST_CASE("a coordinator stopped longer than heartbeat_timeout and continued kee
   std::this_thread::sleep_for(14s);
   REQUIRE(::kill(run.pid(), SIGCONT) == 0);
   // What the node said by the time the run was done: its stages were kept all along.
-  std::string during;
-  for (auto line = run.read_line(600s); line; line = run.read_line(600s))
-    if (line->find("done: test accuracy") != std::string::npos) {
-      during = file_text(node_stderr);
-      break;
-    }
+  std::string during, lines;
+  if (await_line(run, "done: test accuracy", lines, 600s)) during = file_text(node_stderr);
   const std::string log = run.read_all(600s);
   CHECK_MESSAGE(run.wait_exit(10s) == 0, log);
   CHECK_MESSAGE(log.find("declared lost") == std::string::npos, log);
