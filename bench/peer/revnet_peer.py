@@ -6,10 +6,13 @@ the reference that petra's per-step time is compared against. Run with /usr/bin/
 
   revnet_peer.py count --arch revnet18 --classes 10 --input 3,32,32
   revnet_peer.py step  --arch fashion_small --input 1,28,28 --batch 64 --threads 2 --warmup 3 --iters 15
+  revnet_peer.py conv  --shape 32,64,32,32 --threads 2 --warmup 3 --iters 15 [--autocast bf16]
 
 `count` prints the number of trainable parameters; `step` times one training step
 (forward, softmax cross-entropy, backward, SGD Nesterov step) on random data and prints
-one JSON line. Every conv has a bias; initialisation is PyTorch's default.
+one JSON line. Every conv has a bias; initialisation is PyTorch's default. `conv` times one
+coupling convolution alone (3×3, stride 1, padding 1, C → C channels, no bias): its forward and
+its backward (dx and dw), on random data, one JSON line.
 """
 import argparse
 import json
@@ -173,6 +176,34 @@ def time_step(model, input_shape, batch, classes, warmup, iters, autocast=None):
     return statistics.median(times), min(times)
 
 
+def time_conv(shape, warmup, iters, autocast=None):
+    """Median and minimum wall time (ms) of one 3×3 convolution's forward and backward (dx and dw)
+    on `shape` (N, C, H, W), C → C channels; with `autocast` ("bf16") the forward runs under
+    torch.autocast on the CPU, as in `time_step`."""
+    n, c, h, w = shape
+    x = torch.randn(n, c, h, w, requires_grad=True)
+    weight = torch.randn(c, c, 3, 3, requires_grad=True)
+    times = []
+    for i in range(warmup + iters):
+        start = time.perf_counter()
+        x.grad = None
+        weight.grad = None
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast == "bf16"):
+            y = F.conv2d(x, weight, None, 1, 1)
+        y.backward(torch.ones_like(y))
+        elapsed = time.perf_counter() - start
+        if i >= warmup:
+            times.append(elapsed * 1e3)
+    return statistics.median(times), min(times)
+
+
+def parse_shape(text):
+    parts = text.split(",")
+    if len(parts) != 4 or not all(s.strip().isdigit() and int(s) > 0 for s in parts):
+        raise argparse.ArgumentTypeError("--shape must be N,C,H,W (four positive integers), got '%s'" % text)
+    return tuple(int(s) for s in parts)
+
+
 def parse_input(text):
     parts = text.split(",")
     if len(parts) != 3 or not all(s.strip().isdigit() and int(s) > 0 for s in parts):
@@ -196,7 +227,24 @@ def main():
     step.add_argument("--warmup", type=int, default=3)
     step.add_argument("--iters", type=int, default=15)
     step.add_argument("--autocast", choices=("bf16",), help="the forward and loss under torch.autocast")
+    conv = sub.add_parser("conv")
+    conv.add_argument("--shape", type=parse_shape, required=True, help="N,C,H,W of the input")
+    conv.add_argument("--threads", type=int, default=2)
+    conv.add_argument("--warmup", type=int, default=3)
+    conv.add_argument("--iters", type=int, default=15)
+    conv.add_argument("--autocast", choices=("bf16",), help="the forward under torch.autocast")
     args = parser.parse_args()
+
+    if args.command == "conv":
+        if args.iters < 1 or args.warmup < 0 or args.threads < 1:
+            parser.error("need --iters >= 1, --warmup >= 0, --threads >= 1")
+        torch.set_num_threads(args.threads)
+        torch.manual_seed(0)
+        median_ms, min_ms = time_conv(args.shape, args.warmup, args.iters, args.autocast)
+        print(json.dumps({"shape": list(args.shape), "autocast": args.autocast or "none",
+                          "median_ms": round(median_ms, 3), "min_ms": round(min_ms, 3), "iters": args.iters,
+                          "torch": torch.__version__, "threads": torch.get_num_threads()}))
+        return
 
     input_shape = args.input or PRESETS[args.arch]["input"]
     imagenet = args.stem == "imagenet" or (args.stem == "auto" and input_shape[1] >= 128)

@@ -62,6 +62,10 @@ std::string conv2d_geometry::str() const {
          std::to_string(padding) + (bias ? ", with bias" : ", no bias");
 }
 
+bool winograd_pays(const conv2d_geometry& g) {
+  return g.r == 3 && g.s == 3 && g.stride == 1 && g.c % 16 == 0 && g.k % 16 == 0 && g.c >= 32 && g.k >= 32;
+}
+
 bool conv2d_geometry::operator<(const conv2d_geometry& o) const {
   return std::tie(n, c, h, w, k, r, s, stride, padding, bias) <
          std::tie(o.n, o.c, o.h, o.w, o.k, o.r, o.s, o.stride, o.padding, o.bias);
@@ -85,6 +89,7 @@ struct conv2d_engine::operand {
 
 struct conv2d_engine::primitives {
   dnnl::convolution_forward forward;
+  std::string forward_kernel;  // oneDNN's implementation name
   operand fwd_x, fwd_w, fwd_y;
   memory fwd_b, fwd_scratch;
 
@@ -137,9 +142,10 @@ struct conv2d_engine::primitives_builder {
         // kernels' round-off). Only for widths in whole blocks of 16 channels, the kernel's unit: a
         // narrower layer (a stem's 1 or 3 input channels, the tests' small blocks) would be padded to
         // 16 and is direct, as is everything else, and bf16 operands, whose error bound counts exact
-        // products.
-        preferred(winograd && g.c % 16 == 0 && g.k % 16 == 0 ? dnnl::algorithm::convolution_winograd
-                                                             : dnnl::algorithm::convolution_direct) {
+        // products. And only from 32 channels in and out (winograd_pays): at 16 its transforms of
+        // every tile cost more than the multiplications they save (bench_conv_kernels).
+        preferred(winograd && winograd_pays(g) ? dnnl::algorithm::convolution_winograd
+                                               : dnnl::algorithm::convolution_direct) {
     user_scratchpad.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   }
 
@@ -153,6 +159,7 @@ struct conv2d_engine::primitives_builder {
           user_scratchpad, eng);
     });
     p->forward = dnnl::convolution_forward(pd);
+    p->forward_kernel = pd.impl_info_str();
     p->fwd_scratch = scratchpad_of(pd.scratchpad_desc());
     p->fwd_x = make_operand(x_plain, pd.src_desc(), false, slot_src, false);
     p->fwd_w = make_operand(w_plain, pd.weights_desc(), false, slot_weights, false);
@@ -264,6 +271,8 @@ conv2d_engine::primitives& conv2d_engine::lookup(const conv2d_geometry& g) {
     scratchpad_ = tensor::empty({scratch_floats});
   return *cache_.emplace(g, std::move(build.p)).first->second;
 }
+
+std::string conv2d_engine::forward_kernel(const conv2d_geometry& g) { return lookup(g).forward_kernel; }
 
 void conv2d_engine::bind(operand& o, const void* user_data) {
   o.user.set_data_handle(const_cast<void*>(user_data));  // inputs are only read

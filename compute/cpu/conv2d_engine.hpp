@@ -1,7 +1,8 @@
 // oneDNN convolutions over plain NCHW/OIHW buffers. Primitives are cached per shape
 // and run in oneDNN's blocked layouts behind reorders: 2-4x faster end to end here
 // than oneDNN's plain-NCHW (gemm) kernels. With bf16 operands those reorders also round.
-// In fp32 the 3×3 stride-1 convolutions run as Winograd: ~30 % less CPU time per training step.
+// In fp32 the 3×3 stride-1 convolutions of 32 channels or more run as Winograd: ~30 % less CPU
+// time per training step.
 // Converted weights are kept between calls until their buffer is written (weight_cache.hpp).
 #pragma once
 
@@ -27,12 +28,18 @@ struct conv2d_geometry {
   bool operator<(const conv2d_geometry& other) const;
 };
 
+/// Whether an fp32 engine runs `g` as Winograd F(4×4, 3×3): 3×3, stride 1, and both widths whole
+/// blocks of 16 channels, at least 32. At 16 channels the direct kernels are faster (1.2–2.3× on
+/// the default preset's 16-channel convolutions, `bench_conv_kernels`): a tile's input and output
+/// transforms are per channel, the multiplications they save per channel pair.
+bool winograd_pays(const conv2d_geometry& g);
+
 /// Owns the oneDNN engine, stream, cached primitives and the workspace that holds
 /// operands in oneDNN's layouts. Not thread-safe: one caller at a time. The callers' buffers are
 /// fp32; with `bf16_operands` the primitives read bf16 copies of the inputs (x, w, dy, rounded to
 /// nearest even by the reorders) and write fp32 results (y, dx, dw, db) from fp32 accumulators.
-/// With `winograd` (fp32 operands only) the 3×3 stride-1 convolutions use oneDNN's Winograd
-/// kernels, where it has them for the geometry; every other convolution is direct. With
+/// With `winograd` (fp32 operands only) the convolutions where it pays (winograd_pays) use oneDNN's
+/// Winograd kernels, where it has them for the geometry; every other convolution is direct. With
 /// `keep_converted_weights` a weight tensor's copy in a primitive's layout is made once per write of
 /// its buffer and reused until the next (the same reorder of the same bytes: the same results).
 class conv2d_engine {
@@ -51,6 +58,10 @@ class conv2d_engine {
   void backward_filter(const conv2d_geometry& g, const float* x, const float* dy, float* dw, float* db);
   /// Drops the staged dy: its buffer may be written or reused from now on.
   void forget_staged_dy() { staged_dy_ = nullptr; }
+
+  /// oneDNN's name of the forward kernel that runs `g` (e.g. "jit_wino_4x3:avx512_core" or
+  /// "jit:avx512_core"); builds the geometry's primitives when they are not cached yet.
+  std::string forward_kernel(const conv2d_geometry& g);
 
   /// Weight conversions run and converted copies reused since construction (0 and 0 when weights
   /// are not kept, or need no conversion in the primitives' layouts).

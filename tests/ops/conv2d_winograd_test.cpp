@@ -1,13 +1,16 @@
-// The fp32 CPU backend runs 3×3 stride-1 convolutions of widths in blocks of 16 channels as
-// oneDNN's Winograd F(4×4, 3×3): results within fp32 round-off of the direct-loop reference at the
-// RevNet's widths and planes, and the forward and backward-data bits independent of the thread
-// count (a rebuild lane may run the forward on fewer threads than its stage: the stage's bits).
+// The fp32 CPU backend runs 3×3 stride-1 convolutions of widths in blocks of 16 channels, at least
+// 32, as oneDNN's Winograd F(4×4, 3×3) (the rest direct): which kernel runs which geometry, results
+// within fp32 round-off of the direct-loop reference at the RevNet's widths and planes, and the
+// forward and backward-data bits independent of the thread count (a rebuild lane may run the forward
+// on fewer threads than its stage: the stage's bits).
 #include <doctest/doctest.h>
 
 #include <random>
 #include <string>
 
 #include "compute/backend.hpp"
+#include "compute/cpu/bf16_support.hpp"
+#include "compute/cpu/conv2d_engine.hpp"
 #include "tests/ops/op_test_helpers.hpp"
 #include "tests/ops/reference_conv.hpp"
 
@@ -28,6 +31,30 @@ bool same_bits(const tensor& a, const tensor& b) {
 }
 
 }  // namespace
+
+TEST_CASE("Winograd runs the 3×3 stride-1 convolutions of 32 channels or more, direct kernels the rest") {
+  auto geometry = [](int64_t c, int64_t k, int64_t r, int64_t stride) {
+    conv2d_geometry g;
+    g.n = 2, g.c = c, g.h = 14, g.w = 14, g.k = k, g.r = r, g.s = r, g.stride = stride, g.padding = r / 2;
+    return g;
+  };
+  CHECK(winograd_pays(geometry(32, 32, 3, 1)));
+  CHECK(winograd_pays(geometry(64, 128, 3, 1)));
+  CHECK_FALSE(winograd_pays(geometry(16, 16, 3, 1)));  // the default preset's first group: direct is faster
+  CHECK_FALSE(winograd_pays(geometry(16, 32, 3, 1)));
+  CHECK_FALSE(winograd_pays(geometry(48, 40, 3, 1)));  // not whole blocks of 16
+  CHECK_FALSE(winograd_pays(geometry(32, 32, 3, 2)));
+  CHECK_FALSE(winograd_pays(geometry(32, 32, 1, 1)));
+  // What oneDNN runs: its Winograd kernels are named "wino".
+  conv2d_engine fp32(2, false, true), off(2, false, false);
+  CHECK(fp32.forward_kernel(geometry(32, 32, 3, 1)).find("wino") != std::string::npos);
+  CHECK(fp32.forward_kernel(geometry(16, 16, 3, 1)).find("wino") == std::string::npos);
+  CHECK(off.forward_kernel(geometry(32, 32, 3, 1)).find("wino") == std::string::npos);
+  if (missing_bf16_instructions(cpu_flags()).empty()) {  // bf16 operands: never Winograd
+    conv2d_engine bf16(2, true, true);
+    CHECK(bf16.forward_kernel(geometry(32, 32, 3, 1)).find("wino") == std::string::npos);
+  }
+}
 
 TEST_CASE("3×3 stride-1 convolutions (Winograd in fp32) match the direct-loop reference at RevNet sizes") {
   auto cpu = make_cpu_backend(2);
