@@ -23,9 +23,11 @@ struct epoch_record {
   std::optional<int64_t> bad_images;
   std::vector<stage_record> stages;
   // Actor runtimes (pipeline_balance.hpp): the busiest stage by compute, the rate it allows, the
-  // measured rate's share of it, and Σ busy / max busy.
+  // measured rate's share of it, and Σ busy / max busy; where this process's cores allow less (its
+  // CPU stages take turns), that rate and the measured rate's share of it.
   std::optional<int> busiest_stage;
   std::optional<double> ideal_images_per_s, pipeline_efficiency, compute_over_busiest;
+  std::optional<double> cores_ideal_images_per_s, cores_efficiency;
 };
 
 template <class Fields>
@@ -49,6 +51,8 @@ void describe(Fields& f, epoch_record& e) {
   f("ideal_images_per_s", e.ideal_images_per_s, presence::omitted);
   f("pipeline_efficiency", e.pipeline_efficiency, presence::omitted);
   f("compute_over_busiest", e.compute_over_busiest, presence::omitted);
+  f("cores_ideal_images_per_s", e.cores_ideal_images_per_s, presence::omitted);
+  f("cores_efficiency", e.cores_efficiency, presence::omitted);
 }
 
 /// The `{"event":"summary"}` line that ends a run's process: finished, or failed (it gave up).

@@ -7,6 +7,7 @@
 #include "training/pipeline_balance.hpp"
 #include "training/setup.hpp"
 #include "training/stage_metrics.hpp"
+#include "training/stage_threads.hpp"
 #include "training/throughput.hpp"
 
 namespace petra {
@@ -81,13 +82,18 @@ void run_records::log_epoch(const epoch_result& e) {
   line.loader_wait_seconds = waited - waited_before_;
   line.bad_images = p_.data.bad_image_count();
   // The actor runtimes' stages measured their busy time over the same window.
-  const std::optional<pipeline_balance> balance =
-      balance_of(line.stages, static_cast<double>(images), images_per_s);
+  const int cores = usable_cores();
+  const std::optional<pipeline_balance> balance = balance_of(
+      line.stages, static_cast<double>(images), images_per_s, {local_cpu_threads(cfg, cores), cores});
   if (balance) {
     line.busiest_stage = balance->busiest_stage;
     line.ideal_images_per_s = balance->ideal_images_per_s;
     line.pipeline_efficiency = balance->efficiency;
     line.compute_over_busiest = balance->compute_over_busiest;
+    if (balance->cores > 0) {
+      line.cores_ideal_images_per_s = balance->cores_ideal_images_per_s;
+      line.cores_efficiency = balance->cores_efficiency;
+    }
   }
   dir_.log(json_record::write(line));
   waited_before_ = waited;

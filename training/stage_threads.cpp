@@ -46,6 +46,13 @@ int stage_threads(const config::run_config& c, std::size_t j, int cores) {
   return std::max(1, cores / static_cast<int>(n));
 }
 
+std::vector<int> local_cpu_threads(const config::run_config& c, int cores) {
+  std::vector<int> out;
+  for (std::size_t j = 0; j < stage_sizes(c).size(); ++j)
+    out.push_back(cpu_stage(c, j) && local(c, j) ? stage_threads(c, j, cores) : 0);
+  return out;
+}
+
 bool stages_take_turns(const config::run_config& c, int cores) {
   if (c.runtime.pin_threads) return false;
   int total = 0;

@@ -24,6 +24,10 @@ int usable_cores();
 /// on other devices get 1 (a GPU stage's host work is one thread; sim devices have their own).
 int stage_threads(const config::run_config& c, std::size_t j, int cores);
 
+/// Per stage, the compute threads it runs on this process's CPU: stage_threads for a CPU stage
+/// placed in this process, 0 for the others (other devices, `petra node`s).
+std::vector<int> local_cpu_threads(const config::run_config& c, int cores);
+
 /// Whether the CPU stages take turns on CAF's scheduler instead of owning OS threads: when their
 /// compute threads (stage_threads, over every CPU stage wherever placed) outnumber `cores` and
 /// runtime.pin_threads is off. Owning threads there would put more threads than cores at once on

@@ -117,3 +117,11 @@ TEST_CASE("a petra node's scheduler has one thread per core unless --threads say
   CHECK(node_scheduler_threads(0, 1) == 2);  // and the node's own actors beside a stage
   CHECK(node_scheduler_threads(3, 16) == 3);
 }
+
+TEST_CASE("the threads each stage runs on this process's cores: 0 for other devices and other processes") {
+  CHECK(local_cpu_threads(preset(), 2) == std::vector<int>(8, 1));
+  const auto mixed = preset({"pipeline.stage_blocks=[2,2,4]", "pipeline.devices=[cpu,sim:0,cpu]"});
+  CHECK(local_cpu_threads(mixed, 16) == std::vector<int>{8, 0, 8});
+  const auto remote = preset({"pipeline.stage_blocks=[4,4]", "pipeline.nodes=[local,127.0.0.1:7001]"});
+  CHECK(local_cpu_threads(remote, 16) == std::vector<int>{8, 0});
+}
