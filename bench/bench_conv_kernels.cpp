@@ -1,11 +1,12 @@
 // Whether bf16 pays for the convolutions on this CPU: one coupling convolution of the default
-// preset's and RevNet-18's widths (3×3, stride 1, C → C, no bias), its forward and backward (dw, then
-// dx from the same dy, as a layer's backward runs them), through petra's oneDNN engine as a CPU
-// stage runs it (fp32 Winograd where it applies, fp32 direct, bf16 operands; the weights written
-// before every step, so that their converted copy is made again as in training), against PyTorch's
-// conv2d in fp32 and under torch.autocast(bf16) (bench/peer/revnet_peer.py conv), same shapes and
-// threads, in the same run. Prints medians, each side's bf16 / fp32 and the GFLOP/s of each.
-// Usage: bench_conv_kernels [THREADS [ITERS [N,C,HW ...]]]: shapes given replace the two models' ones.
+// preset's and RevNet-18's widths (3×3, stride 1, C → C, no bias), its forward and backward (dw,
+// then dx from the same dy, as a layer's backward runs them), through petra's oneDNN engine: fp32
+// as a CPU stage runs it (Winograd where it pays, else direct), fp32 direct, and bf16 operands; the
+// weights written before every step, so that their converted copy is made again as in training.
+// Against PyTorch's conv2d in fp32 and under torch.autocast(bf16) (bench/peer/revnet_peer.py
+// conv), same shapes and threads, in the same run. Prints medians, each side's bf16 / fp32 and the
+// bf16 GFLOP/s. Usage: bench_conv_kernels [THREADS [ITERS [N,C,HW ...]]]: shapes given replace the
+// two models' ones.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -28,11 +29,11 @@ struct conv_case {
   int64_t n, c, hw;
 };
 
-enum class mode { winograd, direct, bf16 };
+enum class mode { fp32, direct, bf16 };  // fp32: as a stage runs it (Winograd where it pays)
 
 /// Median ms of forward + backward filter + backward data on petra's engine.
 double time_ours(const conv_case& cc, mode m, int threads, int warmup, int iters) {
-  conv2d_engine engine(threads, m == mode::bf16, m == mode::winograd);
+  conv2d_engine engine(threads, m == mode::bf16, m == mode::fp32);
   conv2d_geometry g;
   g.n = cc.n, g.c = cc.c, g.h = cc.hw, g.w = cc.hw, g.k = cc.c, g.r = 3, g.s = 3, g.stride = 1, g.padding = 1;
   std::mt19937 rng(1);
@@ -132,11 +133,11 @@ int main(int argc, char** argv) {
       "one 3x3 convolution (C -> C, stride 1, no bias): forward + backward (dw, dx), %d threads, median of "
       "%d, ms\n\n",
       threads, iters);
-  std::printf("%-15s %-14s %10s %10s %10s %9s %10s %10s %9s %12s\n", "model", "x (N,C,HxW)", "Winograd",
-              "direct", "bf16", "bf16/fp32", "torch fp32", "torch bf16", "bf16/fp32", "bf16 GFLOP/s");
+  std::printf("%-15s %-14s %10s %10s %10s %9s %10s %10s %9s %12s\n", "model", "x (N,C,HxW)", "fp32", "direct",
+              "bf16", "bf16/fp32", "torch fp32", "torch bf16", "bf16/fp32", "bf16 GFLOP/s");
   int failures = 0;
   for (const conv_case& cc : cases) {
-    const double win = time_ours(cc, mode::winograd, threads, 3, iters);
+    const double fp32 = time_ours(cc, mode::fp32, threads, 3, iters);
     const double direct = time_ours(cc, mode::direct, threads, 3, iters);
     const double bf16 = time_ours(cc, mode::bf16, threads, 3, iters);
     std::string why;
@@ -153,13 +154,13 @@ int main(int argc, char** argv) {
     char peer_cells[64] = "         -          -         -";
     if (peer > 0 && peer_bf16 > 0)
       std::snprintf(peer_cells, sizeof peer_cells, "%10.2f %10.2f %9.2f", peer, peer_bf16, peer_bf16 / peer);
-    std::printf("%-15s %-14s %10.2f %10.2f %10.2f %9.2f %s %12.1f\n", cc.model, shape.c_str(), win, direct,
-                bf16, bf16 / std::min(win, direct), peer_cells, flop / (bf16 * 1e6));
+    std::printf("%-15s %-14s %10.2f %10.2f %10.2f %9.2f %s %12.1f\n", cc.model, shape.c_str(), fp32, direct,
+                bf16, bf16 / std::min(fp32, direct), peer_cells, flop / (bf16 * 1e6));
     std::fflush(stdout);
   }
   std::printf(
-      "\npetra: its oneDNN engine as a CPU stage runs it (Winograd: fp32 3x3 convolutions of 16-channel "
-      "multiples;\nbf16: bf16 operands, fp32 results); bf16/fp32 = bf16 over the faster fp32. torch: "
+      "\npetra: its oneDNN engine as a CPU stage runs it (fp32: Winograd from 32 channels in blocks of 16, "
+      "else direct;\nbf16: bf16 operands, fp32 results); bf16/fp32 = bf16 over the faster fp32. torch: "
       "F.conv2d, bf16 under\ntorch.autocast. A bf16/fp32 at or above 1 says this CPU's bf16 convolution "
       "kernels do not pay.\n");
   return failures ? 1 : 0;
