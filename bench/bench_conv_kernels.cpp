@@ -8,7 +8,6 @@
 // bf16 GFLOP/s. Usage: bench_conv_kernels [THREADS [ITERS [N,C,HW ...]]]: shapes given replace the
 // two models' ones.
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -17,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/revnet_peer_run.hpp"
 #include "compute/cpu/bf16_support.hpp"
 #include "compute/cpu/conv2d_engine.hpp"
 
@@ -63,28 +63,14 @@ double time_ours(const conv_case& cc, mode m, int threads, int warmup, int iters
 
 /// The peer's median ms for the same work; negative (and `why`) when it could not run.
 double time_peer(const conv_case& cc, bool bf16, int threads, int warmup, int iters, std::string& why) {
-  const std::string command = "/usr/bin/python3 " + std::string(PETRA_SOURCE_DIR) +
-                              "/bench/peer/revnet_peer.py conv --shape " + std::to_string(cc.n) + "," +
-                              std::to_string(cc.c) + "," + std::to_string(cc.hw) + "," +
-                              std::to_string(cc.hw) + " --threads " + std::to_string(threads) + " --warmup " +
-                              std::to_string(warmup) + " --iters " + std::to_string(iters) +
-                              (bf16 ? " --autocast bf16" : "") + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) {
-    why = "cannot start /usr/bin/python3";
+  nlohmann::json j;
+  if (!bench::run_revnet_peer("conv --shape " + std::to_string(cc.n) + "," + std::to_string(cc.c) + "," +
+                                  std::to_string(cc.hw) + "," + std::to_string(cc.hw) + " --threads " +
+                                  std::to_string(threads) + " --warmup " + std::to_string(warmup) +
+                                  " --iters " + std::to_string(iters) + (bf16 ? " --autocast bf16" : ""),
+                              j, why))
     return -1;
-  }
-  std::string text;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) text += buffer.data();
-  const int status = pclose(pipe);
-  const auto brace = text.rfind('{');
-  if (status != 0 || brace == std::string::npos) {
-    why = "peer failed (is python3-torch installed? PETRA_WITH_PEER=1 deploy/install-deps.sh): " +
-          text.substr(0, 300);
-    return -1;
-  }
-  return nlohmann::json::parse(text.substr(brace))["median_ms"].get<double>();
+  return j["median_ms"].get<double>();
 }
 
 /// "N,C,HW" → a case; false when it is not three positive integers.

@@ -6,7 +6,6 @@
 // against the peer under torch.autocast(bf16), PyTorch's own bf16 recipe. Usage: bench_train_step [THREADS
 // [ITERS [ARCH|all [fp32]]]]: ARCH times that model only, fp32 leaves the bf16 rows out.
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/revnet_peer_run.hpp"
 #include "compute/cpu/bf16_support.hpp"
 #include "compute/init.hpp"
 #include "compute/models/revnet.hpp"
@@ -64,28 +64,14 @@ timing time_ours(const std::string& arch, shape_t input, int batch, int threads,
 /// The peer's step; `bf16` runs its forward and loss under torch.autocast (bf16).
 bool time_peer(const std::string& arch, const shape_t& input, int batch, int threads, int warmup, int iters,
                bool bf16, timing& out, std::string& why) {
-  const std::string command = "/usr/bin/python3 " + std::string(PETRA_SOURCE_DIR) +
-                              "/bench/peer/revnet_peer.py step --arch " + arch + " --input " +
-                              std::to_string(input[0]) + "," + std::to_string(input[1]) + "," +
-                              std::to_string(input[2]) + " --batch " + std::to_string(batch) + " --threads " +
-                              std::to_string(threads) + " --warmup " + std::to_string(warmup) + " --iters " +
-                              std::to_string(iters) + (bf16 ? " --autocast bf16" : "") + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) {
-    why = "cannot start /usr/bin/python3";
+  nlohmann::json j;
+  if (!bench::run_revnet_peer("step --arch " + arch + " --input " + std::to_string(input[0]) + "," +
+                                  std::to_string(input[1]) + "," + std::to_string(input[2]) + " --batch " +
+                                  std::to_string(batch) + " --threads " + std::to_string(threads) +
+                                  " --warmup " + std::to_string(warmup) + " --iters " +
+                                  std::to_string(iters) + (bf16 ? " --autocast bf16" : ""),
+                              j, why))
     return false;
-  }
-  std::string text;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) text += buffer.data();
-  const int status = pclose(pipe);
-  const auto brace = text.rfind('{');
-  if (status != 0 || brace == std::string::npos) {
-    why = "peer failed (is python3-torch installed? PETRA_WITH_PEER=1 deploy/install-deps.sh): " +
-          text.substr(0, 300);
-    return false;
-  }
-  const auto j = nlohmann::json::parse(text.substr(brace));
   out = {j["median_ms"].get<double>(), j["min_ms"].get<double>()};
   return true;
 }
