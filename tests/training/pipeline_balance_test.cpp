@@ -25,7 +25,7 @@ std::vector<stage_record> stages_busy(const std::vector<double>& seconds) {
 
 }  // namespace
 
-TEST_CASE("the ideal rate is the busiest stage's; the efficiency the measured rate's share of it") {
+TEST_CASE("the ideal rate is the busiest stage's, and the efficiency the measured rate's share of it") {
   const auto b = balance_of(stages_busy({1, 2, 0.5}), 100, 40);
   REQUIRE(b);
   CHECK(b->busiest_stage == 2);
