@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr const char* format_name = "petra-cudnn-algorithms";
+constexpr const char* file_format_name = "petra-cudnn-algorithms";
 constexpr int format_version = 1;
 
 const std::set<std::string> entry_fields = {
@@ -156,8 +156,8 @@ class reader {
   conv_algorithm_table table(const json& file) const {
     if (!file.is_object()) fail("the file holds " + std::string(file.type_name()) + ", expected an object");
     const json& format = field(file, "the file", "format");
-    if (!format.is_string() || format.get<std::string>() != format_name)
-      fail("\"format\" is " + format.dump() + ", expected \"" + format_name + "\"");
+    if (!format.is_string() || format.get<std::string>() != file_format_name)
+      fail("\"format\" is " + format.dump() + ", expected \"" + file_format_name + "\"");
     integer(field(file, "the file", "version"), "\"version\"", format_version, format_version);
     for (const auto& item : file.items())
       if (item.key() != "format" && item.key() != "version" && item.key() != "algorithms")
@@ -201,7 +201,7 @@ json conv_algorithms_json(const std::vector<conv_algorithm_record>& choices) {
                     {"workspace_bytes", r.workspace_bytes},
                     {"source", r.source},
                     {"time_ms", r.time_ms}});
-  return {{"format", format_name}, {"version", format_version}, {"algorithms", list}};
+  return {{"format", file_format_name}, {"version", format_version}, {"algorithms", list}};
 }
 
 conv_algorithm_table parse_conv_algorithms(const json& file, const std::string& path) {
