@@ -10,6 +10,7 @@ std::optional<pipeline_balance> balance_of(const std::vector<stage_record>& stag
                                            double images_per_s, const stage_cores_use& use) {
   pipeline_balance b;
   double busiest = 0, total = 0, thread_seconds = 0;
+  int cpu_stages = 0;
   for (const stage_record& s : stages) {
     total += s.busy_seconds;
     if (s.busy_seconds > busiest) {
@@ -20,7 +21,7 @@ std::optional<pipeline_balance> balance_of(const std::vector<stage_record>& stag
     const auto j = static_cast<std::size_t>(s.stage - 1);
     if (s.stage >= 1 && j < use.threads.size() && use.threads[j] > 0) {
       thread_seconds += s.busy_seconds * use.threads[j];
-      ++b.cpu_stages;
+      ++cpu_stages;
     }
   }
   if (!(busiest > 0) || !(images > 0)) return std::nullopt;
@@ -30,11 +31,10 @@ std::optional<pipeline_balance> balance_of(const std::vector<stage_record>& stag
   // The cores run at most `cores` threads at once: the stages' thread-seconds take at least their
   // sum over the cores, however the stages take turns.
   if (use.cores > 0 && thread_seconds / use.cores > busiest) {
+    b.cpu_stages = cpu_stages;
     b.cores = use.cores;
     b.cores_ideal_images_per_s = images / (thread_seconds / use.cores);
     b.cores_efficiency = images_per_s / b.cores_ideal_images_per_s;
-  } else {
-    b.cpu_stages = 0;
   }
   return b;
 }

@@ -197,18 +197,20 @@ def time_conv(shape, warmup, iters, autocast=None):
     return statistics.median(times), min(times)
 
 
-def parse_shape(text):
+def positive_ints(text, flag, form, count, words):
+    """`text` as `count` comma-separated positive integers, else argparse's error for `flag`."""
     parts = text.split(",")
-    if len(parts) != 4 or not all(s.strip().isdigit() and int(s) > 0 for s in parts):
-        raise argparse.ArgumentTypeError("--shape must be N,C,H,W (four positive integers), got '%s'" % text)
+    if len(parts) != count or not all(s.strip().isdigit() and int(s) > 0 for s in parts):
+        raise argparse.ArgumentTypeError("%s must be %s (%s positive integers), got '%s'" % (flag, form, words, text))
     return tuple(int(s) for s in parts)
+
+
+def parse_shape(text):
+    return positive_ints(text, "--shape", "N,C,H,W", 4, "four")
 
 
 def parse_input(text):
-    parts = text.split(",")
-    if len(parts) != 3 or not all(s.strip().isdigit() and int(s) > 0 for s in parts):
-        raise argparse.ArgumentTypeError("--input must be C,H,W (three positive integers), got '%s'" % text)
-    return tuple(int(s) for s in parts)
+    return positive_ints(text, "--input", "C,H,W", 3, "three")
 
 
 def main():
