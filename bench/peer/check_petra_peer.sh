@@ -124,7 +124,9 @@ PY
 # median, every tensor must agree (max < 1e-4) but the attention's key biases (petra_peer.py's
 # EXEMPT: their gradient is round-off only, AdamW makes steps of ±lr of it): a fault confined to one
 # block (its 16 of the 55 tensors) leaves the median alone.
-vit=(--set model.depth=3 --set model.width=32 --set model.heads=4)
+# Micro-batches of 64, k = 2, as the peer's defaults (the preset's own are 16 and 8).
+vit=(--set model.depth=3 --set model.width=32 --set model.heads=4 --set training.micro_batch=64
+     --set training.accumulation=2)
 vit_peer=(--arch revvit --depth 3 --width 32 --heads 4)
 train_preset revvit_tiny_fmnist vit_init "${vit[@]}" --set data.train_limit=128 --set training.optimizer.base_lr=0
 train_preset revvit_tiny_fmnist vit_forward_first "${vit[@]}" "${twins[@]}"

@@ -43,7 +43,7 @@ inline config::run_config tiny_config(const std::string& mode, const std::string
 }
 
 /// revvit_tiny_fmnist made small (depth 3, width 32, 2 heads, MLP ratio 2; J = 5, one block per
-/// stage), 256 training images in micro-batches of 8, one epoch, in `mode` under `method`.
+/// stage), 256 training images in micro-batches of 8, k = 2, one epoch, in `mode` under `method`.
 inline config::run_config small_revvit(const char* mode, const std::string& method) {
   config::run_config c = config::load_config(
       "revvit_tiny_fmnist", {"model.depth=3", "model.width=32", "model.heads=2", "model.mlp_ratio=2"});
@@ -53,6 +53,7 @@ inline config::run_config small_revvit(const char* mode, const std::string& meth
   c.data.test_limit = 16;
   c.training.epochs = 1;
   c.training.micro_batch = 8;
+  c.training.accumulation = 2;  // 16 optimizer steps, whatever the preset's k
   c.output.progress = false;
   c.runtime.inversion_sample_every = 4;
   return c;
