@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake git
-  libeigen3-dev libopenblas-dev libdnnl-dev
+  libeigen3-dev libdnnl-dev
   libcaf-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
   doctest-dev zlib1g-dev libssl-dev openssl gnuplot-nox clang-format libturbojpeg0-dev
   dataset-fashion-mnist

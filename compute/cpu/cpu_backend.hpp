@@ -1,5 +1,5 @@
-// The CPU backend: fp32 NCHW ops on host memory; convolutions by oneDNN, linear by
-// OpenBLAS, the rest by OpenMP loops. Each op lives in the file named after its family. In bf16
+// The CPU backend: fp32 NCHW ops on host memory; convolutions and matrix products by oneDNN,
+// the rest by OpenMP loops. Each op lives in the file named after its family. In bf16
 // the convolutions and GEMMs round their operands to bf16 and sum in fp32 (compute/precision.hpp).
 #pragma once
 

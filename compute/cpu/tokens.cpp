@@ -1,13 +1,12 @@
 // The token ops but layer norm: the exact GELU, softmax over the last axis, the batched matmul
-// (OpenBLAS SGEMMs, one per item; in bf16 on operands rounded to bf16, as linear), the mean
-// over tokens, the scale and the swap of axes 1 and 2. Each row's or item's arithmetic is independent of the
-// thread count.
-#include <cblas.h>
-
+// (single-threaded SGEMMs, one per item, spread over the backend's threads; in bf16 on operands rounded to
+// bf16, as linear), the mean over tokens, the scale and the swap of axes 1 and 2. Each row's or item's
+// arithmetic is independent of the thread count.
 #include <cmath>
 
 #include "compute/batched_matmul_gradients.hpp"
 #include "compute/cpu/cpu_backend.hpp"
+#include "compute/cpu/gemm.hpp"
 #include "compute/cpu/parallel.hpp"
 
 namespace petra {
@@ -16,8 +15,6 @@ namespace {
 
 constexpr double inv_sqrt2 = 0.70710678118654752440;
 constexpr double inv_sqrt_2pi = 0.39894228040143267794;
-
-int blas_int(int64_t v) { return static_cast<int>(v); }
 
 }  // namespace
 
@@ -100,11 +97,9 @@ void cpu_backend::batched_gemm(const tensor& a, bool transpose_a, const tensor& 
   const tensor a_in = gemm_operand(a), b_in = gemm_operand(b);
   const float *pa = a_in.data(), *pb = b_in.data();
   // Row-major op(a) (m, k)·op(b) (k, n); a stored (m, k) or (k, m), b stored (k, n) or (n, k).
-  const int lda = blas_int(transpose_a ? m : k), ldb = blas_int(transpose_b ? k : n);
-  for (int64_t item = 0; item < batch; ++item)
-    cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans,
-                transpose_b ? CblasTrans : CblasNoTrans, blas_int(m), blas_int(n), blas_int(k), 1.f,
-                pa + item * m * k, lda, pb + item * k * n, ldb, 0.f, out + item * m * n, blas_int(n));
+  const int64_t lda = transpose_a ? m : k, ldb = transpose_b ? k : n;
+  cpu::sgemm_batch(transpose_a, transpose_b, batch, m, n, k, pa, lda, m * k, pb, ldb, k * n, out, n, m * n,
+                   threads_);
 }
 
 tensor cpu_backend::batched_matmul_impl(const tensor& a, const tensor& b, bool transpose_a,
