@@ -1,8 +1,10 @@
 // The linear layer on the CPU backend: hand values, finite differences, accumulation.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <random>
 #include <stdexcept>
+#include <vector>
 
 #include "compute/backend.hpp"
 #include "tests/ops/op_test_helpers.hpp"
@@ -46,4 +48,35 @@ TEST_CASE("linear preconditions") {
   tensor dw = tensor::zeros({3, 4}), db = tensor::zeros({3});
   CHECK_THROWS_WITH_AS(cpu->linear_backward_weight(tensor::zeros({4, 5}), tensor::zeros({4, 3}), dw, db),
                        doctest::Contains("dw (3, 4) must be (O, I) = (3, 5)"), std::invalid_argument);
+}
+
+// The GEMMs run in blocks of 64 output rows (batched products: one per item) spread over the
+// backend's threads: the same bits on one thread and on two, for a shape of several blocks.
+TEST_CASE("linear and batched matmul: the same bits on one and on two threads, large enough to split") {
+  std::mt19937 rng(31);
+  const tensor x = random_tensor({200, 96}, rng), w = random_tensor({128, 96}, rng),
+               b = random_tensor({128}, rng);
+  const tensor dy = random_tensor({200, 128}, rng);
+  const tensor a = random_tensor({24, 49, 32}, rng), k = random_tensor({24, 49, 32}, rng);
+  std::vector<std::vector<float>> bits[2];
+  for (int threads : {1, 2}) {
+    auto cpu = make_cpu_backend(threads);
+    tensor dw = tensor::zeros({128, 96}), db = tensor::zeros({128});
+    cpu->linear_backward_weight(cpu->from_host(x), cpu->from_host(dy), dw, db);
+    bits[threads - 1] = {
+        cpu->to_host(cpu->linear_forward(cpu->from_host(x), cpu->from_host(w), cpu->from_host(b)))
+            .to_vector(),
+        cpu->to_host(cpu->linear_backward_data(cpu->from_host(dy), cpu->from_host(w))).to_vector(),
+        dw.to_vector(), db.to_vector(),
+        cpu->to_host(cpu->batched_matmul(cpu->from_host(a), cpu->from_host(k), false, true)).to_vector()};
+  }
+  for (std::size_t i = 0; i < bits[0].size(); ++i) {
+    CAPTURE(i);
+    CHECK(bits[0][i] == bits[1][i]);
+  }
+  // And the blocks compute what one product does (to round-off): x·wᵀ + b at a row of the last block.
+  const std::vector<float>& y = bits[0][0];
+  double expect = b.data()[5];
+  for (int64_t j = 0; j < 96; ++j) expect += double(x.data()[199 * 96 + j]) * w.data()[5 * 96 + j];
+  CHECK(std::abs(y[199 * 128 + 5] - expect) < 1e-4 * (1 + std::abs(expect)));
 }
