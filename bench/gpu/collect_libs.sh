@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # collect_libs.sh OUT_DIR BINARY...
 # Makes the binaries runnable on another Linux x86-64 machine that has the NVIDIA driver, CUDA and
-# cuDNN but none of the other libraries petra links (oneDNN, OpenBLAS, CAF, yaml-cpp, OpenSSL, ...):
+# cuDNN but none of the other libraries petra links (oneDNN, CAF, yaml-cpp, OpenSSL, ...):
 #   OUT_DIR/bin/           the binaries (copied, links followed)
 #   OUT_DIR/lib/           every shared library ldd resolves for them, except glibc's own libraries
 #                          and the CUDA, cuDNN, cuBLAS and driver libraries, which the GPU machine
