@@ -20,11 +20,16 @@ std::string cpu_flags() {
   return "";
 }
 
-std::string missing_bf16_instructions(const std::string& flags) {
+bool has_cpu_flag(const std::string& flags, const std::string& flag) {
   std::istringstream words(flags);
-  std::string flag;
-  while (words >> flag)
-    if (flag == "avx512_bf16" || flag == "amx_bf16") return "";
+  std::string word;
+  while (words >> word)
+    if (word == flag) return true;
+  return false;
+}
+
+std::string missing_bf16_instructions(const std::string& flags) {
+  if (has_cpu_flag(flags, "avx512_bf16") || has_cpu_flag(flags, "amx_bf16")) return "";
   return "this CPU has neither AVX512-BF16 nor AMX-BF16 (no avx512_bf16 or amx_bf16 among the flags of "
          "/proc/cpuinfo)";
 }

@@ -22,9 +22,19 @@ bool gemm_one(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, co
   return dnnl_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
 }
 
-[[noreturn]] void refused(int64_t m, int64_t n, int64_t k) {
-  throw std::runtime_error("sgemm " + std::to_string(m) + "×" + std::to_string(n) + "×" + std::to_string(k) +
-                           ": refused by oneDNN");
+// Runs gemm_block(i) for i < count, each a single-threaded SGEMM, on up to `threads` threads (fewer
+// when `work` multiply-adds do not pay for them); throws naming m×n×k if one was refused.
+template <class Block>
+void run_blocks(int64_t count, int64_t work, int threads, int64_t m, int64_t n, int64_t k, Block gemm_block) {
+  std::atomic<bool> ok{true};
+  const int team = static_cast<int>(std::min<int64_t>(count, team_for(work, threads)));
+  omp_threads_scope one(1);  // each block's SGEMM on its own thread: oneDNN sees a team of one
+#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+  for (int64_t i = 0; i < count; ++i)
+    if (!gemm_block(i)) ok.store(false, std::memory_order_relaxed);
+  if (!ok.load())
+    throw std::runtime_error("sgemm " + std::to_string(m) + "×" + std::to_string(n) + "×" +
+                             std::to_string(k) + ": refused by oneDNN");
 }
 
 }  // namespace
@@ -36,17 +46,10 @@ void sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, 
   const int64_t blocks = (m + rows_per_block - 1) / rows_per_block;
   // Row block r of op(A): rows r·64… of A, or its columns when A is transposed.
   const auto a_block = [&](int64_t row) { return transpose_a ? a + row : a + row * lda; };
-  std::atomic<bool> ok{true};
-  const int team =
-      static_cast<int>(std::min<int64_t>(blocks, team_for(m * n * std::max<int64_t>(k, 1), threads)));
-  omp_threads_scope one(1);  // each block's SGEMM on its own thread: oneDNN sees a team of one
-#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
-  for (int64_t r = 0; r < blocks; ++r) {
+  run_blocks(blocks, m * n * std::max<int64_t>(k, 1), threads, m, n, k, [&](int64_t r) {
     const int64_t row = r * rows_per_block, rows = std::min(rows_per_block, m - row);
-    if (!gemm_one(ta, tb, rows, n, k, alpha, a_block(row), lda, b, ldb, beta, c + row * ldc, ldc))
-      ok.store(false, std::memory_order_relaxed);
-  }
-  if (!ok.load()) refused(m, n, k);
+    return gemm_one(ta, tb, rows, n, k, alpha, a_block(row), lda, b, ldb, beta, c + row * ldc, ldc);
+  });
 }
 
 void sgemm_batch(bool transpose_a, bool transpose_b, int64_t batch, int64_t m, int64_t n, int64_t k,
@@ -54,16 +57,10 @@ void sgemm_batch(bool transpose_a, bool transpose_b, int64_t batch, int64_t m, i
                  float* c, int64_t ldc, int64_t stride_c, int threads) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
   const char ta = transpose_a ? 'T' : 'N', tb = transpose_b ? 'T' : 'N';
-  std::atomic<bool> ok{true};
-  const int team =
-      static_cast<int>(std::min<int64_t>(batch, team_for(batch * m * n * std::max<int64_t>(k, 1), threads)));
-  omp_threads_scope one(1);
-#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
-  for (int64_t i = 0; i < batch; ++i)
-    if (!gemm_one(ta, tb, m, n, k, 1.f, a + i * stride_a, lda, b + i * stride_b, ldb, 0.f, c + i * stride_c,
-                  ldc))
-      ok.store(false, std::memory_order_relaxed);
-  if (!ok.load()) refused(m, n, k);
+  run_blocks(batch, batch * m * n * std::max<int64_t>(k, 1), threads, m, n, k, [&](int64_t i) {
+    return gemm_one(ta, tb, m, n, k, 1.f, a + i * stride_a, lda, b + i * stride_b, ldb, 0.f, c + i * stride_c,
+                    ldc);
+  });
 }
 
 }  // namespace petra::cpu
