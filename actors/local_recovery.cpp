@@ -124,11 +124,15 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   if (b == J - 1) pipeline.rewire_loss();
   // The stages before them cancel the lost micro-batches (stage 1 returns their credits); the one
   // right before sends to the new one and goes on; then the feed, the lost ones first.
+  // The one right before goes last: released, it runs on at once (lockstep: the cancelled
+  // micro-batches' ticks, as markers, before it answers), and a stage further up that took such a
+  // marker before its own order would keep the micro-batch outstanding and fail at the next real
+  // backward. The stages further up are not held, but wait for its gradients.
   if (a > 0)
     pipeline.rewire(a - 1);
   else
     pipeline.rewire_loader();
-  for (int32_t j = a - 1; j >= 0; --j)
+  for (int32_t j = 0; j < a; ++j)
     control.ask<recover_atom>(pipeline.stages()[static_cast<std::size_t>(j)], control_timeout, recover_atom_v,
                               cancel);
   recovery_order feed = cancel;
