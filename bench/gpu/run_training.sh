@@ -211,21 +211,22 @@ cmd_vit() {
   for run in ${VIT_RUNS:-backprop petra-j8 petra-j4}; do
     # A name ending in -calm runs the calmer recipe (AdamW beta1 0.5, a quarter of the learning
     # rate), which narrowed PETRA's gap on short CPU runs (docs/results/overlap-rebuild.md).
-    # A name ending in -k2 or -k16 (before any -calm) cuts the same 128 images a step into
+    # A name ending in -k2, -k16 or -k32 (before any -calm) cuts the same 128 images a step into
     # micro-batches of 64 with k = 2 (the former recipe, four times the preset's staleness in
-    # optimizer steps) or of 8 with k = 16 (half the preset's).
+    # optimizer steps), of 8 with k = 16 (half the preset's) or of 4 with k = 32 (a quarter).
     local method=() base=${run%-calm}
     [ "$base" != "$run" ] && method=("${calm[@]}")
     case $base in
       *-k2) base=${base%-k2} && method+=(--set training.micro_batch=64 --set training.accumulation=2) ;;
       *-k16) base=${base%-k16} && method+=(--set training.micro_batch=8 --set training.accumulation=16) ;;
+      *-k32) base=${base%-k32} && method+=(--set training.micro_batch=4 --set training.accumulation=32) ;;
     esac
     case $base in
       backprop) method+=(--set training.method=backprop --set "pipeline.stage_blocks=[8]" --set "pipeline.devices=[$dev]") ;;
       petra-j8) method+=(--set training.method=petra --set "pipeline.devices=$j8") ;;
       petra-j4) method+=(--set training.method=petra --set "pipeline.stage_blocks=[2,2,2,2]" --set "pipeline.devices=$j4") ;;
       *)
-        unknown_run vit "$run" VIT_RUNS "backprop, petra-j8, petra-j4, each also with -k2 or -k16 and/or -calm"
+        unknown_run vit "$run" VIT_RUNS "backprop, petra-j8, petra-j4, each also with -k2, -k16 or -k32 and/or -calm"
         continue
         ;;
     esac
