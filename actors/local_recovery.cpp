@@ -122,12 +122,10 @@ local_outcome rebuild(actor_pipeline& pipeline, control_channel& control, const 
   cancel.ticks = ticks;
   control.ask<recover_atom>(pipeline.loss(), control_timeout, recover_atom_v, cancel);
   if (b == J - 1) pipeline.rewire_loss();
-  // The stages before them cancel the lost micro-batches (stage 1 returns their credits); the one
-  // right before sends to the new one and goes on; then the feed, the lost ones first.
-  // The one right before goes last: released, it runs on at once (lockstep: the cancelled
-  // micro-batches' ticks, as markers, before it answers), and a stage further up that took such a
-  // marker before its own order would keep the micro-batch outstanding and fail at the next real
-  // backward. The stages further up are not held, but wait for its gradients.
+  // The stages before them cancel the lost micro-batches (stage 1 returns their credits), from
+  // stage 1 on; the one right before, wired to the new one, goes last: released, it runs on at once
+  // (lockstep: the cancelled ticks as markers), and a stage further up that ran such a marker
+  // before its own order would keep the micro-batch outstanding. Then the feed, the lost ones first.
   if (a > 0)
     pipeline.rewire(a - 1);
   else

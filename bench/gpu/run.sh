@@ -31,8 +31,8 @@
 #                     Fashion-MNIST, async, every stage on cuda:0: backprop (J = 1), PETRA with J = 8
 #                     and J = 4 (VIT_RUNS, default "backprop petra-j8 petra-j4"; "-k2" / "-k16" /
 #                     "-k32" appended run micro-batches of 64 with k = 2 / 8 with k = 16 / 4 with
-#                     k = 32, "-calm" AdamW
-#                     β1 0.5 at a quarter of the learning rate); test accuracy per epoch, and each
+#                     k = 32, "-calm" AdamW β1 0.5 at a quarter of the learning rate); test
+#                     accuracy per epoch, and each
 #                     PETRA run's gap to backprop at the last epoch
 #   run.sh overlap    no GPU needed: PaReprop's overlapped rebuild on the CPU backend where cores are
 #                     to spare (the GPU machine's), bench_overlap_rebuild's plain vs overlapped
