@@ -32,8 +32,7 @@
 #                     and J = 4 (VIT_RUNS, default "backprop petra-j8 petra-j4"; "-k2" / "-k16" /
 #                     "-k32" appended run micro-batches of 64 with k = 2 / 8 with k = 16 / 4 with
 #                     k = 32, "-calm" AdamW β1 0.5 at a quarter of the learning rate); test
-#                     accuracy per epoch, and each
-#                     PETRA run's gap to backprop at the last epoch
+#                     accuracy per epoch, and each PETRA run's gap to backprop at the last epoch
 #   run.sh overlap    no GPU needed: PaReprop's overlapped rebuild on the CPU backend where cores are
 #                     to spare (the GPU machine's), bench_overlap_rebuild's plain vs overlapped
 #                     backward of a reversible stage of OVERLAP_BLOCKS (3) couplings, for each
