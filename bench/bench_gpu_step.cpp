@@ -157,8 +157,8 @@ void bench_method(backend& be, const settings& s, method_kind kind, int stages_w
   auto groups = partition_blocks(std::move(blocks), resolve_partition(per_stage, block_count));
   std::vector<std::unique_ptr<stage>> stages;
   for (std::size_t j = 0; j < groups.size(); ++j)
-    stages.push_back(
-        std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, opt, method.for_stage(0)));
+    stages.push_back(std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, opt,
+                                             method.for_stage(0, j + 1 == groups.size())));
   std::vector<stage*> order;
   for (auto& st : stages) order.push_back(st.get());
   simulator sim(order, be, entry_spacing(kind, order.size()));

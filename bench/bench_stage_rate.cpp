@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   optimizer_settings opt;
   opt.schedule = schedule_kind::constant;
   opt.lr = 0.01;
-  stage first(0, std::move(groups.front()), *be, opt, method_options{}.for_stage(0));
+  stage first(0, std::move(groups.front()), *be, opt, method_options{}.for_stage(0, false));
 
   const activation x{random_tensor({batch, 3, spec.height, spec.width}, 1), {}};
   const activation y = first.evaluate(x);

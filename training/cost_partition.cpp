@@ -2,6 +2,7 @@
 #include "training/cost_partition.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <limits>
 #include <random>
@@ -13,13 +14,21 @@
 
 namespace petra {
 
-std::vector<int> partition_by_cost(const std::vector<double>& costs, int stages) {
+std::vector<int> partition_by_cost(const std::vector<double>& costs, int stages,
+                                   const std::vector<double>& last_costs) {
   const int n = static_cast<int>(costs.size());
   if (stages < 1 || stages > n)
     throw std::invalid_argument("cannot cut " + std::to_string(n) + " blocks into " + std::to_string(stages) +
                                 " non-empty stages");
-  std::vector<double> prefix(static_cast<std::size_t>(n) + 1, 0.0);
-  for (int i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[static_cast<std::size_t>(i)];
+  if (!last_costs.empty() && last_costs.size() != costs.size())
+    throw std::invalid_argument(std::to_string(last_costs.size()) + " last-stage costs for " +
+                                std::to_string(n) + " blocks");
+  std::vector<double> prefix(static_cast<std::size_t>(n) + 1, 0.0), last_prefix = prefix;
+  for (int i = 0; i < n; ++i) {
+    prefix[i + 1] = prefix[i] + costs[static_cast<std::size_t>(i)];
+    last_prefix[i + 1] =
+        last_prefix[i] + (last_costs.empty() ? costs : last_costs)[static_cast<std::size_t>(i)];
+  }
   const double inf = std::numeric_limits<double>::infinity();
   // best[k][i]: the smallest largest sum cutting the first i blocks into k groups; last[k][i]: where
   // its last group starts (the latest such start on a tie: the later groups stay small).
@@ -28,9 +37,10 @@ std::vector<int> partition_by_cost(const std::vector<double>& costs, int stages)
   std::vector<std::vector<int>> last(best.size(), std::vector<int>(static_cast<std::size_t>(n) + 1, 0));
   best[0][0] = 0;
   for (int k = 1; k <= stages; ++k)
-    for (int i = k; i <= n; ++i)
+    for (int i = k == stages ? n : k; i <= n; ++i)  // the last group ends the model
       for (int s = k - 1; s < i; ++s) {
-        const double m = std::max(best[k - 1][s], prefix[i] - prefix[s]);
+        const double group = k == stages ? last_prefix[i] - last_prefix[s] : prefix[i] - prefix[s];
+        const double m = std::max(best[k - 1][s], group);
         if (m <= best[k][i]) best[k][i] = m, last[k][i] = s;
       }
   std::vector<int> sizes(static_cast<std::size_t>(stages));
@@ -55,7 +65,7 @@ std::vector<int> split_cores_by_cost(const std::vector<double>& costs, int cores
   return threads;
 }
 
-std::vector<double> measure_block_costs(const config::run_config& c, int threads, int micro_batches) {
+block_costs measure_block_costs(const config::run_config& c, int threads, int micro_batches, int warm_up) {
   // One block per stage, every one on stage 1's device with `threads` threads, in this process,
   // without faults: the blocks as a stage computes them, nothing else.
   config::run_config one = c;
@@ -100,31 +110,63 @@ std::vector<double> measure_block_costs(const config::run_config& c, int threads
       return true;
     });
   };
-  feed(micro_batches);  // warm-up: the first calls create the kernels' plans and the pools' blocks
+  feed(warm_up);  // the first calls create the kernels' plans and the pools' blocks
   std::vector<double> before;
   for (std::size_t j = 0; j < order.size(); ++j) before.push_back(sim.busy_seconds(j));
   feed(micro_batches);
-  std::vector<double> out;
+  block_costs out;
   for (std::size_t j = 0; j < order.size(); ++j)
-    out.push_back((sim.busy_seconds(j) - before[j]) / static_cast<double>(micro_batches));
+    out.seconds.push_back((sim.busy_seconds(j) - before[j]) / static_cast<double>(micro_batches));
+  out.last_seconds = out.seconds;  // the measurement's last stage, the head's, is one already
+  if (!method_for(one.training).for_stage(0, true).tape_forward) return out;
+  // Each block's forward alone, through the blocks in turn, what it kept dropped after each.
+  std::vector<double> forward(order.size(), 0.0);
+  for (int m = 0; m < micro_batches; ++m, ++next_id) {
+    tensor images = tensor::empty(shape.x1);
+    for (int64_t i = 0; i < images.numel(); ++i) images.data()[i] = pixel(rng);
+    activation h{order.front()->compute_backend().import(images), {}};
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      backend& be = order[j]->compute_backend();
+      const auto start = std::chrono::steady_clock::now();
+      h = order[j]->forward(h, next_id, 0);
+      be.synchronize();
+      forward[j] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      order[j]->drop([](int64_t) { return true; });
+      if (j + 1 < order.size()) h = hand_over(h, be, order[j + 1]->compute_backend());
+    }
+  }
+  // What the last stage saves; at least a quarter of the cost is left whatever the clock said.
+  for (std::size_t j = 0; j + 1 < order.size(); ++j)
+    out.last_seconds[j] = std::max(out.seconds[j] - forward[j] / micro_batches, 0.25 * out.seconds[j]);
   return out;
 }
 
 namespace {
 
+/// Each stage's cost under the cut in c.pipeline.stage_blocks: its blocks' seconds, the last
+/// stage's their last_seconds.
+std::vector<double> stage_costs(const config::run_config& c, const block_costs& costs) {
+  std::vector<double> out;
+  std::size_t b = 0;
+  for (std::size_t j = 0; j < c.pipeline.stage_blocks.size(); ++j) {
+    const bool last = j + 1 == c.pipeline.stage_blocks.size();
+    double sum = 0;
+    for (int k = 0; k < c.pipeline.stage_blocks[j]; ++k, ++b)
+      sum += (last ? costs.last_seconds : costs.seconds)[b];
+    out.push_back(sum);
+  }
+  return out;
+}
+
 /// Sets pipeline.threads for the cut in c.pipeline.stage_blocks: the cores over its CPU stages by
-/// the blocks' measured `costs` (on `measured` threads each), 1 for the others; returns the line
+/// the stages' measured `costs` (on `measured` threads each), 1 for the others; returns the line
 /// that says so. Leaves it empty and returns "" when there are no more cores than CPU stages.
 std::string split_threads_by_cost(config::run_config& c, const std::vector<double>& costs, int measured,
                                   int cores) {
   std::vector<double> stage_cost;
   std::vector<std::size_t> cpu_stages;
-  std::size_t b = 0;
-  for (std::size_t j = 0; j < c.pipeline.stage_blocks.size(); ++j) {
-    double sum = 0;
-    for (int k = 0; k < c.pipeline.stage_blocks[j]; ++k) sum += costs[b++];
-    if (cpu_stage(c, j)) cpu_stages.push_back(j), stage_cost.push_back(sum);
-  }
+  for (std::size_t j = 0; j < c.pipeline.stage_blocks.size(); ++j)
+    if (cpu_stage(c, j)) cpu_stages.push_back(j), stage_cost.push_back(costs[j]);
   // Nothing to split with a core or less per stage: the default (1 each, taking turns) stands.
   if (cpu_stages.empty() || cores <= static_cast<int>(cpu_stages.size())) return "";
   const std::vector<int> split = split_cores_by_cost(stage_cost, cores, measured);
@@ -159,22 +201,30 @@ std::vector<std::string> resolve_measured_partition(config::run_config& c) {
                                std::to_string(blocks) + " blocks: give at most that many stages");
   cut.pipeline.stage_blocks = partition_by_cost(std::vector<double>(blocks, 1.0), stages);
   const int threads = stage_threads(cut, 0, cores);
-  const std::vector<double> costs = measure_block_costs(c, threads, 4);
-  c.pipeline.stage_blocks = partition_by_cost(costs, stages);
+  const block_costs costs = measure_block_costs(c, threads, 3, 1);
+  c.pipeline.stage_blocks = partition_by_cost(costs.seconds, stages, costs.last_seconds);
   c.pipeline.stages = 0;
+  const std::vector<double> per_stage = stage_costs(c, costs);
   std::string cost_text, cut_text;
   double busiest = 0, total = 0;
-  std::size_t b = 0;
-  for (std::size_t j = 0; j < c.pipeline.stage_blocks.size(); ++j) {
-    double sum = 0;
-    for (int k = 0; k < c.pipeline.stage_blocks[j]; ++k) sum += costs[b++];
-    busiest = std::max(busiest, sum), total += sum;
+  for (std::size_t j = 0; j < per_stage.size(); ++j) {
+    busiest = std::max(busiest, per_stage[j]), total += per_stage[j];
     cut_text += (j ? "," : "") + std::to_string(c.pipeline.stage_blocks[j]);
   }
-  for (double cost : costs) {
+  for (double cost : costs.seconds) {
     char ms[32];
     std::snprintf(ms, sizeof ms, "%s%.1f", cost_text.empty() ? "" : " ", 1000 * cost);
     cost_text += ms;
+  }
+  if (costs.last_seconds != costs.seconds) {  // the last stage's blocks, without their rebuild
+    std::string last_text;
+    const std::size_t first = costs.seconds.size() - static_cast<std::size_t>(c.pipeline.stage_blocks.back());
+    for (std::size_t b = first; b < costs.seconds.size(); ++b) {
+      char ms[32];
+      std::snprintf(ms, sizeof ms, " %.1f", 1000 * costs.last_seconds[b]);
+      last_text += ms;
+    }
+    cost_text += "; in the last stage, which runs no rebuild:" + last_text;
   }
   char balance[160];
   std::snprintf(balance, sizeof balance,
@@ -186,7 +236,7 @@ std::vector<std::string> resolve_measured_partition(config::run_config& c) {
           (threads == 1 ? "" : "s") + ": " + cost_text + ")",
       std::string("  ") + balance};
   if (c.pipeline.threads.empty()) {
-    std::string split = split_threads_by_cost(c, costs, threads, cores);
+    std::string split = split_threads_by_cost(c, per_stage, threads, cores);
     if (!split.empty()) lines.push_back("  " + split);
   }
   return lines;

@@ -33,8 +33,10 @@ struct method_options {
 
   /// "backprop", "petra", "delayed+inputs+weights", ...
   std::string str() const;
-  /// Options of one stage; non-reversible stages keep inputs whatever this says.
-  stage_options for_stage(int inversion_sample_every) const;
+  /// Options of one stage; non-reversible stages keep inputs whatever this says. `last`: the
+  /// pipeline's last stage, whose backward follows its forward at once (PETRA and delayed gradients
+  /// without weight stashing tape its forward instead of running it again in the backward).
+  stage_options for_stage(int inversion_sample_every, bool last) const;
 };
 
 }  // namespace petra

@@ -240,7 +240,7 @@ std::vector<placed_stage> build_placed_stages(const config::run_config& c,
       placed[j] = placed_stage{};
       continue;
     }
-    stage_options options = method.for_stage(c.runtime.inversion_sample_every);
+    stage_options options = method.for_stage(c.runtime.inversion_sample_every, j + 1 == groups.size());
     options.max_inversion_error = c.training.max_inversion_error;
     placed[j].compute = std::make_shared<stage>(static_cast<int>(j), std::move(groups[j]), *placed[j].device,
                                                 optimizer, options);

@@ -235,7 +235,7 @@ for model in $models; do
       run default petra "$J" "$t" "$blocks" false one
       run default delayed "$J" "$t" "$blocks" false one
     done
-    for J in 4 8; do run default petra "$J" cost measured false one; done
+    for J in 2 4 8; do run default petra "$J" cost measured false one; done
     t=$((cores / 8)); [ $t -ge 1 ] || t=1
     run default petra 8 "$t" "[]" true one
     [ $nodes = 1 ] && run default petra 8 "$t" "[]" false nodes

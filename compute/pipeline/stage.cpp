@@ -36,7 +36,7 @@ stage::stage(int index, std::vector<std::unique_ptr<block>> blocks, backend& be,
       reversible_(all_reversible(blocks_, index)),
       params_(collect_parameters(blocks_)),
       optimizer_(be, optimizer, params_) {
-  if (!reversible_) options_.keep_inputs = true;
+  if (!reversible_ || options_.tape_forward) options_.keep_inputs = true;
   // Only a stage that rebuilds its inputs can fall back to keeping them.
   if (!options_.keep_inputs && !options_.taped) fallback_ = fallback_policy(options_.max_inversion_error);
 }
@@ -59,6 +59,17 @@ activation stage::forward(const activation& x, int64_t id, int64_t tick) {
     outstanding_.push_back({id, weight_version(), tick, {}, false});
     return h;
   }
+  if (options_.tape_forward) {  // the last stage: its backward comes next, with these weights
+    if (!outstanding_.empty())
+      throw std::logic_error(
+          "stage " + std::to_string(index_) + ": forward of micro-batch " + std::to_string(id) +
+          " while micro-batch " + std::to_string(outstanding_.front().id) +
+          " is outstanding: a stage that tapes its forward keeps one micro-batch in flight");
+    activation h = forward_taped(x);
+    outstanding_.push_back({id, weight_version(), tick, x, true});
+    update_fifo_stats();
+    return h;
+  }
   return forward_with(x, id, tick, [this](const activation& in) {
     activation h = in;
     for (auto& b : blocks_) h = b->forward(h, pass::train, nullptr);
@@ -68,9 +79,9 @@ activation stage::forward(const activation& x, int64_t id, int64_t tick) {
 
 activation stage::forward_with(const activation& x, int64_t id, int64_t tick,
                                const std::function<activation(const activation&)>& through) {
-  if (options_.taped)
+  if (options_.taped || options_.tape_forward)
     throw std::logic_error("stage " + std::to_string(index_) +
-                           ": forward_with on a backprop stage, whose forward keeps its tape");
+                           ": forward_with on a stage whose forward keeps its tape");
   if (options_.stash_weights) stash_current_weights();
   activation h = through(x);
   // The mode is decided per forward, and the entry records it: its backward follows it whatever the
@@ -115,8 +126,14 @@ stage::backward_result stage::backward(const activation& output, const activatio
     step_if_due(r);
     return r;
   }
+  if (options_.tape_forward && !taped_.empty()) {  // the same ops on the same data as below, once
+    r.input = entry.input;
+    r.input_grad = backward_taped(output_grad);
+    step_if_due(r);
+    return r;
+  }
   if (options_.stash_weights) swap_in(entry.version);
-  if (entry.kept) {
+  if (entry.kept) {  // (a stage that tapes its forward: an entry restored without its tape)
     tape t;
     activation h = entry.input;
     for (auto& b : blocks_) h = b->forward(h, pass::recompute, &t);
@@ -287,7 +304,7 @@ std::vector<int64_t> stage::drop(const std::function<bool(int64_t)>& lost) {
     if (options_.stash_weights) release_stash(p.version);
   }
   outstanding_ = std::move(kept);
-  if (options_.taped && !dropped.empty()) taped_ = tape{};
+  if ((options_.taped || options_.tape_forward) && !dropped.empty()) taped_ = tape{};
   return dropped;
 }
 

@@ -19,9 +19,12 @@
 namespace petra {
 
 struct stage_options {
-  bool keep_inputs = false;        // forced on when a block is not reversible
-  bool stash_weights = false;      // backward with the weights its forward used
-  bool taped = false;              // backprop: the forward keeps its tape, the backward (next) uses it
+  bool keep_inputs = false;    // forced on when a block is not reversible
+  bool stash_weights = false;  // backward with the weights its forward used
+  bool taped = false;          // backprop: the forward keeps its tape, the backward (next) uses it
+  // The last stage of a pipeline method: its backward follows its forward with the same weights, so
+  // the forward keeps its tape and its input (sent back exact), and the backward runs no forward.
+  bool tape_forward = false;
   int inversion_sample_every = 0;  // measure ‖x̃ − x‖/‖x‖ on 1 in N micro-batches (reversible stages)
   // A rebuilding stage keeps its inputs while its sampled error drifts above this (fallback_policy);
   // 0 = never.
@@ -64,8 +67,8 @@ class stage {
   bool reversible() const { return reversible_; }
   /// A rebuilding stage whose rebuilds drifted: its forwards keep their inputs for now.
   bool falls_back() const { return fallback_.keeping(); }
-  /// Whether export_inflight can take this stage's state now: a backprop stage cannot while the
-  /// tape of its micro-batch in flight is live (a tape is not a snapshot's content).
+  /// Whether export_inflight can take this stage's state now: a stage that tapes its forward cannot
+  /// while the tape of its micro-batch in flight is live (a tape is not a snapshot's content).
   bool can_export_inflight() const { return taped_.empty(); }
   /// Optimizer steps taken so far: the version of the live weights.
   int64_t weight_version() const { return optimizer_.steps_taken(); }
@@ -75,7 +78,8 @@ class stage {
   activation forward(const activation& x, int64_t id, int64_t tick);
   /// forward() with the blocks run by `through` (x → their output in a training pass that leaves the
   /// running statistics as the forward does; forward mode carrying tangents beside it, for one), so
-  /// a forward that computes more than the output runs the blocks once. Not for a taped stage.
+  /// a forward that computes more than the output runs the blocks once. Not for a stage that tapes
+  /// its forward.
   activation forward_with(const activation& x, int64_t id, int64_t tick,
                           const std::function<activation(const activation&)>& through);
 
@@ -168,7 +172,7 @@ class stage {
     stage_stats stats;          // its record since the last reset_stats
     fallback_state fallback;    // the fallback's mode and its window of samples
   };
-  /// Throws std::logic_error for a backprop stage with a live tape (nothing else is in flight then).
+  /// Throws std::logic_error while a forward's tape is live (its micro-batch's backward comes next).
   inflight export_inflight();
   /// Replaces what is in flight with `from` (shapes checked).
   void import_inflight(const inflight& from);

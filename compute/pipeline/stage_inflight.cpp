@@ -11,7 +11,7 @@ stage::inflight stage::export_inflight() {
   if (!taped_.empty())
     throw std::logic_error(
         "stage " + std::to_string(index_) +
-        ": backprop keeps a tape while a micro-batch is in flight; snapshot between micro-batches");
+        ": the tape of a forward is live while its micro-batch is in flight; snapshot between micro-batches");
   inflight out;
   out.accumulated = accumulated_;
   auto host = [&](const activation& a) {
@@ -38,6 +38,7 @@ void stage::import_inflight(const inflight& from) {
   cancel_rebuild_ahead();
   auto device = [&](const tensor& t) { return t.defined() ? be_.from_host(t) : tensor{}; };
   outstanding_.clear();
+  taped_ = tape{};  // a live tape belonged to what is replaced
   for (const auto& e : from.outstanding) {
     if (e.kept && !e.input.x1.defined())
       throw std::runtime_error("stage " + std::to_string(index_) + ": the forward of micro-batch " +

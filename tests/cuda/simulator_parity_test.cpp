@@ -36,8 +36,8 @@ struct petra_run {
     const std::vector<int> partition = resolve_partition({}, blocks.size());
     auto groups = partition_blocks(std::move(blocks), partition);
     for (std::size_t j = 0; j < groups.size(); ++j)
-      stages.push_back(
-          std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, o, method.for_stage(0)));
+      stages.push_back(std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, o,
+                                               method.for_stage(0, j + 1 == groups.size())));
     std::vector<stage*> order;
     for (auto& s : stages) order.push_back(s.get());
     simulator sim(order, be, entry_spacing(method.kind, order.size()));

@@ -82,8 +82,8 @@ struct handed_over_pipeline {
     auto groups = partition_blocks(std::move(blocks), resolve_partition({}, blocks.size()));
     REQUIRE(groups.size() == on.size());
     for (std::size_t j = 0; j < groups.size(); ++j)
-      stages.push_back(
-          std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), *on[j], o, method.for_stage(0)));
+      stages.push_back(std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), *on[j], o,
+                                               method.for_stage(0, j + 1 == groups.size())));
     auto loss_backend = make_cpu_backend(1);
     const device loss_device{};
     std::mt19937 rng(9);
@@ -169,8 +169,8 @@ TEST_CASE("the reference simulator with every stage on one sim backend equals th
       auto blocks = build_revnet(small_spec(), be, 3);
       auto groups = partition_blocks(std::move(blocks), resolve_partition({}, blocks.size()));
       for (std::size_t j = 0; j < groups.size(); ++j)
-        stages.push_back(
-            std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, o, method.for_stage(0)));
+        stages.push_back(std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), be, o,
+                                                 method.for_stage(0, j + 1 == groups.size())));
       std::vector<stage*> order;
       for (auto& st : stages) order.push_back(st.get());
       simulator sim(order, be, entry_spacing(method.kind, order.size()));

@@ -57,12 +57,61 @@ TEST_CASE("a cut by cost makes the busiest stage as light as any cut can") {
   CHECK_THROWS_AS(partition_by_cost(costs, 0), std::invalid_argument);
 }
 
+TEST_CASE("a cut by cost with the last stage's own costs: its blocks run no rebuild there") {
+  // Four equal blocks that cost half in the last stage: 1 + 3 × 0.5 beats 2 + 2 × 0.5.
+  const std::vector<double> costs(4, 1.0), last(4, 0.5);
+  CHECK(partition_by_cost(costs, 2) == std::vector<int>{2, 2});
+  CHECK(partition_by_cost(costs, 2, last) == std::vector<int>{1, 3});
+  CHECK(partition_by_cost(costs, 1, last) == std::vector<int>{4});
+  CHECK(partition_by_cost(costs, 4, last) == std::vector<int>{1, 1, 1, 1});
+  // The same as an exhaustive search over cuts, the last group summed from `last`.
+  const std::vector<double> revnet = {0.4, 1.0, 1.0, 2.1, 1.9, 3.2, 3.0, 0.2};
+  const std::vector<double> revnet_last = {0.3, 0.7, 0.7, 1.4, 1.3, 2.1, 2.0, 0.2};
+  for (int J = 1; J <= 8; ++J) {
+    CAPTURE(J);
+    const std::vector<int> sizes = partition_by_cost(revnet, J, revnet_last);
+    REQUIRE(sizes.size() == static_cast<std::size_t>(J));
+    double worst = 0;
+    std::size_t b = 0;
+    for (std::size_t j = 0; j < sizes.size(); ++j) {
+      double sum = 0;
+      for (int k = 0; k < sizes[j]; ++k, ++b) sum += (j + 1 == sizes.size() ? revnet_last : revnet)[b];
+      worst = std::max(worst, sum);
+    }
+    // Every cut: its first J−1 groups from `revnet`, its last from `revnet_last`.
+    double best = 1e300;
+    for (std::size_t start = static_cast<std::size_t>(J - 1); start < (J == 1 ? 1 : revnet.size()); ++start) {
+      const std::vector<double> head(revnet.begin(), revnet.begin() + static_cast<long>(start));
+      const double tail =
+          std::accumulate(revnet_last.begin() + static_cast<long>(start), revnet_last.end(), 0.0);
+      best = std::min(best, std::max(J == 1 ? 0.0 : best_by_search(head, J - 1, 0), tail));
+    }
+    CHECK(worst == doctest::Approx(best));
+  }
+  CHECK_THROWS_AS(partition_by_cost(costs, 2, {1.0}), std::invalid_argument);
+}
+
 TEST_CASE(
     "pipeline.stages: the model's blocks measured, cut into that many stages, recorded as stage_blocks") {
   config::run_config c = config::load_config("ci_smoke", {"pipeline.stages=2", "training.micro_batch=4"});
-  const std::vector<double> costs = measure_block_costs(c, 1, 2);
+  const block_costs measured = measure_block_costs(c, 1, 2, 2);
+  const std::vector<double>& costs = measured.seconds;
   REQUIRE(costs.size() == stage_sizes(config::load_config("ci_smoke")).size());
-  for (double cost : costs) CHECK(cost > 0);
+  REQUIRE(measured.last_seconds.size() == costs.size());
+  for (std::size_t b = 0; b < costs.size(); ++b) {
+    CHECK(costs[b] > 0);
+    // PETRA's last stage tapes its forward: a block there costs less, the head (measured last) the same.
+    CHECK(measured.last_seconds[b] >= 0.25 * costs[b]);
+    if (b + 1 < costs.size())
+      CHECK(measured.last_seconds[b] < costs[b]);
+    else
+      CHECK(measured.last_seconds[b] == costs[b]);
+  }
+  // Backprop tapes every stage: its blocks cost the same in the last one.
+  config::run_config bp = config::load_config(
+      "ci_smoke", {"pipeline.stages=2", "training.micro_batch=4", "training.method=backprop"});
+  const block_costs backprop = measure_block_costs(bp, 1, 1, 1);
+  CHECK(backprop.last_seconds == backprop.seconds);
   const std::vector<std::string> lines = resolve_measured_partition(c);
   REQUIRE(lines.size() >= 2);  // a third when there are cores to split (the next case)
   CHECK(lines[0].find("pipeline.stages 2: blocks per stage [") == 0);

@@ -27,7 +27,7 @@ std::vector<int64_t> fifo_peaks(double max_error, int k) {
   std::vector<std::unique_ptr<stage>> stages;
   std::vector<stage*> order;
   for (std::size_t j = 0; j < groups.size(); ++j) {
-    stage_options options = m.for_stage(sample_every);
+    stage_options options = m.for_stage(sample_every, j + 1 == groups.size());
     options.max_inversion_error = max_error;
     stages.push_back(std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), *be, o, options));
     order.push_back(stages.back().get());

@@ -36,7 +36,7 @@ struct pipeline_fixture {
     auto groups = partition_blocks(std::move(blocks), resolve_partition(stage_blocks, blocks.size()));
     for (std::size_t j = 0; j < groups.size(); ++j)
       stages.push_back(std::make_unique<stage>(static_cast<int>(j), std::move(groups[j]), *be, o,
-                                               method.for_stage(inversion_every)));
+                                               method.for_stage(inversion_every, j + 1 == groups.size())));
   }
 
   /// The simulator over these stages (loss on the same CPU backend), on the method's schedule.
