@@ -95,15 +95,18 @@ block_costs measure_block_costs(const config::run_config& c, int threads, int mi
   std::mt19937 rng(static_cast<uint32_t>(one.training.seed));
   std::normal_distribution<float> pixel(0.0f, 1.0f);
   int64_t next_id = 0;
+  const auto random_images = [&] {
+    tensor images = tensor::empty(shape.x1);
+    float* px = images.data();
+    for (int64_t i = 0; i < images.numel(); ++i) px[i] = pixel(rng);
+    return images;
+  };
   const auto feed = [&](int64_t count) {
     const int64_t end = next_id + count;
     sim.run([&](micro_batch& mb) {
       if (next_id >= end) return false;
       mb.id = next_id++;
-      tensor images = tensor::empty(shape.x1);
-      float* px = images.data();
-      for (int64_t i = 0; i < images.numel(); ++i) px[i] = pixel(rng);
-      mb.images = activation{images, {}};
+      mb.images = activation{random_images(), {}};
       mb.labels.resize(static_cast<std::size_t>(one.training.micro_batch));
       for (int32_t& l : mb.labels)
         l = static_cast<int32_t>(rng() % static_cast<uint32_t>(one.model.num_classes));
@@ -122,9 +125,7 @@ block_costs measure_block_costs(const config::run_config& c, int threads, int mi
   // Each block's forward alone, through the blocks in turn, what it kept dropped after each.
   std::vector<double> forward(order.size(), 0.0);
   for (int m = 0; m < micro_batches; ++m, ++next_id) {
-    tensor images = tensor::empty(shape.x1);
-    for (int64_t i = 0; i < images.numel(); ++i) images.data()[i] = pixel(rng);
-    activation h{order.front()->compute_backend().import(images), {}};
+    activation h{order.front()->compute_backend().import(random_images()), {}};
     for (std::size_t j = 0; j < order.size(); ++j) {
       backend& be = order[j]->compute_backend();
       const auto start = std::chrono::steady_clock::now();

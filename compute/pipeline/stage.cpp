@@ -49,24 +49,18 @@ stage::~stage() {
 }
 
 activation stage::forward(const activation& x, int64_t id, int64_t tick) {
-  if (options_.taped) {
-    if (!outstanding_.empty())
-      throw std::logic_error("stage " + std::to_string(index_) + ": backprop forward of micro-batch " +
-                             std::to_string(id) + " while micro-batch " +
-                             std::to_string(outstanding_.front().id) +
-                             " is outstanding: backprop keeps one micro-batch in flight");
-    activation h = forward_taped(x);
-    outstanding_.push_back({id, weight_version(), tick, {}, false});
-    return h;
-  }
-  if (options_.tape_forward) {  // the last stage: its backward comes next, with these weights
+  if (options_.taped || options_.tape_forward) {  // the backward (next) takes this forward's tape
     if (!outstanding_.empty())
       throw std::logic_error(
-          "stage " + std::to_string(index_) + ": forward of micro-batch " + std::to_string(id) +
-          " while micro-batch " + std::to_string(outstanding_.front().id) +
-          " is outstanding: a stage that tapes its forward keeps one micro-batch in flight");
+          "stage " + std::to_string(index_) + ": " + (options_.taped ? "backprop forward" : "forward") +
+          " of micro-batch " + std::to_string(id) + " while micro-batch " +
+          std::to_string(outstanding_.front().id) +
+          " is outstanding: " + (options_.taped ? "backprop" : "a stage that tapes its forward") +
+          " keeps one micro-batch in flight");
     activation h = forward_taped(x);
-    outstanding_.push_back({id, weight_version(), tick, x, true});
+    // The last stage keeps its input too: it sends it back exact.
+    outstanding_.push_back(
+        {id, weight_version(), tick, options_.tape_forward ? x : activation{}, options_.tape_forward});
     update_fifo_stats();
     return h;
   }
@@ -121,13 +115,10 @@ stage::backward_result stage::backward(const activation& output, const activatio
   ++stats_.staleness_steps[weight_version() - entry.version];
   backward_result r;
   r.forward_version = entry.version;
-  if (options_.taped) {
-    r.input_grad = backward_taped(output_grad);
-    step_if_due(r);
-    return r;
-  }
-  if (options_.tape_forward && !taped_.empty()) {  // the same ops on the same data as below, once
-    r.input = entry.input;
+  // A stage that tapes its forward runs the same ops on the same data as the kept-input path
+  // below, once (that path takes an entry restored without its tape).
+  if (options_.taped || (options_.tape_forward && !taped_.empty())) {
+    r.input = entry.input;  // the last stage's exact input; none for backprop
     r.input_grad = backward_taped(output_grad);
     step_if_due(r);
     return r;
