@@ -12,6 +12,7 @@
 
 #include "compute/cpu/parallel.hpp"
 #include "compute/cpu/weight_cache.hpp"
+#include "compute/cpu/winograd.hpp"
 
 namespace petra {
 
@@ -103,6 +104,8 @@ struct conv2d_engine::primitives {
   memory bww_scratch;
   tensor db_scratch;
 
+  bool own_winograd = false;  // petra's Winograd runs all three passes; the primitives stay unused
+
   std::size_t slot_bytes[3] = {0, 0, 0};
   std::size_t scratchpad_bytes = 0;  // the largest scratchpad of these primitives and reorders
 };
@@ -112,7 +115,9 @@ conv2d_engine::conv2d_engine(int threads, bool bf16_operands, bool winograd, boo
       bf16_operands_(bf16_operands),
       winograd_(winograd && !bf16_operands),
       keep_converted_weights_(keep_converted_weights),
-      dnnl_(std::make_unique<dnnl_state>()) {}
+      dnnl_(std::make_unique<dnnl_state>()) {
+  if (winograd_) own_winograd_ = std::make_unique<cpu::winograd_conv>();
+}
 
 conv2d_engine::~conv2d_engine() = default;
 
@@ -260,7 +265,14 @@ conv2d_engine::primitives& conv2d_engine::lookup(const conv2d_geometry& g) {
   } catch (const dnnl::error& e) {
     throw std::runtime_error("conv2d: oneDNN could not build a convolution for " + g.str() + ": " + e.what());
   }
-  const primitives& p = *build.p;
+  primitives& p = *build.p;
+  // Where oneDNN has no Winograd kernel for a geometry where Winograd pays (a CPU without AVX-512),
+  // petra's own runs it where it pays in turn (from 64 channels).
+  if (own_winograd_ && winograd_pays(g) && cpu::winograd_conv::pays(g) &&
+      p.forward_kernel.find("wino") == std::string::npos) {
+    p.own_winograd = true;
+    p.forward_kernel = "petra_wino_4x3";
+  }
   for (int slot = 0; slot < 3; ++slot) {
     const auto floats = static_cast<int64_t>((p.slot_bytes[slot] + sizeof(float) - 1) / sizeof(float));
     if (floats > 0 && (!workspace_[slot].defined() || workspace_[slot].numel() < floats))
@@ -311,8 +323,12 @@ void conv2d_engine::stage_out(operand& o) {
 void conv2d_engine::forward(const conv2d_geometry& g, const float* x, const tensor& w, const float* b,
                             float* y) {
   primitives& p = lookup(g);
-  cpu::omp_threads_scope team(threads_);
   staged_dy_ = nullptr;  // y overwrites the dy slot
+  if (p.own_winograd) {
+    own_winograd_->forward(g, x, w.data(), b, y, threads_);
+    return;
+  }
+  cpu::omp_threads_scope team(threads_);
   bind(p.fwd_x, x);
   bind(p.fwd_y, y);
   stage_in(p.fwd_x);
@@ -332,6 +348,11 @@ void conv2d_engine::forward(const conv2d_geometry& g, const float* x, const tens
 
 void conv2d_engine::backward_data(const conv2d_geometry& g, const float* dy, const tensor& w, float* dx) {
   primitives& p = lookup(g);
+  if (p.own_winograd) {
+    staged_dy_ = nullptr;
+    own_winograd_->backward_data(g, dy, w.data(), dx, threads_);
+    return;
+  }
   cpu::omp_threads_scope team(threads_);
   bind(p.bwd_dy, dy);
   bind(p.bwd_dx, dx);
@@ -354,6 +375,11 @@ void conv2d_engine::backward_data(const conv2d_geometry& g, const float* dy, con
 void conv2d_engine::backward_filter(const conv2d_geometry& g, const float* x, const float* dy, float* dw,
                                     float* db) {
   primitives& p = lookup(g);
+  if (p.own_winograd) {
+    staged_dy_ = nullptr;
+    own_winograd_->backward_filter(g, x, dy, dw, db, threads_);
+    return;
+  }
   cpu::omp_threads_scope team(threads_);
   bind(p.bww_x, x);
   bind(p.bww_dy, dy);

@@ -1,8 +1,8 @@
 // oneDNN convolutions over plain NCHW/OIHW buffers. Primitives are cached per shape
 // and run in oneDNN's blocked layouts behind reorders: 2-4x faster end to end here
 // than oneDNN's plain-NCHW (gemm) kernels. With bf16 operands those reorders also round.
-// In fp32 the 3×3 stride-1 convolutions of 32 channels or more run as Winograd: ~30 % less CPU
-// time per training step.
+// In fp32 the 3×3 stride-1 convolutions of 32 channels or more run as Winograd: oneDNN's where it
+// has a kernel for them (AVX-512), elsewhere petra's own from 64 channels (winograd.hpp).
 // Converted weights are kept between calls until their buffer is written (weight_cache.hpp).
 #pragma once
 
@@ -14,6 +14,10 @@
 #include "compute/tensor.hpp"
 
 namespace petra {
+
+namespace cpu {
+class winograd_conv;
+}
 
 /// One convolution's shape: x (n,c,h,w), w (k,c,r,s), stride, padding, bias or not.
 struct conv2d_geometry {
@@ -39,7 +43,8 @@ bool winograd_pays(const conv2d_geometry& g);
 /// fp32; with `bf16_operands` the primitives read bf16 copies of the inputs (x, w, dy, rounded to
 /// nearest even by the reorders) and write fp32 results (y, dx, dw, db) from fp32 accumulators.
 /// With `winograd` (fp32 operands only) the convolutions where it pays (winograd_pays) use oneDNN's
-/// Winograd kernels, where it has them for the geometry; every other convolution is direct. With
+/// Winograd kernels where it has them for the geometry, else petra's (cpu::winograd_conv) where
+/// that pays (cpu::winograd_conv::pays); every other convolution is direct. With
 /// `keep_converted_weights` a weight tensor's copy in a primitive's layout is made once per write of
 /// its buffer and reused until the next (the same reorder of the same bytes: the same results).
 class conv2d_engine {
@@ -59,8 +64,9 @@ class conv2d_engine {
   /// Drops the staged dy: its buffer may be written or reused from now on.
   void forget_staged_dy() { staged_dy_ = nullptr; }
 
-  /// oneDNN's name of the forward kernel that runs `g` (e.g. "jit_wino_4x3:avx512_core" or
-  /// "jit:avx512_core"); builds the geometry's primitives when they are not cached yet.
+  /// The name of the forward kernel that runs `g`: oneDNN's (e.g. "jit_wino_4x3:avx512_core" or
+  /// "jit:avx2"), or "petra_wino_4x3" for petra's own Winograd; builds the geometry's primitives when
+  /// they are not cached yet.
   std::string forward_kernel(const conv2d_geometry& g);
 
   /// Weight conversions run and converted copies reused since construction (0 and 0 when weights
@@ -85,6 +91,7 @@ class conv2d_engine {
   bool keep_converted_weights_;
   struct dnnl_state;
   std::unique_ptr<dnnl_state> dnnl_;  // engine, stream, weight cache (keeps dnnl.hpp out of this header)
+  std::unique_ptr<cpu::winograd_conv> own_winograd_;  // where oneDNN has no Winograd kernel
   std::map<conv2d_geometry, std::unique_ptr<primitives>> cache_;
   tensor workspace_[3];  // operands in oneDNN layouts: 0 x/dx, 1 w/dw, 2 y/dy
   tensor scratchpad_;    // every primitive's and reorder's scratchpad (one runs at a time)

@@ -1,8 +1,8 @@
 // The fp32 CPU backend runs 3×3 stride-1 convolutions of widths in blocks of 16 channels, at least
-// 32, as oneDNN's Winograd F(4×4, 3×3) (the rest direct): which kernel runs which geometry, results
-// within fp32 round-off of the direct-loop reference at the RevNet's widths and planes, and the
-// forward and backward-data bits independent of the thread count (a rebuild lane may run the forward
-// on fewer threads than its stage: the stage's bits).
+// 32, as Winograd F(4×4, 3×3), oneDNN's on AVX-512 and petra's own elsewhere (the rest direct): which kernel
+// runs which geometry, results within fp32 round-off of the direct-loop reference at the RevNet's widths and
+// planes, and the forward and backward-data bits independent of the thread count (a rebuild lane may run the
+// forward on fewer threads than its stage: the stage's bits).
 #include <doctest/doctest.h>
 
 #include <random>
@@ -45,19 +45,26 @@ TEST_CASE("Winograd runs the 3×3 stride-1 convolutions of 32 channels or more, 
   CHECK_FALSE(winograd_pays(geometry(48, 40, 3, 1)));  // not whole blocks of 16
   CHECK_FALSE(winograd_pays(geometry(32, 32, 3, 2)));
   CHECK_FALSE(winograd_pays(geometry(32, 32, 1, 1)));
-  // What oneDNN runs: its Winograd kernels are named "wino". They need AVX-512 (avx512_core:
-  // F, BW, VL, DQ); on a CPU without it the engine falls back to direct kernels.
+  // What runs: oneDNN's Winograd kernels ("jit_wino_4x3:…") need AVX-512 (avx512_core: F, BW, VL,
+  // DQ); on a CPU without it petra's own Winograd ("petra_wino_4x3") runs from 64 channels and
+  // direct kernels below.
   const std::string flags = cpu_flags();
   bool avx512_core = true;
   for (const char* flag : {"avx512f", "avx512bw", "avx512vl", "avx512dq"})
     avx512_core = avx512_core && has_cpu_flag(flags, flag);
   conv2d_engine fp32(2, false, true), off(2, false, false);
+  const std::string kernel = fp32.forward_kernel(geometry(32, 32, 3, 1));
+  CAPTURE(kernel);
   if (avx512_core) {
-    CHECK(fp32.forward_kernel(geometry(32, 32, 3, 1)).find("wino") != std::string::npos);
+    CHECK(kernel.find("jit_wino") != std::string::npos);
   } else {
-    MESSAGE("no AVX-512 on this CPU: oneDNN has no Winograd kernel, direct ones run instead");
-    CHECK(fp32.forward_kernel(geometry(32, 32, 3, 1)).find("wino") == std::string::npos);
+    MESSAGE("no AVX-512 on this CPU: oneDNN has no Winograd kernel, petra's own runs from 64 channels");
+    CHECK(kernel.find("wino") == std::string::npos);
+    CHECK(fp32.forward_kernel(geometry(64, 64, 3, 1)) == "petra_wino_4x3");
+    CHECK(fp32.forward_kernel(geometry(64, 128, 3, 1)) == "petra_wino_4x3");
   }
+  CHECK(off.forward_kernel(geometry(64, 64, 3, 1)).find("wino") == std::string::npos);
+  CHECK(fp32.forward_kernel(geometry(32, 32, 3, 2)).find("wino") == std::string::npos);
   CHECK(fp32.forward_kernel(geometry(16, 16, 3, 1)).find("wino") == std::string::npos);
   CHECK(off.forward_kernel(geometry(32, 32, 3, 1)).find("wino") == std::string::npos);
   if (missing_bf16_instructions(cpu_flags()).empty()) {  // bf16 operands: never Winograd
@@ -97,7 +104,8 @@ TEST_CASE("3×3 stride-1 convolutions give the same bits on one and on two threa
   auto two = make_cpu_backend(2);
   std::mt19937 rng(19);
   const conv2d_params p{1, 1};
-  for (const plane_case& g : {plane_case{8, 16, 14, 16}, plane_case{4, 32, 7, 32}}) {
+  for (const plane_case& g :
+       {plane_case{8, 16, 14, 16}, plane_case{4, 32, 7, 32}, plane_case{2, 64, 9, 64}}) {
     CAPTURE(g.c);
     const tensor x = random_tensor({g.n, g.c, g.h, g.h}, rng), w = random_tensor({g.k, g.c, 3, 3}, rng);
     const tensor b = random_tensor({g.k}, rng), dy = random_tensor({g.n, g.k, g.h, g.h}, rng);

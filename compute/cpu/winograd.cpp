@@ -1,0 +1,532 @@
+// Winograd F(4×4, 3×3) and F(3×3, 4×4) on fp32 NCHW buffers (see winograd.hpp). Layouts inside:
+// inputs copied once to padded NHWC (channels contiguous), transforms computed 16 channels at a
+// time, and point ξ's products a row-major SGEMM of (tiles × in-channels) by (in × out-channels).
+#include "compute/cpu/winograd.hpp"
+
+#include <oneapi/dnnl/dnnl.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "compute/cpu/parallel.hpp"
+
+namespace petra::cpu {
+
+namespace {
+
+constexpr int alpha = 6;    // points per axis: m + r − 1
+constexpr int points = 36;  // α²: the products per tile
+constexpr int lanes = 16;   // channels per transform step (widths are whole blocks of 16)
+constexpr double finite_points[alpha - 1] = {0, 1, -1, 2, -2};
+
+/// A matrix of up to α × α doubles, row-major, `cols` wide.
+struct dmatrix {
+  double v[alpha * alpha] = {};
+};
+
+constexpr double magnitude(double x) { return x < 0 ? -x : x; }
+
+/// α × n: row j holds p_j⁰ … p_jⁿ⁻¹ at the finite points, the last row (∞) the leading coefficient.
+constexpr dmatrix evaluation(int n) {
+  dmatrix e;
+  for (int j = 0; j < alpha - 1; ++j) {
+    double power = 1;
+    for (int i = 0; i < n; ++i, power *= finite_points[j]) e.v[j * n + i] = power;
+  }
+  e.v[(alpha - 1) * n + n - 1] = 1;
+  return e;
+}
+
+/// The inverse of an α × α matrix (Gauss-Jordan, partial pivoting).
+constexpr dmatrix inverse(dmatrix a) {
+  dmatrix inv;
+#pragma GCC unroll 6
+  for (int i = 0; i < alpha; ++i) inv.v[i * alpha + i] = 1;
+  for (int col = 0; col < alpha; ++col) {
+    int pivot = col;
+    for (int row = col + 1; row < alpha; ++row)
+      if (magnitude(a.v[row * alpha + col]) > magnitude(a.v[pivot * alpha + col])) pivot = row;
+#pragma GCC unroll 6
+    for (int j = 0; j < alpha; ++j) {
+      const double t = a.v[col * alpha + j], u = inv.v[col * alpha + j];
+      a.v[col * alpha + j] = a.v[pivot * alpha + j], inv.v[col * alpha + j] = inv.v[pivot * alpha + j];
+      a.v[pivot * alpha + j] = t, inv.v[pivot * alpha + j] = u;
+    }
+    const double scale = 1 / a.v[col * alpha + col];
+#pragma GCC unroll 6
+    for (int j = 0; j < alpha; ++j) a.v[col * alpha + j] *= scale, inv.v[col * alpha + j] *= scale;
+    for (int row = 0; row < alpha; ++row) {
+      if (row == col) continue;
+      const double f = a.v[row * alpha + col];
+#pragma GCC unroll 6
+      for (int j = 0; j < alpha; ++j)
+        a.v[row * alpha + j] -= f * a.v[col * alpha + j],
+            inv.v[row * alpha + j] -= f * inv.v[col * alpha + j];
+    }
+  }
+  return inv;
+}
+
+/// F(m, r)'s matrices: at (m × α), g (α × r), bt (α × α), from y = V_mᵀ diag(V_r g) V_α⁻ᵀ d (the
+/// transpose of Toom-Cook's linear convolution V_α⁻¹ [(V_r g) ⊙ (V_m h)]).
+struct tables {
+  dmatrix at, g, bt;
+};
+
+constexpr tables make_tables(int m, int r) {
+  tables t;
+  const dmatrix vm = evaluation(m), inv = inverse(evaluation(alpha));
+  t.g = evaluation(r);
+  for (int a = 0; a < m; ++a)
+#pragma GCC unroll 6
+    for (int i = 0; i < alpha; ++i) t.at.v[a * alpha + i] = vm.v[i * m + a];
+#pragma GCC unroll 6
+  for (int i = 0; i < alpha; ++i)
+#pragma GCC unroll 6
+    for (int a = 0; a < alpha; ++a) t.bt.v[i * alpha + a] = inv.v[a * alpha + i];
+  return t;
+}
+
+/// The same in fp32, as the kernels read them: constants, so that unrolled loops fold the zeros.
+struct ftables {
+  float at[alpha * alpha] = {}, g[alpha * alpha] = {}, bt[alpha * alpha] = {};
+};
+
+constexpr ftables to_float(const tables& t) {
+  ftables f;
+  for (int i = 0; i < alpha * alpha; ++i)
+    f.at[i] = static_cast<float>(t.at.v[i]), f.g[i] = static_cast<float>(t.g.v[i]),
+    f.bt[i] = static_cast<float>(t.bt.v[i]);
+  return f;
+}
+
+constexpr ftables f43 = to_float(make_tables(4, 3));  // forward and backward data: at 4 × 6, g 6 × 3
+constexpr ftables f34 = to_float(make_tables(3, 4));  // backward filter: at 3 × 6, g 6 × 4 (bt the same)
+
+/// Tiles per batch of products: 32,768 floats (128 KB) per point on the wider side, 4.5 MB for the
+/// batch; smaller batches measured slower (the SGEMMs of few rows cost more than the cache saves).
+int64_t tile_batch(int64_t tiles, int64_t width) {
+  return std::min<int64_t>(tiles, std::max<int64_t>(16, 32768 / width));
+}
+
+#ifdef __AVX2__
+/// dst[j·ld_dst + i] = src[i·ld_src + j] for an 8 × 8 block.
+inline void transpose8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ld_src);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * ld_dst, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ld_dst, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+#endif
+
+/// dst[j·ld_dst + i] = src[i·ld_src + j] for i < rows, j < cols.
+void transpose(const float* src, int64_t ld_src, float* dst, int64_t ld_dst, int64_t rows, int64_t cols) {
+  int64_t i = 0;
+#ifdef __AVX2__
+  for (; i + 8 <= rows; i += 8) {
+    int64_t j = 0;
+    for (; j + 8 <= cols; j += 8) transpose8(src + i * ld_src + j, ld_src, dst + j * ld_dst + i, ld_dst);
+    for (; j < cols; ++j)
+      for (int64_t ii = i; ii < i + 8; ++ii) dst[j * ld_dst + ii] = src[ii * ld_src + j];
+  }
+#endif
+  for (; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) dst[j * ld_dst + i] = src[i * ld_src + j];
+}
+
+/// dst (n, rows, cols, c) = src (n, c, h, w) shifted by `pad` rows and columns, zero outside it.
+void to_padded_nhwc(const float* src, int64_t n, int64_t c, int64_t h, int64_t w, int64_t pad, int64_t rows,
+                    int64_t cols, float* dst, int threads) {
+  const int team = team_for(n * rows * cols * c, threads);
+#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+  for (int64_t item = 0; item < n * rows; ++item) {
+    const int64_t b = item / rows, i = item % rows, hi = i - pad;
+    float* out = dst + item * cols * c;
+    if (hi < 0 || hi >= h) {
+      std::memset(out, 0, sizeof(float) * static_cast<std::size_t>(cols * c));
+      continue;
+    }
+    const int64_t left = std::min(pad, cols), right = std::max<int64_t>(0, std::min(cols, pad + w));
+    std::memset(out, 0, sizeof(float) * static_cast<std::size_t>(left * c));
+    if (right > left) transpose(src + b * c * h * w + hi * w, h * w, out + left * c, c, c, right - left);
+    if (cols > right)
+      std::memset(out + right * c, 0, sizeof(float) * static_cast<std::size_t>((cols - right) * c));
+  }
+}
+
+/// The 36 points of one 6×6 patch (rows `row_stride` floats apart, channels contiguous): point ξ's
+/// c channels at v + ξ·point_stride. Bᵀ d B, 16 channels at a time.
+void patch_points(const float* patch, int64_t row_stride, int64_t c, float* v, int64_t point_stride) {
+  constexpr const float* bt = f43.bt;
+  for (int64_t c0 = 0; c0 < c; c0 += lanes) {
+    float rows[alpha][alpha][lanes];  // (d B)[a][j]
+#pragma GCC unroll 6
+    for (int a = 0; a < alpha; ++a)
+#pragma GCC unroll 6
+      for (int j = 0; j < alpha; ++j) {
+        float acc[lanes] = {};
+#pragma GCC unroll 6
+        for (int b = 0; b < alpha; ++b) {
+          const float k = bt[j * alpha + b];
+          if (k == 0.f) continue;
+          const float* s = patch + a * row_stride + b * c + c0;
+          for (int l = 0; l < lanes; ++l) acc[l] += k * s[l];
+        }
+        std::memcpy(rows[a][j], acc, sizeof acc);
+      }
+#pragma GCC unroll 6
+    for (int i = 0; i < alpha; ++i)
+#pragma GCC unroll 6
+      for (int j = 0; j < alpha; ++j) {
+        float acc[lanes] = {};
+#pragma GCC unroll 6
+        for (int a = 0; a < alpha; ++a) {
+          const float k = bt[i * alpha + a];
+          if (k == 0.f) continue;
+          for (int l = 0; l < lanes; ++l) acc[l] += k * rows[a][j][l];
+        }
+        std::memcpy(v + (i * alpha + j) * point_stride + c0, acc, sizeof acc);
+      }
+  }
+}
+
+/// The 36 points of one 4×4 tile of dy (rows `row_stride` floats apart, channels contiguous):
+/// G₄ dy G₄ᵀ, 16 channels at a time.
+void dy_points(const float* tile, int64_t row_stride, int64_t k, float* d, int64_t point_stride) {
+  constexpr const float* g4 = f34.g;
+  for (int64_t k0 = 0; k0 < k; k0 += lanes) {
+    float rows[4][alpha][lanes];  // (dy G₄ᵀ)[a][j]
+#pragma GCC unroll 6
+    for (int a = 0; a < 4; ++a)
+#pragma GCC unroll 6
+      for (int j = 0; j < alpha; ++j) {
+        float acc[lanes] = {};
+#pragma GCC unroll 6
+        for (int b = 0; b < 4; ++b) {
+          const float f = g4[j * 4 + b];
+          if (f == 0.f) continue;
+          const float* s = tile + a * row_stride + b * k + k0;
+          for (int l = 0; l < lanes; ++l) acc[l] += f * s[l];
+        }
+        std::memcpy(rows[a][j], acc, sizeof acc);
+      }
+#pragma GCC unroll 6
+    for (int i = 0; i < alpha; ++i)
+#pragma GCC unroll 6
+      for (int j = 0; j < alpha; ++j) {
+        float acc[lanes] = {};
+#pragma GCC unroll 6
+        for (int a = 0; a < 4; ++a) {
+          const float f = g4[i * 4 + a];
+          if (f == 0.f) continue;
+          for (int l = 0; l < lanes; ++l) acc[l] += f * rows[a][j][l];
+        }
+        std::memcpy(d + (i * alpha + j) * point_stride + k0, acc, sizeof acc);
+      }
+  }
+}
+
+/// One tile's output: Aᵀ M A from the 36 products (point ξ's `cout` values at m + ξ·point_stride),
+/// plus the bias, written into out (n, p, q, cout) at tile (b, ty, tx), cut at the plane's edge.
+void tile_output(const float* m, int64_t point_stride, int64_t cout, const float* bias, float* out, int64_t b,
+                 int64_t ty, int64_t tx, int64_t p, int64_t q) {
+  constexpr const float* at4 = f43.at;
+  const int64_t rows = std::min<int64_t>(4, p - 4 * ty), cols = std::min<int64_t>(4, q - 4 * tx);
+  for (int64_t k0 = 0; k0 < cout; k0 += lanes) {
+    float right[alpha][4][lanes];  // (M A)[i][bb]
+#pragma GCC unroll 6
+    for (int i = 0; i < alpha; ++i)
+#pragma GCC unroll 6
+      for (int bb = 0; bb < 4; ++bb) {
+        float acc[lanes] = {};
+#pragma GCC unroll 6
+        for (int j = 0; j < alpha; ++j) {
+          const float f = at4[bb * alpha + j];
+          if (f == 0.f) continue;
+          const float* s = m + (i * alpha + j) * point_stride + k0;
+          for (int l = 0; l < lanes; ++l) acc[l] += f * s[l];
+        }
+        std::memcpy(right[i][bb], acc, sizeof acc);
+      }
+    float result[4][4][lanes];
+#pragma GCC unroll 6
+    for (int aa = 0; aa < 4; ++aa)
+#pragma GCC unroll 6
+      for (int bb = 0; bb < 4; ++bb) {
+        float acc[lanes] = {};
+#pragma GCC unroll 6
+        for (int i = 0; i < alpha; ++i) {
+          const float f = at4[aa * alpha + i];
+          if (f == 0.f) continue;
+          for (int l = 0; l < lanes; ++l) acc[l] += f * right[i][bb][l];
+        }
+        if (bias != nullptr)
+          for (int l = 0; l < lanes; ++l) acc[l] += bias[k0 + l];
+        std::memcpy(result[aa][bb], acc, sizeof acc);
+      }
+    for (int64_t aa = 0; aa < rows; ++aa)
+      for (int64_t bb = 0; bb < cols; ++bb)
+        std::memcpy(out + ((b * p + 4 * ty + aa) * q + 4 * tx + bb) * cout + k0, result[aa][bb],
+                    sizeof result[aa][bb]);
+  }
+}
+
+/// The filters' 36 points, point ξ a panel of in × out channels: u[ξ][row][col] = (G₃ f G₃ᵀ)ξ for
+/// the 3×3 filter f of (row, col), whose tap (a, b) is w[row·row_stride + col·col_stride + tap(a, b)]
+/// with tap = 3a + b, or 3(2 − a) + (2 − b) when `flipped`.
+void filter_points(const float* w, int64_t in, int64_t out, int64_t row_stride, int64_t col_stride,
+                   bool flipped, float* u, int threads) {
+  constexpr const float* g3 = f43.g;
+  const int team = team_for(in * out * points, threads);
+#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+  for (int64_t row = 0; row < in; ++row)
+    for (int64_t col0 = 0; col0 < out; col0 += lanes) {
+      float f[3][3][lanes];
+#pragma GCC unroll 6
+      for (int a = 0; a < 3; ++a)
+#pragma GCC unroll 6
+        for (int b = 0; b < 3; ++b) {
+          const int64_t tap = flipped ? 3 * (2 - a) + (2 - b) : 3 * a + b;
+          const float* s = w + row * row_stride + col0 * col_stride + tap;
+          for (int l = 0; l < lanes; ++l) f[a][b][l] = s[l * col_stride];
+        }
+      float left[alpha][3][lanes];  // (G₃ f)[i][b]
+#pragma GCC unroll 6
+      for (int i = 0; i < alpha; ++i)
+#pragma GCC unroll 6
+        for (int b = 0; b < 3; ++b) {
+          float acc[lanes] = {};
+#pragma GCC unroll 6
+          for (int a = 0; a < 3; ++a) {
+            const float k = g3[i * 3 + a];
+            if (k == 0.f) continue;
+            for (int l = 0; l < lanes; ++l) acc[l] += k * f[a][b][l];
+          }
+          std::memcpy(left[i][b], acc, sizeof acc);
+        }
+#pragma GCC unroll 6
+      for (int i = 0; i < alpha; ++i)
+#pragma GCC unroll 6
+        for (int j = 0; j < alpha; ++j) {
+          float acc[lanes] = {};
+#pragma GCC unroll 6
+          for (int b = 0; b < 3; ++b) {
+            const float k = g3[j * 3 + b];
+            if (k == 0.f) continue;
+            for (int l = 0; l < lanes; ++l) acc[l] += k * left[i][b][l];
+          }
+          std::memcpy(u + ((i * alpha + j) * in + row) * out + col0, acc, sizeof acc);
+        }
+    }
+}
+
+bool sgemm_one(char ta, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+               int64_t ldb, float beta, float* c, int64_t ldc) {
+  return dnnl_sgemm(ta, 'N', m, n, k, 1.f, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
+}
+
+[[noreturn]] void refused(const char* pass, const conv2d_geometry& g) {
+  throw std::runtime_error(std::string("winograd ") + pass + " of " + g.str() +
+                           ": an SGEMM was refused by oneDNN");
+}
+
+}  // namespace
+
+winograd_matrices winograd_f(int m, int r) {
+  if (m < 1 || r < 1 || m + r != alpha + 1)
+    throw std::invalid_argument("winograd_f: F(" + std::to_string(m) + ", " + std::to_string(r) +
+                                ") needs m + r = 7 (6 points), both at least 1");
+  const tables t = make_tables(m, r);
+  winograd_matrices f;
+  f.m = m, f.r = r;
+  f.at.assign(t.at.v, t.at.v + m * alpha);
+  f.g.assign(t.g.v, t.g.v + alpha * r);
+  f.bt.assign(t.bt.v, t.bt.v + alpha * alpha);
+  return f;
+}
+
+float* winograd_conv::scratch::reserve(int64_t count) {
+  if (static_cast<int64_t>(values.size()) < count) values.resize(static_cast<std::size_t>(count));
+  return values.data();
+}
+
+bool winograd_conv::handles(const conv2d_geometry& g) {
+  return g.r == 3 && g.s == 3 && g.stride == 1 && g.padding >= 0 && g.padding <= 2 && g.c % lanes == 0 &&
+         g.k % lanes == 0 && g.c > 0 && g.k > 0 && g.p() > 0 && g.q() > 0;
+}
+
+bool winograd_conv::pays(const conv2d_geometry& g) { return handles(g) && g.c >= 64 && g.k >= 64; }
+
+void winograd_conv::correlate(const float* in, int64_t n, int64_t cin, int64_t h, int64_t w, int64_t pad,
+                              const float* u, int64_t cout, const float* bias, float* out, int threads) {
+  const int64_t p = h + 2 * pad - 2, q = w + 2 * pad - 2;
+  const int64_t th = (p + 3) / 4, tw = (q + 3) / 4, tiles = n * th * tw;
+  const int64_t rows = 4 * th + 2, cols = 4 * tw + 2;
+  float* padded = padded_.reserve(n * rows * cols * cin);
+  to_padded_nhwc(in, n, cin, h, w, pad, rows, cols, padded, threads);
+  const int64_t batch = tile_batch(tiles, std::max(cin, cout));
+  float* v = data_.reserve(points * batch * cin);
+  float* m = products_.reserve(points * batch * cout);
+  float* staged = staged_.reserve(n * p * q * cout);  // the output in NHWC
+  const int64_t plane = p * q, row_blocks = (plane + 63) / 64;
+  std::atomic<bool> ok{true};
+  omp_threads_scope one(1);  // each SGEMM on its own thread: oneDNN sees a team of one
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    for (int64_t first = 0; first < tiles; first += batch) {
+      const int64_t count = std::min(batch, tiles - first);
+#pragma omp for schedule(static)
+      for (int64_t t = 0; t < count; ++t) {
+        const int64_t tile = first + t, b = tile / (th * tw), ty = tile % (th * tw) / tw, tx = tile % tw;
+        patch_points(padded + ((b * rows + 4 * ty) * cols + 4 * tx) * cin, cols * cin, cin, v + t * cin,
+                     batch * cin);
+      }
+#pragma omp for schedule(static)
+      for (int xi = 0; xi < points; ++xi)
+        if (!sgemm_one('N', count, cout, cin, v + xi * batch * cin, cin, u + xi * cin * cout, cout, 0.f,
+                       m + xi * batch * cout, cout))
+          ok.store(false, std::memory_order_relaxed);
+#pragma omp for schedule(static)
+      for (int64_t t = 0; t < count; ++t) {
+        const int64_t tile = first + t, b = tile / (th * tw), ty = tile % (th * tw) / tw, tx = tile % tw;
+        tile_output(m + t * cout, batch * cout, cout, bias, staged, b, ty, tx, p, q);
+      }
+    }
+    // NHWC → NCHW, 64 positions of a plane at a time.
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < n * row_blocks; ++item) {
+      const int64_t b = item / row_blocks, first = item % row_blocks * 64,
+                    count = std::min<int64_t>(64, plane - first);
+      transpose(staged + (b * plane + first) * cout, cout, out + b * cout * plane + first, plane, count,
+                cout);
+    }
+  }
+  if (!ok.load()) throw std::runtime_error("winograd: an SGEMM was refused by oneDNN");
+}
+
+void winograd_conv::forward(const conv2d_geometry& g, const float* x, const float* w, const float* b,
+                            float* y, int threads) {
+  float* u = filters_.reserve(points * g.c * g.k);
+  filter_points(w, g.c, g.k, 9, g.c * 9, false, u, threads);  // u[ξ][c][k] from w[k][c]
+  try {
+    correlate(x, g.n, g.c, g.h, g.w, g.padding, u, g.k, g.bias ? b : nullptr, y, threads);
+  } catch (const std::runtime_error&) {
+    refused("forward", g);
+  }
+}
+
+void winograd_conv::backward_data(const conv2d_geometry& g, const float* dy, const float* w, float* dx,
+                                  int threads) {
+  // dx = dy padded by 2 − padding, correlated with the flipped filters, in and out swapped.
+  float* u = filters_.reserve(points * g.k * g.c);
+  filter_points(w, g.k, g.c, g.c * 9, 9, true, u, threads);  // u[ξ][k][c] from w[k][c] flipped
+  try {
+    correlate(dy, g.n, g.k, g.p(), g.q(), 2 - g.padding, u, g.c, nullptr, dx, threads);
+  } catch (const std::runtime_error&) {
+    refused("backward data", g);
+  }
+}
+
+void winograd_conv::backward_filter(const conv2d_geometry& g, const float* x, const float* dy, float* dw,
+                                    float* db, int threads) {
+  const int64_t p = g.p(), q = g.q(), th = (p + 3) / 4, tw = (q + 3) / 4, tiles = g.n * th * tw;
+  const int64_t rows = 4 * th + 2, cols = 4 * tw + 2, c = g.c, k = g.k;
+  float* padded = padded_.reserve(g.n * rows * cols * c);
+  to_padded_nhwc(x, g.n, c, g.h, g.w, g.padding, rows, cols, padded, threads);
+  float* padded_dy = padded_dy_.reserve(g.n * 4 * th * 4 * tw * k);
+  to_padded_nhwc(dy, g.n, k, p, q, 0, 4 * th, 4 * tw, padded_dy, threads);
+  const int64_t batch = tile_batch(tiles, std::max(c, k));
+  float* v = data_.reserve(points * batch * c);
+  float* d = dy_points_.reserve(points * batch * k);
+  float* sums = sums_.reserve(points * k * c);  // Σ over the tiles of Dξᵀ Xξ, point ξ a k × c panel
+  std::atomic<bool> ok{true};
+  {
+    omp_threads_scope one(1);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    for (int64_t first = 0; first < tiles; first += batch) {
+      const int64_t count = std::min(batch, tiles - first);
+#pragma omp for schedule(static)
+      for (int64_t t = 0; t < count; ++t) {
+        const int64_t tile = first + t, b = tile / (th * tw), ty = tile % (th * tw) / tw, tx = tile % tw;
+        patch_points(padded + ((b * rows + 4 * ty) * cols + 4 * tx) * c, cols * c, c, v + t * c, batch * c);
+        dy_points(padded_dy + ((b * 4 * th + 4 * ty) * 4 * tw + 4 * tx) * k, 4 * tw * k, k, d + t * k,
+                  batch * k);
+      }
+      // Batches in order, each point on one thread: the sums' order does not depend on the team.
+#pragma omp for schedule(static)
+      for (int xi = 0; xi < points; ++xi)
+        if (!sgemm_one('T', k, c, count, d + xi * batch * k, k, v + xi * batch * c, c, first == 0 ? 0.f : 1.f,
+                       sums + xi * k * c, c))
+          ok.store(false, std::memory_order_relaxed);
+    }
+  }
+  if (!ok.load()) refused("backward filter", g);
+  // dw[k][c] += A₃ᵀ S A₃, 16 input channels at a time.
+  constexpr const float* at3 = f34.at;
+  const int team = team_for(k * c * points, threads);
+#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+  for (int64_t ko = 0; ko < k; ++ko)
+    for (int64_t c0 = 0; c0 < c; c0 += lanes) {
+      float right[alpha][3][lanes];  // (S A₃)[i][bb]
+#pragma GCC unroll 6
+      for (int i = 0; i < alpha; ++i)
+#pragma GCC unroll 6
+        for (int bb = 0; bb < 3; ++bb) {
+          float acc[lanes] = {};
+#pragma GCC unroll 6
+          for (int j = 0; j < alpha; ++j) {
+            const float f = at3[bb * alpha + j];
+            if (f == 0.f) continue;
+            const float* s = sums + ((i * alpha + j) * k + ko) * c + c0;
+            for (int l = 0; l < lanes; ++l) acc[l] += f * s[l];
+          }
+          std::memcpy(right[i][bb], acc, sizeof acc);
+        }
+#pragma GCC unroll 6
+      for (int aa = 0; aa < 3; ++aa)
+#pragma GCC unroll 6
+        for (int bb = 0; bb < 3; ++bb) {
+          float acc[lanes] = {};
+#pragma GCC unroll 6
+          for (int i = 0; i < alpha; ++i) {
+            const float f = at3[aa * alpha + i];
+            if (f == 0.f) continue;
+            for (int l = 0; l < lanes; ++l) acc[l] += f * right[i][bb][l];
+          }
+          float* o = dw + (ko * c + c0) * 9 + aa * 3 + bb;
+          for (int l = 0; l < lanes; ++l) o[l * 9] += acc[l];
+        }
+    }
+  if (!g.bias) return;
+  const int64_t plane = p * q;
+#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
+  for (int64_t ko = 0; ko < k; ++ko) {
+    double sum = 0;
+    for (int64_t b = 0; b < g.n; ++b) {
+      const float* s = dy + (b * k + ko) * plane;
+      for (int64_t i = 0; i < plane; ++i) sum += s[i];
+    }
+    db[ko] += static_cast<float>(sum);
+  }
+}
+
+}  // namespace petra::cpu
