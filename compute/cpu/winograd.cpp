@@ -173,121 +173,77 @@ void to_padded_nhwc(const float* src, int64_t n, int64_t c, int64_t h, int64_t w
   }
 }
 
+/// One separable 2-D transform of 16 lanes: out(i, j) = Σ_a Σ_b left[i][a] · in(a, b) · right[j][b]
+/// (i < I, j < J, a < A, b < B; left I × A, right J × B, row-major), rows first. `in(a, b)` points at
+/// 16 floats; `put(i, j, values)` takes 16. Inlined with the constant matrices, its unrolled loops
+/// drop the zero coefficients.
+template <int I, int J, int A, int B, class In, class Put>
+[[gnu::always_inline]] inline void separable(const float* left, const float* right, In in, Put put) {
+  float mid[A][J][lanes];  // Σ_b in(a, b) · right[j][b]
+#pragma GCC unroll 6
+  for (int a = 0; a < A; ++a)
+#pragma GCC unroll 6
+    for (int j = 0; j < J; ++j) {
+      float acc[lanes] = {};
+#pragma GCC unroll 6
+      for (int b = 0; b < B; ++b) {
+        const float f = right[j * B + b];
+        if (f == 0.f) continue;
+        const float* s = in(a, b);
+        for (int l = 0; l < lanes; ++l) acc[l] += f * s[l];
+      }
+      std::memcpy(mid[a][j], acc, sizeof acc);
+    }
+#pragma GCC unroll 6
+  for (int i = 0; i < I; ++i)
+#pragma GCC unroll 6
+    for (int j = 0; j < J; ++j) {
+      float acc[lanes] = {};
+#pragma GCC unroll 6
+      for (int a = 0; a < A; ++a) {
+        const float f = left[i * A + a];
+        if (f == 0.f) continue;
+        for (int l = 0; l < lanes; ++l) acc[l] += f * mid[a][j][l];
+      }
+      put(i, j, acc);
+    }
+}
+
 /// The 36 points of one 6×6 patch (rows `row_stride` floats apart, channels contiguous): point ξ's
 /// c channels at v + ξ·point_stride. Bᵀ d B, 16 channels at a time.
 void patch_points(const float* patch, int64_t row_stride, int64_t c, float* v, int64_t point_stride) {
-  constexpr const float* bt = f43.bt;
-  for (int64_t c0 = 0; c0 < c; c0 += lanes) {
-    float rows[alpha][alpha][lanes];  // (d B)[a][j]
-#pragma GCC unroll 6
-    for (int a = 0; a < alpha; ++a)
-#pragma GCC unroll 6
-      for (int j = 0; j < alpha; ++j) {
-        float acc[lanes] = {};
-#pragma GCC unroll 6
-        for (int b = 0; b < alpha; ++b) {
-          const float k = bt[j * alpha + b];
-          if (k == 0.f) continue;
-          const float* s = patch + a * row_stride + b * c + c0;
-          for (int l = 0; l < lanes; ++l) acc[l] += k * s[l];
-        }
-        std::memcpy(rows[a][j], acc, sizeof acc);
-      }
-#pragma GCC unroll 6
-    for (int i = 0; i < alpha; ++i)
-#pragma GCC unroll 6
-      for (int j = 0; j < alpha; ++j) {
-        float acc[lanes] = {};
-#pragma GCC unroll 6
-        for (int a = 0; a < alpha; ++a) {
-          const float k = bt[i * alpha + a];
-          if (k == 0.f) continue;
-          for (int l = 0; l < lanes; ++l) acc[l] += k * rows[a][j][l];
-        }
-        std::memcpy(v + (i * alpha + j) * point_stride + c0, acc, sizeof acc);
-      }
-  }
+  for (int64_t c0 = 0; c0 < c; c0 += lanes)
+    separable<alpha, alpha, alpha, alpha>(
+        f43.bt, f43.bt, [&](int a, int b) { return patch + a * row_stride + b * c + c0; },
+        [&](int i, int j, const float* values) {
+          std::memcpy(v + (i * alpha + j) * point_stride + c0, values, sizeof(float) * lanes);
+        });
 }
 
 /// The 36 points of one 4×4 tile of dy (rows `row_stride` floats apart, channels contiguous):
 /// G₄ dy G₄ᵀ, 16 channels at a time.
 void dy_points(const float* tile, int64_t row_stride, int64_t k, float* d, int64_t point_stride) {
-  constexpr const float* g4 = f34.g;
-  for (int64_t k0 = 0; k0 < k; k0 += lanes) {
-    float rows[4][alpha][lanes];  // (dy G₄ᵀ)[a][j]
-#pragma GCC unroll 6
-    for (int a = 0; a < 4; ++a)
-#pragma GCC unroll 6
-      for (int j = 0; j < alpha; ++j) {
-        float acc[lanes] = {};
-#pragma GCC unroll 6
-        for (int b = 0; b < 4; ++b) {
-          const float f = g4[j * 4 + b];
-          if (f == 0.f) continue;
-          const float* s = tile + a * row_stride + b * k + k0;
-          for (int l = 0; l < lanes; ++l) acc[l] += f * s[l];
-        }
-        std::memcpy(rows[a][j], acc, sizeof acc);
-      }
-#pragma GCC unroll 6
-    for (int i = 0; i < alpha; ++i)
-#pragma GCC unroll 6
-      for (int j = 0; j < alpha; ++j) {
-        float acc[lanes] = {};
-#pragma GCC unroll 6
-        for (int a = 0; a < 4; ++a) {
-          const float f = g4[i * 4 + a];
-          if (f == 0.f) continue;
-          for (int l = 0; l < lanes; ++l) acc[l] += f * rows[a][j][l];
-        }
-        std::memcpy(d + (i * alpha + j) * point_stride + k0, acc, sizeof acc);
-      }
-  }
+  for (int64_t k0 = 0; k0 < k; k0 += lanes)
+    separable<alpha, alpha, 4, 4>(
+        f34.g, f34.g, [&](int a, int b) { return tile + a * row_stride + b * k + k0; },
+        [&](int i, int j, const float* values) {
+          std::memcpy(d + (i * alpha + j) * point_stride + k0, values, sizeof(float) * lanes);
+        });
 }
 
 /// One tile's output: Aᵀ M A from the 36 products (point ξ's `cout` values at m + ξ·point_stride),
 /// plus the bias, written into out (n, p, q, cout) at tile (b, ty, tx), cut at the plane's edge.
 void tile_output(const float* m, int64_t point_stride, int64_t cout, const float* bias, float* out, int64_t b,
                  int64_t ty, int64_t tx, int64_t p, int64_t q) {
-  constexpr const float* at4 = f43.at;
   const int64_t rows = std::min<int64_t>(4, p - 4 * ty), cols = std::min<int64_t>(4, q - 4 * tx);
-  for (int64_t k0 = 0; k0 < cout; k0 += lanes) {
-    float right[alpha][4][lanes];  // (M A)[i][bb]
-#pragma GCC unroll 6
-    for (int i = 0; i < alpha; ++i)
-#pragma GCC unroll 6
-      for (int bb = 0; bb < 4; ++bb) {
-        float acc[lanes] = {};
-#pragma GCC unroll 6
-        for (int j = 0; j < alpha; ++j) {
-          const float f = at4[bb * alpha + j];
-          if (f == 0.f) continue;
-          const float* s = m + (i * alpha + j) * point_stride + k0;
-          for (int l = 0; l < lanes; ++l) acc[l] += f * s[l];
-        }
-        std::memcpy(right[i][bb], acc, sizeof acc);
-      }
-    float result[4][4][lanes];
-#pragma GCC unroll 6
-    for (int aa = 0; aa < 4; ++aa)
-#pragma GCC unroll 6
-      for (int bb = 0; bb < 4; ++bb) {
-        float acc[lanes] = {};
-#pragma GCC unroll 6
-        for (int i = 0; i < alpha; ++i) {
-          const float f = at4[aa * alpha + i];
-          if (f == 0.f) continue;
-          for (int l = 0; l < lanes; ++l) acc[l] += f * right[i][bb][l];
-        }
-        if (bias != nullptr)
-          for (int l = 0; l < lanes; ++l) acc[l] += bias[k0 + l];
-        std::memcpy(result[aa][bb], acc, sizeof acc);
-      }
-    for (int64_t aa = 0; aa < rows; ++aa)
-      for (int64_t bb = 0; bb < cols; ++bb)
-        std::memcpy(out + ((b * p + 4 * ty + aa) * q + 4 * tx + bb) * cout + k0, result[aa][bb],
-                    sizeof result[aa][bb]);
-  }
+  for (int64_t k0 = 0; k0 < cout; k0 += lanes)
+    separable<4, 4, alpha, alpha>(
+        f43.at, f43.at, [&](int i, int j) { return m + (i * alpha + j) * point_stride + k0; },
+        [&](int aa, int bb, const float* values) {
+          if (aa >= rows || bb >= cols) return;  // beyond the plane's edge
+          float* o = out + ((b * p + 4 * ty + aa) * q + 4 * tx + bb) * cout + k0;
+          for (int l = 0; l < lanes; ++l) o[l] = bias != nullptr ? values[l] + bias[k0 + l] : values[l];
+        });
 }
 
 /// The filters' 36 points, point ξ a panel of in × out channels: u[ξ][row][col] = (G₃ f G₃ᵀ)ξ for
@@ -295,7 +251,6 @@ void tile_output(const float* m, int64_t point_stride, int64_t cout, const float
 /// with tap = 3a + b, or 3(2 − a) + (2 − b) when `flipped`.
 void filter_points(const float* w, int64_t in, int64_t out, int64_t row_stride, int64_t col_stride,
                    bool flipped, float* u, int threads) {
-  constexpr const float* g3 = f43.g;
   const int team = team_for(in * out * points, threads);
 #pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
   for (int64_t row = 0; row < in; ++row)
@@ -309,33 +264,11 @@ void filter_points(const float* w, int64_t in, int64_t out, int64_t row_stride, 
           const float* s = w + row * row_stride + col0 * col_stride + tap;
           for (int l = 0; l < lanes; ++l) f[a][b][l] = s[l * col_stride];
         }
-      float left[alpha][3][lanes];  // (G₃ f)[i][b]
-#pragma GCC unroll 6
-      for (int i = 0; i < alpha; ++i)
-#pragma GCC unroll 6
-        for (int b = 0; b < 3; ++b) {
-          float acc[lanes] = {};
-#pragma GCC unroll 6
-          for (int a = 0; a < 3; ++a) {
-            const float k = g3[i * 3 + a];
-            if (k == 0.f) continue;
-            for (int l = 0; l < lanes; ++l) acc[l] += k * f[a][b][l];
-          }
-          std::memcpy(left[i][b], acc, sizeof acc);
-        }
-#pragma GCC unroll 6
-      for (int i = 0; i < alpha; ++i)
-#pragma GCC unroll 6
-        for (int j = 0; j < alpha; ++j) {
-          float acc[lanes] = {};
-#pragma GCC unroll 6
-          for (int b = 0; b < 3; ++b) {
-            const float k = g3[j * 3 + b];
-            if (k == 0.f) continue;
-            for (int l = 0; l < lanes; ++l) acc[l] += k * left[i][b][l];
-          }
-          std::memcpy(u + ((i * alpha + j) * in + row) * out + col0, acc, sizeof acc);
-        }
+      separable<alpha, alpha, 3, 3>(
+          f43.g, f43.g, [&](int a, int b) { return f[a][b]; },
+          [&](int i, int j, const float* values) {
+            std::memcpy(u + ((i * alpha + j) * in + row) * out + col0, values, sizeof(float) * lanes);
+          });
     }
 }
 
@@ -481,40 +414,16 @@ void winograd_conv::backward_filter(const conv2d_geometry& g, const float* x, co
   }
   if (!ok.load()) refused("backward filter", g);
   // dw[k][c] += A₃ᵀ S A₃, 16 input channels at a time.
-  constexpr const float* at3 = f34.at;
   const int team = team_for(k * c * points, threads);
 #pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
   for (int64_t ko = 0; ko < k; ++ko)
     for (int64_t c0 = 0; c0 < c; c0 += lanes) {
-      float right[alpha][3][lanes];  // (S A₃)[i][bb]
-#pragma GCC unroll 6
-      for (int i = 0; i < alpha; ++i)
-#pragma GCC unroll 6
-        for (int bb = 0; bb < 3; ++bb) {
-          float acc[lanes] = {};
-#pragma GCC unroll 6
-          for (int j = 0; j < alpha; ++j) {
-            const float f = at3[bb * alpha + j];
-            if (f == 0.f) continue;
-            const float* s = sums + ((i * alpha + j) * k + ko) * c + c0;
-            for (int l = 0; l < lanes; ++l) acc[l] += f * s[l];
-          }
-          std::memcpy(right[i][bb], acc, sizeof acc);
-        }
-#pragma GCC unroll 6
-      for (int aa = 0; aa < 3; ++aa)
-#pragma GCC unroll 6
-        for (int bb = 0; bb < 3; ++bb) {
-          float acc[lanes] = {};
-#pragma GCC unroll 6
-          for (int i = 0; i < alpha; ++i) {
-            const float f = at3[aa * alpha + i];
-            if (f == 0.f) continue;
-            for (int l = 0; l < lanes; ++l) acc[l] += f * right[i][bb][l];
-          }
-          float* o = dw + (ko * c + c0) * 9 + aa * 3 + bb;
-          for (int l = 0; l < lanes; ++l) o[l * 9] += acc[l];
-        }
+      separable<3, 3, alpha, alpha>(
+          f34.at, f34.at, [&](int i, int j) { return sums + ((i * alpha + j) * k + ko) * c + c0; },
+          [&](int aa, int bb, const float* values) {
+            float* o = dw + (ko * c + c0) * 9 + aa * 3 + bb;
+            for (int l = 0; l < lanes; ++l) o[l * 9] += values[l];
+          });
     }
   if (!g.bias) return;
   const int64_t plane = p * q;
