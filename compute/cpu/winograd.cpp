@@ -25,7 +25,7 @@ constexpr int points = 36;  // α²: the products per tile
 constexpr int lanes = 16;   // channels per transform step (widths are whole blocks of 16)
 constexpr double finite_points[alpha - 1] = {0, 1, -1, 2, -2};
 
-/// A matrix of up to α × α doubles, row-major, `cols` wide.
+/// A matrix of up to α × α doubles, row-major (its users know its width).
 struct dmatrix {
   double v[alpha * alpha] = {};
 };

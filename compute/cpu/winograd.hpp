@@ -6,9 +6,10 @@
 // dy with the flipped, transposed filters; the backward filter pass is F(3×3, 4×4) with the same
 // 6×6 input patches and the 4×4 tiles of dy as filters.
 //
-// The matrices come from Toom-Cook at the points 0, ±1, ±2 and ∞ (computed once, in double). Every
-// product is a single-threaded SGEMM over a fixed batch of tiles, the batches and the transforms
-// spread over the threads in fixed pieces, so the bits do not depend on the thread count.
+// The matrices come from Toom-Cook at the points 0, ±1, ±2 and ∞ (computed in double at compile
+// time, then rounded to fp32 constants that the unrolled transforms fold). Every product is a
+// single-threaded SGEMM over a fixed batch of tiles, the batches and the transforms spread over
+// the threads in fixed pieces, so the bits do not depend on the thread count.
 #pragma once
 
 #include <cstdint>
