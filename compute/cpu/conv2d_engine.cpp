@@ -104,7 +104,7 @@ struct conv2d_engine::primitives {
   memory bww_scratch;
   tensor db_scratch;
 
-  bool own_winograd = false;  // petra's Winograd runs all three passes; the primitives stay unused
+  bool own_winograd = false;  // petra's Winograd runs all three passes; only `forward` is built (unused)
 
   std::size_t slot_bytes[3] = {0, 0, 0};
   std::size_t scratchpad_bytes = 0;  // the largest scratchpad of these primitives and reorders
@@ -257,21 +257,23 @@ conv2d_engine::primitives& conv2d_engine::lookup(const conv2d_geometry& g) {
   if (found != cache_.end()) return *found->second;
   staged_dy_ = nullptr;  // the workspace may be reallocated below
   primitives_builder build(dnnl_->engine, g, bf16_operands_, winograd_);
+  primitives& p = *build.p;
   try {
     cpu::omp_threads_scope team(threads_);  // primitives are tuned for the team they will run on
     const auto fwd = build.forward();
+    // Where oneDNN has no Winograd kernel for a geometry where Winograd pays (a CPU without
+    // AVX-512), petra's own runs all three passes where it pays in turn (from 64 channels): no
+    // backward primitives and no workspace for them.
+    if (own_winograd_ && winograd_pays(g) && cpu::winograd_conv::pays(g) &&
+        p.forward_kernel.find("wino") == std::string::npos) {
+      p.own_winograd = true;
+      p.forward_kernel = "petra_wino_4x3";
+      return *cache_.emplace(g, std::move(build.p)).first->second;
+    }
     build.backward_data(fwd);
     build.backward_weights(fwd);
   } catch (const dnnl::error& e) {
     throw std::runtime_error("conv2d: oneDNN could not build a convolution for " + g.str() + ": " + e.what());
-  }
-  primitives& p = *build.p;
-  // Where oneDNN has no Winograd kernel for a geometry where Winograd pays (a CPU without AVX-512),
-  // petra's own runs it where it pays in turn (from 64 channels).
-  if (own_winograd_ && winograd_pays(g) && cpu::winograd_conv::pays(g) &&
-      p.forward_kernel.find("wino") == std::string::npos) {
-    p.own_winograd = true;
-    p.forward_kernel = "petra_wino_4x3";
   }
   for (int slot = 0; slot < 3; ++slot) {
     const auto floats = static_cast<int64_t>((p.slot_bytes[slot] + sizeof(float) - 1) / sizeof(float));

@@ -16,12 +16,6 @@ namespace {
 // Rows of C per block: a block's SGEMM is the same call whatever the thread count.
 constexpr int64_t rows_per_block = 64;
 
-// One single-threaded SGEMM; false when oneDNN refuses.
-bool gemm_one(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-              const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  return dnnl_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
-}
-
 // Runs gemm_block(i) for i < count, each a single-threaded SGEMM, on up to `threads` threads (fewer
 // when `work` multiply-adds do not pay for them); throws naming m×n×k if one was refused.
 template <class Block>
@@ -39,16 +33,23 @@ void run_blocks(int64_t count, int64_t work, int threads, int64_t m, int64_t n, 
 
 }  // namespace
 
+bool sgemm_single(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                  int64_t ldc) {
+  return dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c,
+                    ldc) == dnnl_success;
+}
+
 void sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int threads) {
   if (m <= 0 || n <= 0) return;
-  const char ta = transpose_a ? 'T' : 'N', tb = transpose_b ? 'T' : 'N';
   const int64_t blocks = (m + rows_per_block - 1) / rows_per_block;
   // Row block r of op(A): rows r·64… of A, or its columns when A is transposed.
   const auto a_block = [&](int64_t row) { return transpose_a ? a + row : a + row * lda; };
   run_blocks(blocks, m * n * std::max<int64_t>(k, 1), threads, m, n, k, [&](int64_t r) {
     const int64_t row = r * rows_per_block, rows = std::min(rows_per_block, m - row);
-    return gemm_one(ta, tb, rows, n, k, alpha, a_block(row), lda, b, ldb, beta, c + row * ldc, ldc);
+    return sgemm_single(transpose_a, transpose_b, rows, n, k, alpha, a_block(row), lda, b, ldb, beta,
+                        c + row * ldc, ldc);
   });
 }
 
@@ -56,10 +57,9 @@ void sgemm_batch(bool transpose_a, bool transpose_b, int64_t batch, int64_t m, i
                  const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b,
                  float* c, int64_t ldc, int64_t stride_c, int threads) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
-  const char ta = transpose_a ? 'T' : 'N', tb = transpose_b ? 'T' : 'N';
   run_blocks(batch, batch * m * n * std::max<int64_t>(k, 1), threads, m, n, k, [&](int64_t i) {
-    return gemm_one(ta, tb, m, n, k, 1.f, a + i * stride_a, lda, b + i * stride_b, ldb, 0.f, c + i * stride_c,
-                    ldc);
+    return sgemm_single(transpose_a, transpose_b, m, n, k, 1.f, a + i * stride_a, lda, b + i * stride_b, ldb,
+                        0.f, c + i * stride_c, ldc);
   });
 }
 

@@ -15,6 +15,13 @@ namespace petra::cpu {
 void sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int threads);
 
+/// One SGEMM on the calling thread alone (its caller has set oneDNN's team to one, e.g. inside a
+/// parallel loop under omp_threads_scope(1)): C = alpha · op(A) · op(B) + beta · C, row-major.
+/// False when oneDNN refuses.
+bool sgemm_single(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                  int64_t ldc);
+
 /// `batch` products C_i = op(A_i) · op(B_i) of the same shape, items `stride_a`, `stride_b` and
 /// `stride_c` floats apart, one single-threaded SGEMM each, spread over up to `threads` threads.
 void sgemm_batch(bool transpose_a, bool transpose_b, int64_t batch, int64_t m, int64_t n, int64_t k,

@@ -3,111 +3,25 @@
 // time, and point ξ's products a row-major SGEMM of (tiles × in-channels) by (in × out-channels).
 #include "compute/cpu/winograd.hpp"
 
-#include <oneapi/dnnl/dnnl.h>
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "compute/cpu/gemm.hpp"
+#include "compute/cpu/nhwc.hpp"
 #include "compute/cpu/parallel.hpp"
 
 namespace petra::cpu {
 
 namespace {
 
-constexpr int alpha = 6;    // points per axis: m + r − 1
+using winograd_tables::alpha;
+using winograd_tables::f34;
+using winograd_tables::f43;
 constexpr int points = 36;  // α²: the products per tile
 constexpr int lanes = 16;   // channels per transform step (widths are whole blocks of 16)
-constexpr double finite_points[alpha - 1] = {0, 1, -1, 2, -2};
-
-/// A matrix of up to α × α doubles, row-major (its users know its width).
-struct dmatrix {
-  double v[alpha * alpha] = {};
-};
-
-constexpr double magnitude(double x) { return x < 0 ? -x : x; }
-
-/// α × n: row j holds p_j⁰ … p_jⁿ⁻¹ at the finite points, the last row (∞) the leading coefficient.
-constexpr dmatrix evaluation(int n) {
-  dmatrix e;
-  for (int j = 0; j < alpha - 1; ++j) {
-    double power = 1;
-    for (int i = 0; i < n; ++i, power *= finite_points[j]) e.v[j * n + i] = power;
-  }
-  e.v[(alpha - 1) * n + n - 1] = 1;
-  return e;
-}
-
-/// The inverse of an α × α matrix (Gauss-Jordan, partial pivoting).
-constexpr dmatrix inverse(dmatrix a) {
-  dmatrix inv;
-#pragma GCC unroll 6
-  for (int i = 0; i < alpha; ++i) inv.v[i * alpha + i] = 1;
-  for (int col = 0; col < alpha; ++col) {
-    int pivot = col;
-    for (int row = col + 1; row < alpha; ++row)
-      if (magnitude(a.v[row * alpha + col]) > magnitude(a.v[pivot * alpha + col])) pivot = row;
-#pragma GCC unroll 6
-    for (int j = 0; j < alpha; ++j) {
-      const double t = a.v[col * alpha + j], u = inv.v[col * alpha + j];
-      a.v[col * alpha + j] = a.v[pivot * alpha + j], inv.v[col * alpha + j] = inv.v[pivot * alpha + j];
-      a.v[pivot * alpha + j] = t, inv.v[pivot * alpha + j] = u;
-    }
-    const double scale = 1 / a.v[col * alpha + col];
-#pragma GCC unroll 6
-    for (int j = 0; j < alpha; ++j) a.v[col * alpha + j] *= scale, inv.v[col * alpha + j] *= scale;
-    for (int row = 0; row < alpha; ++row) {
-      if (row == col) continue;
-      const double f = a.v[row * alpha + col];
-#pragma GCC unroll 6
-      for (int j = 0; j < alpha; ++j)
-        a.v[row * alpha + j] -= f * a.v[col * alpha + j],
-            inv.v[row * alpha + j] -= f * inv.v[col * alpha + j];
-    }
-  }
-  return inv;
-}
-
-/// F(m, r)'s matrices: at (m × α), g (α × r), bt (α × α), from y = V_mᵀ diag(V_r g) V_α⁻ᵀ d (the
-/// transpose of Toom-Cook's linear convolution V_α⁻¹ [(V_r g) ⊙ (V_m h)]).
-struct tables {
-  dmatrix at, g, bt;
-};
-
-constexpr tables make_tables(int m, int r) {
-  tables t;
-  const dmatrix vm = evaluation(m), inv = inverse(evaluation(alpha));
-  t.g = evaluation(r);
-  for (int a = 0; a < m; ++a)
-#pragma GCC unroll 6
-    for (int i = 0; i < alpha; ++i) t.at.v[a * alpha + i] = vm.v[i * m + a];
-#pragma GCC unroll 6
-  for (int i = 0; i < alpha; ++i)
-#pragma GCC unroll 6
-    for (int a = 0; a < alpha; ++a) t.bt.v[i * alpha + a] = inv.v[a * alpha + i];
-  return t;
-}
-
-/// The same in fp32, as the kernels read them: constants, so that unrolled loops fold the zeros.
-struct ftables {
-  float at[alpha * alpha] = {}, g[alpha * alpha] = {}, bt[alpha * alpha] = {};
-};
-
-constexpr ftables to_float(const tables& t) {
-  ftables f;
-  for (int i = 0; i < alpha * alpha; ++i)
-    f.at[i] = static_cast<float>(t.at.v[i]), f.g[i] = static_cast<float>(t.g.v[i]),
-    f.bt[i] = static_cast<float>(t.bt.v[i]);
-  return f;
-}
-
-constexpr ftables f43 = to_float(make_tables(4, 3));  // forward and backward data: at 4 × 6, g 6 × 3
-constexpr ftables f34 = to_float(make_tables(3, 4));  // backward filter: at 3 × 6, g 6 × 4 (bt the same)
 
 /// Tiles per batch of products: 32,768 floats (128 KB) per point on the wider side, 4.5 MB for the
 /// batch; smaller batches measured slower (the SGEMMs of few rows cost more than the cache saves).
@@ -115,63 +29,23 @@ int64_t tile_batch(int64_t tiles, int64_t width) {
   return std::min<int64_t>(tiles, std::max<int64_t>(16, 32768 / width));
 }
 
-#ifdef __AVX2__
-/// dst[j·ld_dst + i] = src[i·ld_src + j] for an 8 × 8 block.
-inline void transpose8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
-  __m256 r[8], t[8];
-  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ld_src);
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+/// The 4×4 output tiles of n planes of p × q, in order (image, tile row, tile column), and where a
+/// tile starts in a channels-last grid.
+struct tiling {
+  int64_t n, p, q, th, tw, tiles;
+  tiling(int64_t images, int64_t height, int64_t width)
+      : n(images), p(height), q(width), th((p + 3) / 4), tw((q + 3) / 4), tiles(n * th * tw) {}
+  /// Rows and columns of the padded input the tiles' 6×6 patches read.
+  int64_t patch_rows() const { return 4 * th + 2; }
+  int64_t patch_cols() const { return 4 * tw + 2; }
+  int64_t image(int64_t t) const { return t / (th * tw); }
+  int64_t row(int64_t t) const { return t % (th * tw) / tw; }
+  int64_t col(int64_t t) const { return t % tw; }
+  /// Offset of tile t's first element in an NHWC grid of `rows` × `cols` positions of c channels.
+  int64_t origin(int64_t t, int64_t rows, int64_t cols, int64_t c) const {
+    return ((image(t) * rows + 4 * row(t)) * cols + 4 * col(t)) * c;
   }
-  for (int i = 0; i < 8; i += 4) {
-    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-#pragma GCC unroll 6
-  for (int i = 0; i < 4; ++i) {
-    _mm256_storeu_ps(dst + i * ld_dst, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-    _mm256_storeu_ps(dst + (i + 4) * ld_dst, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
-  }
-}
-#endif
-
-/// dst[j·ld_dst + i] = src[i·ld_src + j] for i < rows, j < cols.
-void transpose(const float* src, int64_t ld_src, float* dst, int64_t ld_dst, int64_t rows, int64_t cols) {
-  int64_t i = 0;
-#ifdef __AVX2__
-  for (; i + 8 <= rows; i += 8) {
-    int64_t j = 0;
-    for (; j + 8 <= cols; j += 8) transpose8(src + i * ld_src + j, ld_src, dst + j * ld_dst + i, ld_dst);
-    for (; j < cols; ++j)
-      for (int64_t ii = i; ii < i + 8; ++ii) dst[j * ld_dst + ii] = src[ii * ld_src + j];
-  }
-#endif
-  for (; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) dst[j * ld_dst + i] = src[i * ld_src + j];
-}
-
-/// dst (n, rows, cols, c) = src (n, c, h, w) shifted by `pad` rows and columns, zero outside it.
-void to_padded_nhwc(const float* src, int64_t n, int64_t c, int64_t h, int64_t w, int64_t pad, int64_t rows,
-                    int64_t cols, float* dst, int threads) {
-  const int team = team_for(n * rows * cols * c, threads);
-#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
-  for (int64_t item = 0; item < n * rows; ++item) {
-    const int64_t b = item / rows, i = item % rows, hi = i - pad;
-    float* out = dst + item * cols * c;
-    if (hi < 0 || hi >= h) {
-      std::memset(out, 0, sizeof(float) * static_cast<std::size_t>(cols * c));
-      continue;
-    }
-    const int64_t left = std::min(pad, cols), right = std::max<int64_t>(0, std::min(cols, pad + w));
-    std::memset(out, 0, sizeof(float) * static_cast<std::size_t>(left * c));
-    if (right > left) transpose(src + b * c * h * w + hi * w, h * w, out + left * c, c, c, right - left);
-    if (cols > right)
-      std::memset(out + right * c, 0, sizeof(float) * static_cast<std::size_t>((cols - right) * c));
-  }
-}
+};
 
 /// One separable 2-D transform of 16 lanes: out(i, j) = Σ_a Σ_b left[i][a] · in(a, b) · right[j][b]
 /// (i < I, j < J, a < A, b < B; left I × A, right J × B, row-major), rows first. `in(a, b)` points at
@@ -272,30 +146,12 @@ void filter_points(const float* w, int64_t in, int64_t out, int64_t row_stride, 
     }
 }
 
-bool sgemm_one(char ta, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-               int64_t ldb, float beta, float* c, int64_t ldc) {
-  return dnnl_sgemm(ta, 'N', m, n, k, 1.f, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
-}
-
 [[noreturn]] void refused(const char* pass, const conv2d_geometry& g) {
   throw std::runtime_error(std::string("winograd ") + pass + " of " + g.str() +
                            ": an SGEMM was refused by oneDNN");
 }
 
 }  // namespace
-
-winograd_matrices winograd_f(int m, int r) {
-  if (m < 1 || r < 1 || m + r != alpha + 1)
-    throw std::invalid_argument("winograd_f: F(" + std::to_string(m) + ", " + std::to_string(r) +
-                                ") needs m + r = 7 (6 points), both at least 1");
-  const tables t = make_tables(m, r);
-  winograd_matrices f;
-  f.m = m, f.r = r;
-  f.at.assign(t.at.v, t.at.v + m * alpha);
-  f.g.assign(t.g.v, t.g.v + alpha * r);
-  f.bt.assign(t.bt.v, t.bt.v + alpha * alpha);
-  return f;
-}
 
 float* winograd_conv::scratch::reserve(int64_t count) {
   if (static_cast<int64_t>(values.size()) < count) values.resize(static_cast<std::size_t>(count));
@@ -309,11 +165,11 @@ bool winograd_conv::handles(const conv2d_geometry& g) {
 
 bool winograd_conv::pays(const conv2d_geometry& g) { return handles(g) && g.c >= 64 && g.k >= 64; }
 
-void winograd_conv::correlate(const float* in, int64_t n, int64_t cin, int64_t h, int64_t w, int64_t pad,
+bool winograd_conv::correlate(const float* in, int64_t n, int64_t cin, int64_t h, int64_t w, int64_t pad,
                               const float* u, int64_t cout, const float* bias, float* out, int threads) {
   const int64_t p = h + 2 * pad - 2, q = w + 2 * pad - 2;
-  const int64_t th = (p + 3) / 4, tw = (q + 3) / 4, tiles = n * th * tw;
-  const int64_t rows = 4 * th + 2, cols = 4 * tw + 2;
+  const tiling tl(n, p, q);
+  const int64_t tiles = tl.tiles, rows = tl.patch_rows(), cols = tl.patch_cols();
   float* padded = padded_.reserve(n * rows * cols * cin);
   to_padded_nhwc(in, n, cin, h, w, pad, rows, cols, padded, threads);
   const int64_t batch = tile_batch(tiles, std::max(cin, cout));
@@ -329,19 +185,19 @@ void winograd_conv::correlate(const float* in, int64_t n, int64_t cin, int64_t h
       const int64_t count = std::min(batch, tiles - first);
 #pragma omp for schedule(static)
       for (int64_t t = 0; t < count; ++t) {
-        const int64_t tile = first + t, b = tile / (th * tw), ty = tile % (th * tw) / tw, tx = tile % tw;
-        patch_points(padded + ((b * rows + 4 * ty) * cols + 4 * tx) * cin, cols * cin, cin, v + t * cin,
+        patch_points(padded + tl.origin(first + t, rows, cols, cin), cols * cin, cin, v + t * cin,
                      batch * cin);
       }
 #pragma omp for schedule(static)
       for (int xi = 0; xi < points; ++xi)
-        if (!sgemm_one('N', count, cout, cin, v + xi * batch * cin, cin, u + xi * cin * cout, cout, 0.f,
-                       m + xi * batch * cout, cout))
+        if (!sgemm_single(false, false, count, cout, cin, 1.f, v + xi * batch * cin, cin, u + xi * cin * cout,
+                          cout, 0.f, m + xi * batch * cout, cout))
           ok.store(false, std::memory_order_relaxed);
 #pragma omp for schedule(static)
       for (int64_t t = 0; t < count; ++t) {
-        const int64_t tile = first + t, b = tile / (th * tw), ty = tile % (th * tw) / tw, tx = tile % tw;
-        tile_output(m + t * cout, batch * cout, cout, bias, staged, b, ty, tx, p, q);
+        const int64_t tile = first + t;
+        tile_output(m + t * cout, batch * cout, cout, bias, staged, tl.image(tile), tl.row(tile),
+                    tl.col(tile), p, q);
       }
     }
     // NHWC → NCHW, 64 positions of a plane at a time.
@@ -353,18 +209,15 @@ void winograd_conv::correlate(const float* in, int64_t n, int64_t cin, int64_t h
                 cout);
     }
   }
-  if (!ok.load()) throw std::runtime_error("winograd: an SGEMM was refused by oneDNN");
+  return ok.load();
 }
 
 void winograd_conv::forward(const conv2d_geometry& g, const float* x, const float* w, const float* b,
                             float* y, int threads) {
   float* u = filters_.reserve(points * g.c * g.k);
   filter_points(w, g.c, g.k, 9, g.c * 9, false, u, threads);  // u[ξ][c][k] from w[k][c]
-  try {
-    correlate(x, g.n, g.c, g.h, g.w, g.padding, u, g.k, g.bias ? b : nullptr, y, threads);
-  } catch (const std::runtime_error&) {
+  if (!correlate(x, g.n, g.c, g.h, g.w, g.padding, u, g.k, g.bias ? b : nullptr, y, threads))
     refused("forward", g);
-  }
 }
 
 void winograd_conv::backward_data(const conv2d_geometry& g, const float* dy, const float* w, float* dx,
@@ -372,21 +225,20 @@ void winograd_conv::backward_data(const conv2d_geometry& g, const float* dy, con
   // dx = dy padded by 2 − padding, correlated with the flipped filters, in and out swapped.
   float* u = filters_.reserve(points * g.k * g.c);
   filter_points(w, g.k, g.c, g.c * 9, 9, true, u, threads);  // u[ξ][k][c] from w[k][c] flipped
-  try {
-    correlate(dy, g.n, g.k, g.p(), g.q(), 2 - g.padding, u, g.c, nullptr, dx, threads);
-  } catch (const std::runtime_error&) {
+  if (!correlate(dy, g.n, g.k, g.p(), g.q(), 2 - g.padding, u, g.c, nullptr, dx, threads))
     refused("backward data", g);
-  }
 }
 
 void winograd_conv::backward_filter(const conv2d_geometry& g, const float* x, const float* dy, float* dw,
                                     float* db, int threads) {
-  const int64_t p = g.p(), q = g.q(), th = (p + 3) / 4, tw = (q + 3) / 4, tiles = g.n * th * tw;
-  const int64_t rows = 4 * th + 2, cols = 4 * tw + 2, c = g.c, k = g.k;
+  const int64_t p = g.p(), q = g.q(), c = g.c, k = g.k;
+  const tiling tl(g.n, p, q);
+  const int64_t tiles = tl.tiles, rows = tl.patch_rows(), cols = tl.patch_cols();
+  const int64_t dy_rows = 4 * tl.th, dy_cols = 4 * tl.tw;  // dy's grid: whole tiles, zero beyond p × q
   float* padded = padded_.reserve(g.n * rows * cols * c);
   to_padded_nhwc(x, g.n, c, g.h, g.w, g.padding, rows, cols, padded, threads);
-  float* padded_dy = padded_dy_.reserve(g.n * 4 * th * 4 * tw * k);
-  to_padded_nhwc(dy, g.n, k, p, q, 0, 4 * th, 4 * tw, padded_dy, threads);
+  float* padded_dy = padded_dy_.reserve(g.n * dy_rows * dy_cols * k);
+  to_padded_nhwc(dy, g.n, k, p, q, 0, dy_rows, dy_cols, padded_dy, threads);
   const int64_t batch = tile_batch(tiles, std::max(c, k));
   float* v = data_.reserve(points * batch * c);
   float* d = dy_points_.reserve(points * batch * k);
@@ -399,16 +251,15 @@ void winograd_conv::backward_filter(const conv2d_geometry& g, const float* x, co
       const int64_t count = std::min(batch, tiles - first);
 #pragma omp for schedule(static)
       for (int64_t t = 0; t < count; ++t) {
-        const int64_t tile = first + t, b = tile / (th * tw), ty = tile % (th * tw) / tw, tx = tile % tw;
-        patch_points(padded + ((b * rows + 4 * ty) * cols + 4 * tx) * c, cols * c, c, v + t * c, batch * c);
-        dy_points(padded_dy + ((b * 4 * th + 4 * ty) * 4 * tw + 4 * tx) * k, 4 * tw * k, k, d + t * k,
+        patch_points(padded + tl.origin(first + t, rows, cols, c), cols * c, c, v + t * c, batch * c);
+        dy_points(padded_dy + tl.origin(first + t, dy_rows, dy_cols, k), dy_cols * k, k, d + t * k,
                   batch * k);
       }
       // Batches in order, each point on one thread: the sums' order does not depend on the team.
 #pragma omp for schedule(static)
       for (int xi = 0; xi < points; ++xi)
-        if (!sgemm_one('T', k, c, count, d + xi * batch * k, k, v + xi * batch * c, c, first == 0 ? 0.f : 1.f,
-                       sums + xi * k * c, c))
+        if (!sgemm_single(true, false, k, c, count, 1.f, d + xi * batch * k, k, v + xi * batch * c, c,
+                          first == 0 ? 0.f : 1.f, sums + xi * k * c, c))
           ok.store(false, std::memory_order_relaxed);
     }
   }

@@ -16,20 +16,9 @@
 #include <vector>
 
 #include "compute/cpu/conv2d_engine.hpp"
+#include "compute/cpu/winograd_matrices.hpp"
 
 namespace petra::cpu {
-
-/// The 1-D matrices of F(m, r) for α = m + r − 1 = 6 points, row-major: y = Aᵀ[(G g) ⊙ (Bᵀ d)] is
-/// the correlation y_i = Σ_k g_k d_{i+k} (i < m, k < r) of a filter g (r) with data d (6).
-struct winograd_matrices {
-  int m = 0, r = 0;
-  std::vector<double> at;  // m × 6
-  std::vector<double> g;   // 6 × r
-  std::vector<double> bt;  // 6 × 6
-};
-
-/// F(m, r) with m + r = 7, from the points 0, 1, −1, 2, −2 and ∞.
-winograd_matrices winograd_f(int m, int r);
 
 /// Runs the 3×3 stride-1 fp32 convolutions of its geometries (handles()) on `threads` threads of
 /// the caller. Buffers are the callers' NCHW / OIHW. Not thread-safe: it keeps scratch buffers.
@@ -60,8 +49,9 @@ class winograd_conv {
   };
 
   /// out (n, cout, h + 2·pad − 2, w + 2·pad − 2) = in (n, cin, h, w) ⋆ the filters whose transforms
-  /// `u` holds (36 panels of cin × cout), + bias (cout values, or null).
-  void correlate(const float* in, int64_t n, int64_t cin, int64_t h, int64_t w, int64_t pad, const float* u,
+  /// `u` holds (36 panels of cin × cout), + bias (cout values, or null). False when oneDNN refused an
+  /// SGEMM.
+  bool correlate(const float* in, int64_t n, int64_t cin, int64_t h, int64_t w, int64_t pad, const float* u,
                  int64_t cout, const float* bias, float* out, int threads);
 
   scratch padded_, padded_dy_, filters_, data_, products_, staged_, dy_points_, sums_;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/cpu/winograd_matrices.hpp"
 #include "tests/ops/op_test_helpers.hpp"
 #include "tests/ops/reference_conv.hpp"
 
